@@ -1,0 +1,207 @@
+"""The GPU instance types this library knows, and everything that follows from one.
+
+One row per type. Every figure that depends on the instance type (EFA interfaces, pod CPU and
+memory, NCCL settings, price) is derived from this table, never typed again elsewhere.
+
+Sources (as the ``source`` column names them):
+- ``vpc-cni``: aws/amazon-vpc-cni-k8s ``pkg/vpc/vpc_ip_resource_limit.go`` (network cards, ENIs,
+  EFA support);
+- ``ec2``: the EC2 accelerated-computing instance pages (GPUs, GPU memory, vCPU, memory,
+  bandwidth, GPUDirect RDMA);
+- ``karpenter``: the karpenter instance-type bandwidth table (Gbps).
+Figures marked uncertain in the project's field notes can be overridden per stack with
+``gpuNodes.instanceOverrides``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+GIB_MIB = 1024
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """Figures of one EC2 GPU instance type."""
+
+    name: str
+    gpus: int
+    gpu_model: str
+    gpu_memory_gib: int
+    vcpu: int
+    memory_gib: int
+    network_cards: int
+    max_efa: int
+    bandwidth_gbps: int
+    gpudirect_rdma: bool
+    source: str
+
+    @property
+    def efa_capable(self) -> bool:
+        return self.max_efa > 0
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+# fmt: off
+_ROWS: tuple[InstanceType, ...] = (
+    #            name              gpus model   gpuGiB vcpu  memGiB cards efa  Gbps  rdma
+    InstanceType("p4d.24xlarge",     8, "A100",   40,   96, 1152,    4,   4,  400, True,  "vpc-cni; ec2"),
+    InstanceType("p4de.24xlarge",    8, "A100",   80,   96, 1152,    4,   4,  400, True,  "vpc-cni; ec2"),
+    InstanceType("p5.48xlarge",      8, "H100",   80,  192, 2048,   32,  32, 3200, True,  "vpc-cni; ec2"),
+    InstanceType("p5e.48xlarge",     8, "H200",  141,  192, 2048,   32,  32, 3200, True,  "vpc-cni; ec2"),
+    InstanceType("p5en.48xlarge",    8, "H200",  141,  192, 2048,   16,  16, 3200, True,  "vpc-cni; ec2"),
+    # GPU memory and RAM of p6-b200 are uncertain in the field notes: override per stack if needed.
+    InstanceType("p6-b200.48xlarge", 8, "B200",  179,  192, 2048,    8,   8, 3200, True,  "vpc-cni; ec2 (memory uncertain)"),
+    # GPUDirect RDMA on g6e is uncertain: the field notes mark it "no (?)".
+    InstanceType("g6e.48xlarge",     8, "L40S",   48,  192, 1536,    4,   4,  400, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g5.48xlarge",      8, "A10G",   24,  192,  768,    1,   1,  100, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g6.48xlarge",      8, "L4",     24,  192,  768,    1,   1,  100, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g5.8xlarge",       1, "A10G",   24,   32,  128,    1,   1,   25, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g6e.8xlarge",      1, "L40S",   48,   32,  256,    1,   1,   25, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g5.2xlarge",       1, "A10G",   24,    8,   32,    1,   0,    5, False, "vpc-cni; ec2; karpenter"),
+)
+# fmt: on
+
+CATALOG: Mapping[str, InstanceType] = {row.name: row for row in _ROWS}
+
+
+class UnknownInstanceType(KeyError):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return (
+            f"unknown instance type {self.name!r}; known types: {', '.join(sorted(CATALOG))} "
+            "(or give its figures under gpuNodes.instanceOverrides)"
+        )
+
+
+def lookup(name: str, overrides: Mapping[str, object] | None = None) -> InstanceType:
+    """The catalog row for ``name``, with per-stack ``overrides`` applied.
+
+    An unknown type needs every figure in ``overrides``; a known one may override any subset.
+    """
+    overrides = dict(overrides or {})
+    base = CATALOG.get(name)
+    if base is None:
+        if not overrides:
+            raise UnknownInstanceType(name)
+        return InstanceType(name=name, source="stack config", **overrides)  # type: ignore[arg-type]
+    if overrides:
+        return replace(base, source=f"{base.source}; stack overrides", **overrides)  # type: ignore[arg-type]
+    return base
+
+
+# --- EFA network interfaces -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EfaInterface:
+    network_card_index: int
+    device_index: int
+    interface_type: str  # "efa" or "efa-only"
+
+
+def efa_interfaces_for(instance: InstanceType) -> list[EfaInterface]:
+    """The launch-template interfaces of an EFA node.
+
+    Card 0 / device 0 is a full ``efa`` interface (it carries the node's IP); every other network
+    card gets one ``efa-only`` interface at device index 1, which uses no VPC IP (terraform-aws-eks
+    v21 default; needs VPC CNI >= 1.18.5). The older layout, ``efa`` on every card, costs one VPC
+    IP per card: 32 per p5 node.
+    """
+    if not instance.efa_capable:
+        return []
+    cards = min(instance.network_cards, instance.max_efa)
+    return [EfaInterface(0, 0, "efa")] + [EfaInterface(card, 1, "efa-only") for card in range(1, cards)]
+
+
+# --- Node allocatable capacity -----------------------------------------------------------------
+
+
+def max_pods(instance: InstanceType) -> int:
+    """Pods per node as nodeadm (AL2023) sets it for large instances: 250 above 30 vCPU, else 110."""
+    return 250 if instance.vcpu > 30 else 110
+
+
+def kube_reserved_millicpu(vcpu: int) -> int:
+    """EKS AMI kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of the next two,
+    0.25% of every core above four (amazon-eks-ami ``get_cpu_millicores_to_reserve``)."""
+    millicores = 0.0
+    for core in range(vcpu):
+        millicores += 60 if core == 0 else 10 if core == 1 else 5 if core < 4 else 2.5
+    return int(millicores)
+
+
+def kube_reserved_memory_mib(instance: InstanceType) -> int:
+    """EKS AMI kube-reserved memory: 255 MiB + 11 MiB per pod the node may run."""
+    return 255 + 11 * max_pods(instance)
+
+
+EVICTION_HARD_MIB = 100  # kubelet evictionHard memory.available on EKS AMIs
+
+# What the node's own DaemonSets request on a GPU node (aws-node, kube-proxy, eks-pod-identity-agent,
+# the NVIDIA and EFA device plugins, FSx CSI node): rounded up so the training pod always fits.
+DAEMONSET_MILLICPU = 1000
+DAEMONSET_MEMORY_MIB = 2 * GIB_MIB
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """What one training pod asks for so that it fills exactly one node."""
+
+    gpus: int
+    efa: int
+    millicpu: int
+    memory_mib: int
+    hugepages_2mi_mib: int
+    shm_mib: int
+
+    @property
+    def cpu(self) -> str:
+        return f"{self.millicpu}m" if self.millicpu % 1000 else str(self.millicpu // 1000)
+
+    @property
+    def memory(self) -> str:
+        return f"{self.memory_mib // GIB_MIB}Gi" if self.memory_mib % GIB_MIB == 0 else f"{self.memory_mib}Mi"
+
+
+def allocatable(instance: InstanceType, hugepages_2mi_mib: int = 0) -> tuple[int, int]:
+    """(millicpu, memory MiB) that the kubelet offers to pods on one node.
+
+    Memory set aside as 2 MiB hugepages is not offered as ordinary memory.
+    """
+    millicpu = instance.vcpu * 1000 - kube_reserved_millicpu(instance.vcpu)
+    memory = (
+        instance.memory_gib * GIB_MIB
+        - kube_reserved_memory_mib(instance)
+        - EVICTION_HARD_MIB
+        - hugepages_2mi_mib
+    )
+    return millicpu, memory
+
+
+def pod_shape_for(instance: InstanceType, hugepages_2mi_mib: int, shm_fraction: float) -> PodShape:
+    """The training pod of one node: all its GPUs and EFA devices, and the CPU and memory the
+    node can spare after the kubelet and its DaemonSets, rounded down to whole CPUs and GiB.
+
+    ``shm_fraction`` of the pod's memory backs ``/dev/shm`` (Ray's object store lives there;
+    RLinf's images are run with ``--shm-size 100g``).
+    """
+    alloc_cpu, alloc_mem = allocatable(instance, hugepages_2mi_mib)
+    millicpu = (alloc_cpu - DAEMONSET_MILLICPU) // 1000 * 1000
+    memory_mib = (alloc_mem - DAEMONSET_MEMORY_MIB) // GIB_MIB * GIB_MIB
+    shm_mib = int(memory_mib * shm_fraction) // GIB_MIB * GIB_MIB
+    return PodShape(
+        gpus=instance.gpus,
+        efa=instance.max_efa,
+        millicpu=millicpu,
+        memory_mib=memory_mib,
+        hugepages_2mi_mib=hugepages_2mi_mib,
+        shm_mib=shm_mib,
+    )

@@ -1,0 +1,663 @@
+"""Typed stack configuration: one frozen pydantic model tree, read from Pulumi config.
+
+Every key lives in the project namespace (``rlinf-eks:``) except the region (``aws:region``).
+Stack files use camelCase (``gpuNodes.instanceType``); Python uses snake_case. Unknown keys are
+rejected, and every violated rule is reported at once, each naming its key path, the value and
+what would be valid, before any resource is created.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any, Literal, Mapping, Optional
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from . import catalog
+
+PROJECT = "rlinf-eks"
+
+# Ray releases KubeRay and RLinf must not run (field notes, section 2).
+_BAD_RAY = ((2, 11, 0), (2, 37, 0))
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _rule(path: str, value: Any, message: str) -> PydanticCustomError:
+    """A cross-field rule violation; ``path`` is the camelCase key path relative to the model."""
+    return PydanticCustomError("rule", "{text}", {"text": f"{path}={value!r}: {message}"})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+
+# --- network ------------------------------------------------------------------------------------
+
+
+class NetworkSettings(_Model):
+    """The VPC: a new one (default) or an existing one given by id and subnets."""
+
+    vpc_id: Optional[str] = None
+    """An existing VPC. Defaults to None: a new VPC is created."""
+    cidr: str = "10.0.0.0/16"
+    """CIDR of a new VPC. Defaults to 10.0.0.0/16."""
+    availability_zones: list[str] = Field(default_factory=list)
+    """AZs of a new VPC's subnets (at least two: the EKS control plane needs two). Defaults to the
+    GPU AZ and the next AZ of the region."""
+    nat_gateways: Literal["single", "one-per-az"] = "single"
+    """One NAT gateway for the VPC (cheaper) or one per AZ (survives an AZ outage). Defaults to single."""
+    private_subnet_ids: list[str] = Field(default_factory=list)
+    """With vpcId: the cluster's private subnets (at least two AZs)."""
+    gpu_subnet_id: Optional[str] = None
+    """With vpcId: the private subnet of the GPU nodes, in the GPU AZ."""
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            net = ipaddress.ip_network(value)
+        except ValueError:
+            raise PydanticCustomError("cidr", "not a CIDR block such as 10.0.0.0/16") from None
+        if net.prefixlen > 20:
+            raise PydanticCustomError("cidr", "too small: a VPC for GPU nodes needs /20 or larger")
+        return value
+
+    @property
+    def create(self) -> bool:
+        return self.vpc_id is None
+
+
+# --- cluster ------------------------------------------------------------------------------------
+
+
+class SystemNodeSettings(_Model):
+    """The small on-demand node group for operators and device plugins."""
+
+    instance_type: str = "m6i.xlarge"
+    """Defaults to m6i.xlarge."""
+    count: int = Field(2, ge=1, le=10)
+    """Defaults to 2."""
+
+
+class ClusterSettings(_Model):
+    """The EKS cluster: a new one (default) or an existing one given by name."""
+
+    existing: bool = False
+    """Attach to an existing cluster (by ``name``) instead of creating one. Its kubeconfig comes from
+    the secret key ``rlinf-eks:kubeconfig``. Defaults to false."""
+    name: Optional[str] = None
+    """Cluster name. Defaults to rlinf-<stack> for a new cluster; required when existing."""
+    kubernetes_version: str = "1.34"
+    """Kubernetes minor version. Defaults to 1.34."""
+    endpoint_public_access_cidrs: list[str] = Field(default_factory=list)
+    """CIDRs allowed to reach the public API endpoint. Empty (the default): private endpoint only."""
+    allow_public_endpoint_from_anywhere: bool = False
+    """Explicit opt-in needed for 0.0.0.0/0 in endpointPublicAccessCidrs. Defaults to false."""
+    admin_role_arns: list[str] = Field(default_factory=list)
+    """IAM roles given cluster-admin access entries."""
+    log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
+        default_factory=lambda: ["api", "audit", "authenticator"]
+    )
+    """Control-plane log types. Defaults to api, audit, authenticator."""
+    system_nodes: SystemNodeSettings = Field(default_factory=SystemNodeSettings)
+    vpc_cni_version: str = "v1.20.4-eksbuild.1"
+    """VPC CNI add-on version; efa-only interfaces need >= 1.18.5."""
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _k8s_version(cls, value: str) -> str:
+        if not re.fullmatch(r"1\.(2[89]|3[0-9])", value):
+            raise PydanticCustomError("version", "a Kubernetes minor version from 1.28 to 1.39, such as 1.34")
+        return value
+
+    @field_validator("endpoint_public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.ip_network(cidr)
+            except ValueError:
+                raise PydanticCustomError("cidr", "{cidr!r} is not a CIDR block", {"cidr": cidr}) from None
+        return value
+
+    @field_validator("vpc_cni_version")
+    @classmethod
+    def _cni(cls, value: str) -> str:
+        match = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+", value)
+        if not match:
+            raise PydanticCustomError("cni", "an EKS add-on version such as v1.20.4-eksbuild.1")
+        if tuple(map(int, match.groups())) < (1, 18, 5):
+            raise PydanticCustomError("cni", "efa-only interfaces need VPC CNI v1.18.5 or newer")
+        return value
+
+    @model_validator(mode="after")
+    def _rules(self) -> "ClusterSettings":
+        if "0.0.0.0/0" in self.endpoint_public_access_cidrs and not self.allow_public_endpoint_from_anywhere:
+            raise _rule(
+                "endpointPublicAccessCidrs",
+                self.endpoint_public_access_cidrs,
+                "0.0.0.0/0 opens the API endpoint to the internet; set allowPublicEndpointFromAnywhere: true to mean it",
+            )
+        if self.existing and not self.name:
+            raise _rule("name", self.name, "an existing cluster must be named")
+        return self
+
+
+# --- GPU nodes ----------------------------------------------------------------------------------
+
+
+class InstanceOverrides(_Model):
+    """Figures of an instance type, for a type the catalog lacks or to correct a figure."""
+
+    gpus: Optional[int] = Field(None, ge=1)
+    gpu_model: Optional[str] = None
+    gpu_memory_gib: Optional[int] = Field(None, ge=1)
+    vcpu: Optional[int] = Field(None, ge=1)
+    memory_gib: Optional[int] = Field(None, ge=1)
+    network_cards: Optional[int] = Field(None, ge=1)
+    max_efa: Optional[int] = Field(None, ge=0)
+    bandwidth_gbps: Optional[int] = Field(None, ge=1)
+    gpudirect_rdma: Optional[bool] = None
+
+    def given(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class PlacementGroupSettings(_Model):
+    """The cluster placement group of the GPU nodes."""
+
+    strategy: Literal["auto", "create", "existing", "none"] = "auto"
+    """auto (the default): create one unless a capacity reservation or Capacity Block is used (a
+    forced placement group then fails with InsufficientInstanceCapacity, terraform-aws-eks #3730)."""
+    name: Optional[str] = None
+    """With strategy existing: the placement group's name."""
+
+
+class GpuNodeSettings(_Model):
+    """The EKS managed node group of EFA GPU nodes."""
+
+    instance_type: str = "p5.48xlarge"
+    """Defaults to p5.48xlarge."""
+    instance_overrides: Optional[InstanceOverrides] = None
+    node_count: int = Field(1, ge=1, le=512)
+    """Nodes the training run uses (desired size). Defaults to 1."""
+    max_nodes: Optional[int] = Field(None, ge=1, le=512)
+    """Upper bound of the node group. Defaults to nodeCount."""
+    scale_to_zero: bool = False
+    """Let the node group idle at zero nodes (needs the cluster autoscaler). Defaults to false."""
+    capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = "ON_DEMAND"
+    capacity_reservation_id: Optional[str] = None
+    """An On-Demand Capacity Reservation (with ON_DEMAND) or the Capacity Block (with CAPACITY_BLOCK)."""
+    placement_group: PlacementGroupSettings = Field(default_factory=PlacementGroupSettings)
+    efa: bool = True
+    """Wire every network card with EFA. Defaults to true."""
+    ami_type: Literal["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA"] = "AL2023_x86_64_NVIDIA"
+    root_volume_gib: int = Field(200, ge=100, le=16384)
+    """Encrypted gp3 root volume. Defaults to 200 GiB."""
+    local_nvme_raid0: bool = False
+    """Stripe the instance-store NVMe disks as RAID0 for kubelet and containerd (AL2023 only)."""
+    hugepages_gib: int = Field(5, ge=0, le=64)
+    """2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Extra node labels."""
+
+    @field_validator("capacity_reservation_id")
+    @classmethod
+    def _reservation(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not re.fullmatch(r"cr-[0-9a-f]{8,17}", value):
+            raise PydanticCustomError("id", "a capacity reservation id such as cr-0123456789abcdef0")
+        return value
+
+    @property
+    def instance(self) -> catalog.InstanceType:
+        overrides = self.instance_overrides.given() if self.instance_overrides else None
+        return catalog.lookup(self.instance_type, overrides)
+
+    @property
+    def reserved_capacity(self) -> bool:
+        return self.capacity_reservation_id is not None
+
+    @property
+    def wants_placement_group(self) -> bool:
+        strategy = self.placement_group.strategy
+        return strategy in ("create", "existing") or (strategy == "auto" and not self.reserved_capacity)
+
+    @property
+    def min_size(self) -> int:
+        return 0 if self.scale_to_zero else self.node_count
+
+    @property
+    def max_size(self) -> int:
+        return self.max_nodes or self.node_count
+
+    @model_validator(mode="after")
+    def _rules(self) -> "GpuNodeSettings":
+        errors: list[PydanticCustomError] = []
+        try:
+            instance = self.instance
+        except catalog.UnknownInstanceType as err:
+            raise _rule("instanceType", self.instance_type, str(err).split("; ", 1)[1]) from None
+        except TypeError:
+            raise _rule(
+                "instanceOverrides",
+                self.instance_overrides.given() if self.instance_overrides else None,
+                f"{self.instance_type!r} is not in the catalog, so every figure is needed: "
+                + ", ".join(to_camel(f) for f in InstanceOverrides.model_fields),
+            ) from None
+        if self.efa and not instance.efa_capable:
+            efa_types = sorted(name for name, row in catalog.CATALOG.items() if row.efa_capable)
+            errors.append(_rule("efa", True, f"{self.instance_type} has no EFA; set efa: false or use one of {', '.join(efa_types)}"))
+        if self.capacity_type == "CAPACITY_BLOCK" and not self.capacity_reservation_id:
+            errors.append(_rule("capacityReservationId", None, "capacityType CAPACITY_BLOCK needs the Capacity Block's reservation id"))
+        if self.capacity_type == "SPOT" and self.capacity_reservation_id:
+            errors.append(_rule("capacityReservationId", self.capacity_reservation_id, "a reservation cannot back SPOT capacity; use ON_DEMAND or CAPACITY_BLOCK"))
+        if self.reserved_capacity and self.placement_group.strategy in ("create", "existing"):
+            errors.append(
+                _rule(
+                    "placementGroup.strategy",
+                    self.placement_group.strategy,
+                    "a capacity reservation already fixes placement; forcing a placement group fails with "
+                    "InsufficientInstanceCapacity (use auto or none)",
+                )
+            )
+        if self.placement_group.strategy == "existing" and not self.placement_group.name:
+            errors.append(_rule("placementGroup.name", None, "strategy existing needs the placement group's name"))
+        if self.placement_group.strategy != "existing" and self.placement_group.name:
+            errors.append(_rule("placementGroup.name", self.placement_group.name, "a name is only used with strategy existing"))
+        if self.max_nodes is not None and self.max_nodes < self.node_count:
+            errors.append(_rule("maxNodes", self.max_nodes, f"must be at least nodeCount ({self.node_count})"))
+        if self.local_nvme_raid0 and self.ami_type != "AL2023_x86_64_NVIDIA":
+            errors.append(_rule("localNvmeRaid0", True, "the NVMe RAID0 is set up by nodeadm, on AL2023 AMIs only"))
+        _raise_all(errors)
+        return self
+
+
+# --- operators ----------------------------------------------------------------------------------
+
+
+class KubeRaySettings(_Model):
+    enabled: bool = False
+    """Install the KubeRay operator. Defaults to false."""
+    version: str = "1.7.0"
+    """kuberay-operator chart version. Defaults to 1.7.0 (the CRDs this project validates against)."""
+    namespace: str = "ray-system"
+
+
+class DevicePluginSettings(_Model):
+    nvidia_version: str = "0.18.0"
+    """nvidia-device-plugin chart version (not installed on Bottlerocket, which ships its own)."""
+    efa_version: str = "0.5.14"
+    """aws-efa-k8s-device-plugin chart version."""
+
+
+class AutoscalerSettings(_Model):
+    enabled: bool = False
+    """Install the Cluster Autoscaler so GPU nodes exist only while a job needs them."""
+    version: str = "9.46.6"
+    """cluster-autoscaler chart version."""
+    scale_down_unneeded_minutes: int = Field(10, ge=1, le=1440)
+
+
+# --- workload -----------------------------------------------------------------------------------
+
+Dialect = Literal["verl-ppo", "rlinf-embodied", "rlinf-reasoning"]
+RolloutBackend = Literal["hf", "vllm", "sglang"]
+
+_DEFAULT_CONFIG_NAME: dict[str, str] = {
+    "verl-ppo": "ppo_trainer",
+    "rlinf-embodied": "maniskill_ppo_openvlaoft",
+    "rlinf-reasoning": "qwen2.5-1.5b-grpo-fsdp",
+}
+
+
+class RolloutSettings(_Model):
+    backend: RolloutBackend = "hf"
+    """hf (HuggingFace, the default and the one VLA models support), vllm or sglang."""
+    tensor_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.5, gt=0, le=1)
+    max_num_batched_tokens: int = Field(8192, ge=1)
+    enforce_eager: bool = True
+
+
+class TrainerSettings(_Model):
+    dialect: Dialect = "verl-ppo"
+    """verl-ppo (the seed's main_ppo.py layout, SimpleVLA-RL), rlinf-embodied or rlinf-reasoning (RLinf v0.3)."""
+    config_name: Optional[str] = None
+    """Hydra config name. Defaults per dialect: ppo_trainer, maniskill_ppo_openvlaoft, qwen2.5-1.5b-grpo-fsdp."""
+    workdir: str = "/workspace"
+    """The trainer's checkout inside the image; first on PYTHONPATH."""
+    model_path: Optional[str] = None
+    """Model (SFT checkpoint) path inside the pod."""
+    experiment_name: str = "rlinf"
+    overrides: list[str] = Field(default_factory=list)
+    """Extra Hydra overrides, appended after the generated ones."""
+    batch: dict[str, int] = Field(default_factory=dict)
+    """Batch and environment sizes (trainer keys to integers) checked against world-size rules."""
+
+    @property
+    def resolved_config_name(self) -> str:
+        return self.config_name or _DEFAULT_CONFIG_NAME[self.dialect]
+
+    @field_validator("overrides")
+    @classmethod
+    def _overrides(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if "=" not in item.lstrip("~") and not item.startswith("~"):
+                raise PydanticCustomError("override", "{item!r} is not a Hydra override key=value", {"item": item})
+        return value
+
+
+class RayJobSettings(_Model):
+    """KubeRay RayJob options (launcher kuberay)."""
+
+    cluster: Literal["selector", "embedded"] = "embedded"
+    """selector: submit to the long-lived RayCluster rlinf-cluster (the seed's form); embedded (the
+    default): the RayJob carries its own cluster and shuts it down when it ends, releasing the GPUs."""
+    ttl_seconds_after_finished: int = Field(600, ge=0)
+    active_deadline_seconds: Optional[int] = Field(None, ge=1)
+    backoff_limit: int = Field(0, ge=0)
+    submission_mode: Literal["K8sJobMode", "HTTPMode", "SidecarMode"] = "K8sJobMode"
+
+
+class WorkloadSettings(_Model):
+    enabled: bool = True
+    """Create the training workload. Defaults to true."""
+    namespace: str = "rlinf"
+    launcher: Literal["manual", "kuberay"] = "manual"
+    """manual (the seed's default): a headless Service and an Indexed Job; kuberay: RayCluster + RayJob."""
+    image: str = Field(min_length=1)
+    """The training image (RLinf or SimpleVLA-RL, with libfabric and aws-ofi-nccl)."""
+    ray_version: str = "2.49.2"
+    """The Ray version inside the image (KubeRay's rayVersion)."""
+    trainer: TrainerSettings = Field(default_factory=TrainerSettings)
+    rollout: RolloutSettings = Field(default_factory=RolloutSettings)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables of every Ray pod."""
+    mlflow_tracking_uri: Optional[str] = None
+    shm_fraction: float = Field(0.4, gt=0, lt=1)
+    """Share of the pod's memory backing /dev/shm (Ray's object store). Defaults to 0.4."""
+    join_timeout_seconds: int = Field(1200, ge=60)
+    """How long pod 0 waits for every node to join Ray before failing. Defaults to 20 minutes."""
+    termination_grace_period_seconds: int = Field(900, ge=30)
+    """Time to flush a checkpoint on eviction. Defaults to 15 minutes."""
+    rayjob: RayJobSettings = Field(default_factory=RayJobSettings)
+
+    @field_validator("ray_version")
+    @classmethod
+    def _ray_version(cls, value: str) -> str:
+        match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", value)
+        if not match:
+            raise PydanticCustomError("ray", "a Ray release such as 2.49.2")
+        version = tuple(map(int, match.groups()))
+        if _BAD_RAY[0] <= version <= _BAD_RAY[1]:
+            raise PydanticCustomError("ray", "Ray 2.11.0 to 2.37.0 are not supported by KubeRay 1.7; use 2.38.0 or newer")
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not _DNS_1035.match(value) or len(value) > 63:
+            raise PydanticCustomError("dns", "a DNS-1035 label: lowercase letters, digits and '-', at most 63")
+        return value
+
+
+# --- storage ------------------------------------------------------------------------------------
+
+
+class SharedFilesystemSettings(_Model):
+    enabled: Optional[bool] = None
+    """FSx for Lustre shared by all training pods. Defaults to on when nodeCount > 1 (multi-node FSDP
+    writes a checkpoint shard per rank under the log path)."""
+    storage_capacity_gib: int = Field(1200, ge=1200)
+    """Defaults to 1200 GiB (the smallest PERSISTENT_2 size)."""
+    throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 250
+    mount_path: str = "/fsx"
+    """Where pods mount it; checkpoints, logs and models live below. Defaults to /fsx."""
+
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _capacity(cls, value: int) -> int:
+        if value % 2400 and value != 1200:
+            raise PydanticCustomError("fsx", "1200 GiB or a multiple of 2400 GiB (FSx for Lustre PERSISTENT_2)")
+        return value
+
+
+class StorageSettings(_Model):
+    bucket_name: Optional[str] = None
+    """Checkpoint bucket name. Defaults to a generated unique name."""
+    shared_filesystem: SharedFilesystemSettings = Field(default_factory=SharedFilesystemSettings)
+
+
+class PreflightSettings(_Model):
+    enabled: bool = False
+    """Check GPUs, EFA devices and all-reduce bandwidth on every node before training starts."""
+    image: str = "public.ecr.aws/hpc-cloud/nccl-tests:latest"
+    min_bus_bandwidth_fraction: float = Field(0.5, gt=0, le=1)
+    """Fail unless all_reduce_perf bus bandwidth reaches this fraction of the network line rate."""
+
+
+# --- the whole stack ----------------------------------------------------------------------------
+
+
+class StackSettings(_Model):
+    """Everything a stack configures."""
+
+    region: str = "us-east-1"
+    availability_zone: Optional[str] = None
+    """The one AZ of the GPU nodes (and of the shared filesystem). Defaults to <region>a."""
+    network: NetworkSettings = Field(default_factory=NetworkSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    gpu_nodes: GpuNodeSettings = Field(default_factory=GpuNodeSettings)
+    device_plugins: DevicePluginSettings = Field(default_factory=DevicePluginSettings)
+    kuberay: KubeRaySettings = Field(default_factory=KubeRaySettings)
+    autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
+    workload: WorkloadSettings
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    preflight: PreflightSettings = Field(default_factory=PreflightSettings)
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", value):
+            raise PydanticCustomError("region", "an AWS region such as us-east-1")
+        return value
+
+    @property
+    def gpu_az(self) -> str:
+        return self.availability_zone or f"{self.region}a"
+
+    @property
+    def shared_filesystem(self) -> bool:
+        enabled = self.storage.shared_filesystem.enabled
+        return self.gpu_nodes.node_count > 1 if enabled is None else enabled
+
+    @model_validator(mode="after")
+    def _rules(self) -> "StackSettings":
+        errors: list[PydanticCustomError] = []
+        gpu = self.gpu_nodes
+        try:
+            instance = gpu.instance
+        except (catalog.UnknownInstanceType, TypeError):  # reported by GpuNodeSettings
+            return self
+        wl = self.workload
+        if self.availability_zone and not self.availability_zone.startswith(self.region):
+            errors.append(_rule("availabilityZone", self.availability_zone, f"must be an AZ of region {self.region}, such as {self.region}a"))
+        if self.network.create:
+            azs = self.network.availability_zones
+            if azs and len(set(azs)) < 2:
+                errors.append(_rule("network.availabilityZones", azs, "the EKS control plane needs subnets in at least two AZs"))
+            if azs and self.gpu_az not in azs:
+                errors.append(_rule("network.availabilityZones", azs, f"must include the GPU AZ {self.gpu_az}"))
+            if self.network.private_subnet_ids or self.network.gpu_subnet_id:
+                errors.append(_rule("network.privateSubnetIds", self.network.private_subnet_ids, "subnets are only given with network.vpcId"))
+        else:
+            if len(self.network.private_subnet_ids) < 2:
+                errors.append(_rule("network.privateSubnetIds", self.network.private_subnet_ids, "an existing VPC needs at least two private subnets (two AZs)"))
+            if not self.network.gpu_subnet_id:
+                errors.append(_rule("network.gpuSubnetId", None, f"an existing VPC needs the private subnet of the GPU nodes in {self.gpu_az}"))
+        if self.cluster.existing and self.network.create:
+            errors.append(_rule("network.vpcId", None, "an existing cluster needs its VPC: set network.vpcId, privateSubnetIds and gpuSubnetId"))
+
+        # workload
+        if wl.launcher == "kuberay" and not self.kuberay.enabled:
+            errors.append(_rule("workload.launcher", "kuberay", "needs the KubeRay operator: set kuberay.enabled: true, or use launcher manual"))
+        rollout, dialect = wl.rollout, wl.trainer.dialect
+        if rollout.tensor_parallel_size > instance.gpus or instance.gpus % rollout.tensor_parallel_size:
+            errors.append(
+                _rule(
+                    "workload.rollout.tensorParallelSize",
+                    rollout.tensor_parallel_size,
+                    f"must divide the GPUs per node ({instance.gpus} on {instance.name}): one of "
+                    + ", ".join(str(d) for d in range(1, instance.gpus + 1) if instance.gpus % d == 0),
+                )
+            )
+        if dialect == "rlinf-embodied" and rollout.backend != "hf":
+            errors.append(_rule("workload.rollout.backend", rollout.backend, "RLinf embodied training rolls out with HuggingFace only: use hf"))
+        if dialect == "verl-ppo" and rollout.backend == "sglang":
+            errors.append(_rule("workload.rollout.backend", "sglang", "the verl-ppo dialect supports hf or vllm"))
+        if dialect == "rlinf-reasoning" and rollout.backend == "hf":
+            errors.append(_rule("workload.rollout.backend", "hf", "RLinf reasoning rolls out with vllm or sglang"))
+        if self.preflight.enabled and not gpu.efa:
+            errors.append(_rule("preflight.enabled", True, "the preflight measures EFA bandwidth; it needs gpuNodes.efa: true"))
+        if gpu.scale_to_zero and not self.autoscaler.enabled:
+            errors.append(_rule("gpuNodes.scaleToZero", True, "nodes come back from zero only with the cluster autoscaler: set autoscaler.enabled: true"))
+        if self.storage.shared_filesystem.enabled is False and gpu.node_count > 1 and wl.enabled:
+            errors.append(
+                _rule(
+                    "storage.sharedFilesystem.enabled",
+                    False,
+                    f"{gpu.node_count} nodes write one FSDP checkpoint shard per rank under the log path: a multi-node run needs the shared filesystem",
+                )
+            )
+        _raise_all(errors)
+        return self
+
+
+def _raise_all(errors: list[PydanticCustomError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise PydanticCustomError("rules", "{text}", {"text": "\n".join(e.message() for e in errors)})
+
+
+# --- reading and reporting ----------------------------------------------------------------------
+
+
+class ConfigError(ValueError):
+    """A stack configuration that cannot be deployed: one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+# camelCase top-level keys of the project namespace, in model order
+TOP_LEVEL_KEYS: dict[str, str] = {
+    (field.alias or name): name for name, field in StackSettings.model_fields.items() if name != "region"
+}
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The settings model found at a key path, for listing the keys valid there."""
+    model: Any = StackSettings
+    for part in loc:
+        fields = {f.alias or n: f for n, f in model.model_fields.items()}
+        field = fields.get(part)
+        annotation = getattr(field, "annotation", None)
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if model is None:
+            return None
+    return model
+
+
+def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def describe(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
+    """Turn pydantic's errors into lines that name the key path, the value and what is valid."""
+    problems: list[str] = []
+    for item in err.errors(include_url=False):
+        loc = tuple(p for p in item["loc"] if p not in ("function-after",))
+        prefix = _dotted(loc)
+        if item["type"] in ("rule", "rules"):
+            for line in item["msg"].split("\n"):
+                problems.append(f"{prefix + '.' if prefix else ''}{line}")
+            continue
+        if item["type"] == "extra_forbidden":
+            model = _model_at(loc[:-1])
+            valid = ", ".join(f.alias or n for n, f in model.model_fields.items()) if model else "see the README"
+            problems.append(f"{prefix}: unknown key; valid keys here: {valid}")
+            continue
+        value = _lookup(data, loc) if item["type"] != "missing" else None
+        message = item["msg"]
+        if item["type"] == "literal_error":
+            message = message.replace("Input should be", "must be one of")
+        problems.append(f"{prefix}={value!r}: {message}" if item["type"] != "missing" else f"{prefix}: required key is missing")
+    return problems
+
+
+def parse(data: Mapping[str, Any]) -> StackSettings:
+    """Validate a plain mapping (camelCase keys) into StackSettings, or raise ConfigError."""
+    try:
+        return StackSettings.model_validate(dict(data))
+    except ValidationError as err:
+        raise ConfigError(describe(err, data)) from None
+
+
+def from_pulumi_config() -> StackSettings:
+    """Read the stack's settings from the running Pulumi program's config."""
+    import json
+
+    import pulumi
+
+    data: dict[str, Any] = {}
+    problems: list[str] = []
+    region = pulumi.Config("aws").get("region")
+    if region:
+        data["region"] = region
+    cfg = pulumi.Config(PROJECT)
+    for key in TOP_LEVEL_KEYS:
+        raw = cfg.get(key)
+        if raw is None:
+            continue
+        try:
+            data[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            data[key] = raw  # a plain string (availabilityZone)
+    if problems:
+        raise ConfigError(problems)
+    return parse(data)

@@ -1,0 +1,173 @@
+"""Run the very program ``pulumi up`` runs, in-process under Pulumi's mocks, and record every
+registration exactly as the engine would receive it (inputs by wire name, parent, provider,
+options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime import mocks, settings
+from pulumi.runtime.sync_await import _sync_await
+
+from .fake_cloud import FakeCloud
+
+SECRET = "[secret]"
+_SIG = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+def wire_value(value: Any) -> Any:
+    """A registered property as plain JSON: secrets masked, resource references as their URN,
+    whole floats as integers (the wire carries every number as a double)."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG)
+        if sig == _SECRET_SIG:
+            return SECRET
+        if sig == _RESOURCE_SIG:
+            return value.get("urn")
+        return {k: wire_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [wire_value(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value == _UNKNOWN:
+        return "[unknown]"
+    return value
+
+
+@dataclass
+class Registration:
+    urn: str
+    type: str
+    name: str
+    id: str | None
+    parent: str | None
+    custom: bool
+    remote: bool
+    provider: str | None
+    inputs: dict[str, Any]
+    options: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "id": self.id,
+            "parent": self.parent,
+            "custom": self.custom,
+            "provider": self.provider,
+            "inputs": self.inputs,
+            "options": self.options,
+        }
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """The mock monitor, keeping what each RegisterResource request carried."""
+
+    def __init__(self, cloud: pulumi.runtime.Mocks):
+        super().__init__(cloud)
+        self.registrations: list[Registration] = []
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """URNs as the engine makes them: children of the root stack carry no parent type."""
+        if parent and parent.split("::")[2] != "pulumi:pulumi:Stack":
+            type_ = parent.split("::")[2] + "$" + type_
+        return "urn:pulumi:" + "::".join([settings.get_stack(), settings.get_project(), type_, name])
+
+    def RegisterResource(self, request):  # noqa: N802 - the gRPC method's name
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        inputs = wire_value(json_format.MessageToDict(request.object))
+        property_urns = {urn for deps in request.propertyDependencies.values() for urn in deps.urns}
+        provider = request.provider.rsplit("::", 1)[0] if request.provider else None
+        self.registrations.append(
+            Registration(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                id=response.id or None,
+                parent=request.parent or None,
+                custom=bool(request.custom),
+                remote=bool(request.remote),
+                provider=provider,
+                inputs=inputs,
+                options={
+                    "protect": bool(request.protect),
+                    "retainOnDelete": bool(request.retainOnDelete),
+                    "dependsOn": sorted(set(request.dependencies) - property_urns),
+                    "ignoreChanges": sorted(request.ignoreChanges),
+                    "deleteBeforeReplace": bool(request.deleteBeforeReplace),
+                },
+            )
+        )
+        return response
+
+
+@dataclass
+class Run:
+    project: str
+    stack: str
+    registrations: list[Registration]
+    outputs: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def run(
+    program: Callable[[], Mapping[str, Any] | None],
+    *,
+    project: str,
+    stack: str,
+    config: Mapping[str, str],
+    secret_keys: set[str] | None = None,
+    region: str = "us-east-1",
+) -> Run:
+    """Run ``program`` (which registers resources and returns its stack outputs) under mocks."""
+    settings.reset_options(project=project, stack=stack)
+    pulumi.runtime.set_all_config(dict(config), sorted(secret_keys or ()))
+    monitor = RecordingMonitor(FakeCloud(region))
+    warnings: list[str] = []
+    logger = _WarningLog(warnings)
+    mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)  # type: ignore[arg-type]
+
+    outputs: dict[str, Any] = {}
+
+    async def resolve(values: Mapping[str, Any]) -> None:
+        for key, value in values.items():
+            out = pulumi.Output.from_input(value)
+            resolved = await out.future()
+            outputs[key] = SECRET if await out.is_secret() else wire_value(resolved)
+
+    def body() -> Any:
+        values = program() or {}
+        return _sync_await(resolve(values))
+
+    settings.SETTINGS.rpc_manager.clear()
+    _sync_await(pulumi.runtime.stack.run_pulumi_func(body))
+    return Run(project=project, stack=stack, registrations=list(monitor.registrations), outputs=outputs, warnings=warnings)
+
+
+class _WarningLog:
+    """A logger stand-in for the mock engine: warnings and errors are kept for the plan's report."""
+
+    def __init__(self, sink: list[str]):
+        self.sink = sink
+
+    def debug(self, message: str) -> None:
+        pass
+
+    info = debug
+
+    def warning(self, message: str) -> None:
+        self.sink.append(message)
+
+    def error(self, message: str) -> None:
+        self.sink.append(f"error: {message}")
+
+

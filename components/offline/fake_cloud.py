@@ -1,0 +1,232 @@
+"""Pulumi mocks that play the cloud: fake but well-formed ids, ARNs, endpoints and kubeconfigs.
+
+Every value is derived from the resource's name, so two runs give identical bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable
+
+import pulumi
+
+ACCOUNT = "123456789012"
+
+
+def _hex(seed: str, length: int = 17) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:length]
+
+
+def fake_kubeconfig(cluster: str, region: str) -> dict[str, Any]:
+    endpoint = f"https://{_hex(cluster, 32).upper()}.gr7.{region}.eks.amazonaws.com"
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
+                     "args": ["eks", "get-token", "--cluster-name", cluster, "--region", region]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster, "cluster": {"server": endpoint, "certificate-authority-data": "LS0tLS1CRUdJTg=="}}],
+        "contexts": [{"name": "aws", "context": {"cluster": cluster, "user": "aws"}}],
+        "current-context": "aws",
+        "users": [{"name": "aws", "user": user}],
+    }
+
+
+class FakeCloud(pulumi.runtime.Mocks):
+    """Answers resource registrations and invokes the way AWS and EKS would, offline."""
+
+    def __init__(self, region: str = "us-east-1"):
+        self.region = region
+
+    # -- resources ---------------------------------------------------------------------------
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        state = dict(args.inputs)
+        typ, name = args.typ, args.name
+        handler = _RESOURCES.get(typ)
+        if handler is not None:
+            resource_id, extra = handler(self, name, state)
+        elif typ.startswith("kubernetes:"):
+            meta = state.get("metadata") or {}
+            namespace = meta.get("namespace")
+            resource_id = f"{namespace}/{meta.get('name', name)}" if namespace else meta.get("name", name)
+            extra = {}
+        elif typ.startswith("aws:"):
+            resource_id = f"{name}-{_hex(typ + name, 8)}"
+            extra = {"arn": self._arn(typ, resource_id)}
+        else:
+            resource_id, extra = f"{name}-id", {}
+        for key, value in extra.items():
+            state.setdefault(key, value)
+        return resource_id, state
+
+    def _arn(self, typ: str, resource: str) -> str:
+        service = typ.split(":")[1].split("/")[0]
+        return f"arn:aws:{service}:{self.region}:{ACCOUNT}:{resource}"
+
+    # -- invokes -----------------------------------------------------------------------------
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+        handler = _CALLS.get(args.token)
+        if handler is None:
+            return {}, None
+        return handler(self, dict(args.args)), None
+
+
+def _prefixed(prefix: str) -> Callable[[FakeCloud, str, dict], tuple[str, dict]]:
+    def handler(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+        resource_id = f"{prefix}-{_hex(name)}"
+        return resource_id, {"arn": cloud._arn("aws:ec2", f"{prefix}/{resource_id}")}
+
+    return handler
+
+
+def _iam_role(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    role = state.get("name") or f"{name}-{_hex(name, 7)}"
+    return role, {"name": role, "arn": f"arn:aws:iam::{ACCOUNT}:role/{role}", "uniqueId": f"AROA{_hex(name, 17).upper()}"}
+
+
+def _iam_policy(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    policy = state.get("name") or f"{name}-{_hex(name, 7)}"
+    arn = f"arn:aws:iam::{ACCOUNT}:policy/{policy}"
+    return arn, {"name": policy, "arn": arn}
+
+
+def _bucket(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    bucket = state.get("bucket") or f"{name}-{_hex(name, 7)}"
+    return bucket, {
+        "bucket": bucket,
+        "arn": f"arn:aws:s3:::{bucket}",
+        "bucketDomainName": f"{bucket}.s3.amazonaws.com",
+        "bucketRegionalDomainName": f"{bucket}.s3.{cloud.region}.amazonaws.com",
+    }
+
+
+def _kms_key(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    key_id = f"{_hex(name, 8)}-{_hex(name + '1', 4)}-{_hex(name + '2', 4)}-{_hex(name + '3', 4)}-{_hex(name + '4', 12)}"
+    return key_id, {"keyId": key_id, "arn": cloud._arn("aws:kms", f"key/{key_id}")}
+
+
+def _launch_template(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    resource_id = f"lt-{_hex(name)}"
+    return resource_id, {"arn": cloud._arn("aws:ec2", f"launch-template/{resource_id}"), "latestVersion": 1, "defaultVersion": 1}
+
+
+def _placement_group(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    group = state.get("name") or f"{name}-{_hex(name, 7)}"
+    return group, {"name": group, "placementGroupId": f"pg-{_hex(name)}", "arn": cloud._arn("aws:ec2", f"placement-group/{group}")}
+
+
+def _node_group(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    group = state.get("nodeGroupName") or f"{name}-{_hex(name, 7)}"
+    cluster = state.get("clusterName", "cluster")
+    return f"{cluster}:{group}", {
+        "nodeGroupName": group,
+        "arn": f"arn:aws:eks:{cloud.region}:{ACCOUNT}:nodegroup/{cluster}/{group}/{_hex(name, 8)}",
+        "status": "ACTIVE",
+    }
+
+
+def _lustre(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    fs_id = f"fs-{_hex(name)}"
+    return fs_id, {
+        "dnsName": f"{fs_id}.fsx.{cloud.region}.amazonaws.com",
+        "mountName": _hex(name + "mount", 8),
+        "arn": cloud._arn("aws:fsx", f"file-system/{fs_id}"),
+    }
+
+
+def _oidc_provider(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    url = (state.get("url") or "").removeprefix("https://")
+    arn = f"arn:aws:iam::{ACCOUNT}:oidc-provider/{url}"
+    return arn, {"arn": arn}
+
+
+def _eks_cluster(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    """pulumi_eks.Cluster is a remote component: every output is None unless the mock gives it."""
+    cluster = state.get("name") or f"{name}-eksCluster-{_hex(name, 7)}"
+    issuer = f"https://oidc.eks.{cloud.region}.amazonaws.com/id/{_hex(cluster, 32).upper()}"
+    kubeconfig = fake_kubeconfig(cluster, cloud.region)
+    return f"{name}-id", {
+        "kubeconfig": kubeconfig,
+        "kubeconfigJson": json.dumps(kubeconfig, sort_keys=True),
+        "clusterSecurityGroupId": f"sg-{_hex(cluster + 'cluster')}",
+        "nodeSecurityGroupId": f"sg-{_hex(cluster + 'node')}",
+        "oidcProviderArn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{issuer.removeprefix('https://')}",
+        "oidcProviderUrl": issuer.removeprefix("https://"),
+        "oidcIssuer": issuer.removeprefix("https://"),
+    }
+
+
+_RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
+    "aws:ec2/vpc:Vpc": _prefixed("vpc"),
+    "aws:ec2/subnet:Subnet": _prefixed("subnet"),
+    "aws:ec2/securityGroup:SecurityGroup": _prefixed("sg"),
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _prefixed("sgr"),
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _prefixed("sgr"),
+    "aws:ec2/internetGateway:InternetGateway": _prefixed("igw"),
+    "aws:ec2/natGateway:NatGateway": _prefixed("nat"),
+    "aws:ec2/eip:Eip": _prefixed("eipalloc"),
+    "aws:ec2/routeTable:RouteTable": _prefixed("rtb"),
+    "aws:ec2/route:Route": _prefixed("r"),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": _prefixed("rtbassoc"),
+    "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
+    "aws:ec2/placementGroup:PlacementGroup": _placement_group,
+    "aws:iam/role:Role": _iam_role,
+    "aws:iam/policy:Policy": _iam_policy,
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _oidc_provider,
+    "aws:s3/bucket:Bucket": _bucket,
+    "aws:s3/bucketV2:BucketV2": _bucket,
+    "aws:kms/key:Key": _kms_key,
+    "aws:eks/nodeGroup:NodeGroup": _node_group,
+    "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre,
+    "eks:index:Cluster": _eks_cluster,
+}
+
+
+def _azs(cloud: FakeCloud, args: dict) -> dict:
+    names = [f"{cloud.region}{letter}" for letter in "abcdef"]
+    return {"names": names, "zoneIds": [f"use1-az{i}" for i in range(1, 7)], "id": cloud.region}
+
+
+def _caller(cloud: FakeCloud, args: dict) -> dict:
+    return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/offline", "userId": "AIDAOFFLINE", "id": ACCOUNT}
+
+
+def _partition(cloud: FakeCloud, args: dict) -> dict:
+    return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+
+
+def _region(cloud: FakeCloud, args: dict) -> dict:
+    return {"name": cloud.region, "region": cloud.region, "id": cloud.region}
+
+
+def _get_cluster(cloud: FakeCloud, args: dict) -> dict:
+    name = args.get("name", "cluster")
+    issuer = f"https://oidc.eks.{cloud.region}.amazonaws.com/id/{_hex(name, 32).upper()}"
+    return {
+        "name": name,
+        "arn": f"arn:aws:eks:{cloud.region}:{ACCOUNT}:cluster/{name}",
+        "endpoint": f"https://{_hex(name, 32).upper()}.gr7.{cloud.region}.eks.amazonaws.com",
+        "version": "1.34",
+        "identities": [{"oidcs": [{"issuer": issuer}]}],
+        "vpcConfig": {"clusterSecurityGroupId": f"sg-{_hex(name + 'cluster')}", "vpcId": f"vpc-{_hex(name)}",
+                      "subnetIds": [], "securityGroupIds": [], "endpointPrivateAccess": True,
+                      "endpointPublicAccess": False, "publicAccessCidrs": []},
+        "id": name,
+    }
+
+
+def _get_oidc_provider(cloud: FakeCloud, args: dict) -> dict:
+    url = (args.get("url") or "").removeprefix("https://")
+    return {"arn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{url}", "url": url, "id": url}
+
+
+_CALLS: dict[str, Callable[[FakeCloud, dict], dict]] = {
+    "aws:index/getAvailabilityZones:getAvailabilityZones": _azs,
+    "aws:index/getCallerIdentity:getCallerIdentity": _caller,
+    "aws:index/getPartition:getPartition": _partition,
+    "aws:index/getRegion:getRegion": _region,
+    "aws:eks/getCluster:getCluster": _get_cluster,
+    "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider": _get_oidc_provider,
+}

@@ -1,0 +1,174 @@
+"""The offline plan: ``python -m rlinf_eks plan [STACK] [--out DIR] [--set KEY=VALUE ...]``.
+
+Writes ``DIR/plan.json`` and ``DIR/manifests/`` (a public contract read by tools outside this
+repository: extend, never rename) and prints a preview-like tree.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .. import config as config_mod
+from . import engine
+from .stack_config import StackConfig
+
+PLAN_FILE = "plan.json"
+MANIFESTS = "manifests"
+
+# Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).
+_NOT_MANIFESTS = ("kubernetes:helm.sh/", "pulumi:providers:")
+
+
+@dataclass
+class Plan:
+    project: str
+    stack: str
+    resources: list[dict[str, Any]]
+    outputs: dict[str, Any]
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+
+    def of_type(self, type_: str) -> list[dict[str, Any]]:
+        return [r for r in self.resources if r["type"] == type_]
+
+    def manifests(self) -> dict[str, dict[str, Any]]:
+        """Every Kubernetes object, by its file name."""
+        files: dict[str, dict[str, Any]] = {}
+        for resource in self.resources:
+            if is_manifest(resource):
+                files[manifest_file_name(resource["inputs"])] = resource["inputs"]
+        return dict(sorted(files.items()))
+
+
+def is_manifest(resource: dict[str, Any]) -> bool:
+    return resource["type"].startswith("kubernetes:") and not resource["type"].startswith(_NOT_MANIFESTS)
+
+
+def manifest_file_name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    scope = meta.get("namespace") or "cluster"
+    return f"{obj['kind']}-{scope}-{meta['name']}.yaml".lower()
+
+
+def settings_of(stack_config: StackConfig) -> config_mod.StackSettings:
+    """Validate the stack's config exactly as the program will (raises ConfigError)."""
+    data: dict[str, Any] = {}
+    prefix = f"{config_mod.PROJECT}:"
+    for key, value in stack_config.values.items():
+        if key == "aws:region":
+            data["region"] = value
+        elif key.startswith(prefix) and key[len(prefix) :] in config_mod.TOP_LEVEL_KEYS:
+            data[key[len(prefix) :]] = value
+    unknown = sorted(
+        key for key in stack_config.values
+        if key.startswith(prefix) and key[len(prefix):] not in config_mod.TOP_LEVEL_KEYS and key[len(prefix):] not in SECRET_KEYS
+    )
+    problems = [f"{key}: unknown key; valid keys: {', '.join(sorted([*config_mod.TOP_LEVEL_KEYS, *SECRET_KEYS]))}" for key in unknown]
+    try:
+        settings = config_mod.parse(data)
+    except config_mod.ConfigError as err:
+        raise config_mod.ConfigError(problems + err.problems) from None
+    if problems:
+        raise config_mod.ConfigError(problems)
+    return settings
+
+
+SECRET_KEYS = ("hfToken", "wandbApiKey", "kubeconfig")
+
+
+def make_plan(stack_config: StackConfig) -> Plan:
+    """Validate, then run the program under mocks and collect the plan."""
+    from ..program import run_program
+
+    settings = settings_of(stack_config)
+    run = engine.run(
+        run_program,
+        project=stack_config.project,
+        stack=stack_config.stack,
+        config=stack_config.flat(),
+        secret_keys=stack_config.secret_keys,
+        region=settings.region,
+    )
+    resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
+    return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings)
+
+
+def write(plan: Plan, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / PLAN_FILE).write_text(plan.dumps())
+    manifests = out / MANIFESTS
+    if manifests.exists():
+        shutil.rmtree(manifests)
+    manifests.mkdir()
+    for file_name, obj in plan.manifests().items():
+        (manifests / file_name).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
+
+
+# --- the preview-like tree ----------------------------------------------------------------------
+
+_KEY_INPUTS = (
+    "instanceTypes", "instanceType", "scalingConfig", "strategy", "chart", "version", "cidrBlock",
+    "availabilityZone", "capacityType", "storageCapacity", "bucket", "name",
+)
+
+
+def _summary(resource: dict[str, Any]) -> str:
+    inputs = resource["inputs"]
+    if is_manifest(resource):
+        meta = inputs.get("metadata") or {}
+        where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
+        return f"{inputs.get('kind')} {where}{meta.get('name')}"
+    parts = []
+    for key in _KEY_INPUTS:
+        if key in inputs and not isinstance(inputs[key], dict) or key == "scalingConfig" and key in inputs:
+            value = inputs[key]
+            parts.append(f"{key}={json.dumps(value, separators=(',', ':'))}")
+    return " ".join(parts[:3])
+
+
+def render_tree(plan: Plan) -> str:
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    urns = {r["urn"] for r in plan.resources}
+    for resource in plan.resources:
+        parent = resource["parent"] if resource["parent"] in urns else None
+        children.setdefault(parent, []).append(resource)
+
+    lines = [f"{plan.project}-{plan.stack} (offline plan)"]
+
+    def walk(parent: str | None, depth: int) -> None:
+        for resource in children.get(parent, []):
+            flags = "".join(
+                mark for mark, on in (
+                    (" [protect]", resource["options"]["protect"]),
+                    (" [retain]", resource["options"]["retainOnDelete"]),
+                ) if on
+            )
+            summary = _summary(resource)
+            lines.append(f"{'  ' * depth}+ {resource['type']}  {resource['name']}{flags}{'  ' + summary if summary else ''}")
+            walk(resource["urn"], depth + 1)
+
+    walk(None, 1)
+    counts = Counter(r["type"] for r in plan.resources)
+    lines.append("")
+    lines.append(f"Resources: {len(plan.resources)} to create")
+    lines.extend(f"  {count:4d} {type_}" for type_, count in sorted(counts.items()))
+    return "\n".join(lines)
+
+
+def render_outputs(outputs: dict[str, Any]) -> Iterable[str]:
+    yield "Outputs:"
+    for key, value in outputs.items():
+        text = json.dumps(value) if not isinstance(value, str) else value
+        yield f"  {key}: {text if len(text) < 100 else text[:97] + '...'}"

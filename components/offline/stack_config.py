@@ -1,0 +1,153 @@
+"""Stack configuration as the Pulumi CLI would hand it to the program, read from the files.
+
+Mocks do not read Pulumi.yaml or stack files, so this module does: project-level values and
+defaults from ``Pulumi.yaml``, then ``stacks/Pulumi.<stack>.yaml``, then ``--set`` edits with the
+meaning of ``pulumi config set --path KEY VALUE``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..config import PROJECT
+
+SECRET_PLACEHOLDER = "[secret]"
+
+
+class StackConfigError(ValueError):
+    pass
+
+
+@dataclass
+class StackConfig:
+    project: str
+    stack: str
+    values: dict[str, Any]  # "namespace:key" -> structured value
+    secret_keys: set[str] = field(default_factory=set)
+
+    def flat(self) -> dict[str, str]:
+        """The values as the Pulumi engine passes them: strings, objects as JSON."""
+        return {key: value if isinstance(value, str) else json.dumps(value) for key, value in self.values.items()}
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The folder holding Pulumi.yaml: the current one or a parent."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Pulumi.yaml").is_file():
+            return folder
+    raise StackConfigError(f"no Pulumi.yaml in {here} or its parents: run from the project folder")
+
+
+def available_stacks(root: Path) -> list[str]:
+    config_dir = root / _project_file(root).get("stackConfigDir", ".")
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in config_dir.glob("Pulumi.*.yaml"))
+
+
+def _project_file(root: Path) -> dict[str, Any]:
+    return yaml.safe_load((root / "Pulumi.yaml").read_text()) or {}
+
+
+def _qualify(key: str, project: str) -> str:
+    return key if ":" in key else f"{project}:{key}"
+
+
+def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
+    """The full config of ``stack``: project defaults, the stack file, then ``sets``."""
+    project_file = _project_file(root)
+    project = project_file.get("name", PROJECT)
+    values: dict[str, Any] = {}
+    for key, decl in (project_file.get("config") or {}).items():
+        if isinstance(decl, dict) and ("value" in decl or "default" in decl):
+            values[_qualify(key, project)] = copy.deepcopy(decl.get("value", decl.get("default")))
+        elif not isinstance(decl, dict):
+            values[_qualify(key, project)] = decl
+
+    path = root / project_file.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        known = ", ".join(available_stacks(root)) or "none"
+        raise StackConfigError(f"unknown stack {stack!r}: no {path.relative_to(root)} (stacks: {known})")
+    stack_file = yaml.safe_load(path.read_text()) or {}
+    secret_keys: set[str] = set()
+    for key, value in (stack_file.get("config") or {}).items():
+        qualified = _qualify(key, project)
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            # Encrypted with the stack's secrets provider: unreadable offline, and never needed in clear.
+            value = SECRET_PLACEHOLDER
+            secret_keys.add(qualified)
+        values[qualified] = value
+
+    for item in sets or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise StackConfigError(f"--set {item!r}: expected KEY=VALUE, such as gpuNodes.nodeCount=2")
+        set_path(values, _qualify(key, project), parse_scalar(raw))
+    return StackConfig(project=project, stack=stack, values=values, secret_keys=secret_keys)
+
+
+def parse_scalar(raw: str) -> Any:
+    """A ``--set`` value: true/false, integers and floats are typed, anything else is a string
+    (as ``pulumi config set --path`` stores them)."""
+    if raw in ("true", "false"):
+        return raw == "true"
+    if re.fullmatch(r"-?\d+", raw):
+        return int(raw)
+    if re.fullmatch(r"-?\d+\.\d*|-?\.\d+", raw):
+        return float(raw)
+    return raw
+
+
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def set_path(values: dict[str, Any], qualified_key: str, value: Any) -> None:
+    """Set ``ns:top.a.b[0]`` in ``values``, creating objects and lists on the way."""
+    namespace, _, path = qualified_key.partition(":")
+    segments: list[str | int] = []
+    for name, index in _SEGMENT.findall(path):
+        segments.append(int(index) if index else name)
+    if not segments or not isinstance(segments[0], str):
+        raise StackConfigError(f"--set {qualified_key!r}: not a config key path")
+    top = f"{namespace}:{segments[0]}"
+    rest = segments[1:]
+    if not rest:
+        values[top] = value
+        return
+    node = values.get(top)
+    if not isinstance(node, (dict, list)):
+        node = [] if isinstance(rest[0], int) else {}
+        values[top] = node
+    for here, nxt in zip(rest, rest[1:] + [None]):
+        if nxt is None:
+            _assign(node, here, value, qualified_key)
+            return
+        child = node[here] if _has(node, here) else None
+        if not isinstance(child, (dict, list)):
+            child = [] if isinstance(nxt, int) else {}
+            _assign(node, here, child, qualified_key)
+        node = child
+
+
+def _has(node: Any, key: str | int) -> bool:
+    return (isinstance(node, dict) and key in node) or (isinstance(node, list) and isinstance(key, int) and key < len(node))
+
+
+def _assign(node: Any, key: str | int, value: Any, where: str) -> None:
+    if isinstance(node, list):
+        if not isinstance(key, int) or key > len(node):
+            raise StackConfigError(f"--set {where!r}: list index {key} is past the end ({len(node)} items)")
+        if key == len(node):
+            node.append(value)
+        else:
+            node[key] = value
+    elif isinstance(key, int):
+        raise StackConfigError(f"--set {where!r}: [{key}] indexes an object")
+    else:
+        node[key] = value

@@ -1,0 +1,132 @@
+"""The whole stack: validated settings in, components wired together, stack outputs out.
+
+``__main__.py`` (what ``pulumi up`` runs) and the offline plan both call :func:`run_program`, so
+the offline plan exercises exactly the program that deploys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from .config import PROJECT, StackSettings, from_pulumi_config
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """Secret config values (``pulumi config set --secret``), kept as secret Outputs."""
+
+    hf_token: pulumi.Output[str] | None = None
+    wandb_api_key: pulumi.Output[str] | None = None
+    kubeconfig: pulumi.Output[str] | None = None
+
+    @classmethod
+    def from_pulumi_config(cls) -> "Secrets":
+        cfg = pulumi.Config(PROJECT)
+        return cls(
+            hf_token=cfg.get_secret("hfToken"),
+            wandb_api_key=cfg.get_secret("wandbApiKey"),
+            kubeconfig=cfg.get_secret("kubeconfig"),
+        )
+
+
+def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, Any]:
+    """Create every resource of one stack; return its outputs."""
+    from .cluster import Cluster
+    from .device_plugins import DevicePlugins
+    from .gpu_nodes import EfaGpuNodeGroup
+    from .identity import TrainingIdentity
+    from .kuberay import KubeRayOperator
+    from .network import Network
+    from .storage import CheckpointStorage, SharedFilesystem
+    from .workload import RlinfTraining
+
+    tags = {"project": PROJECT, "stack": stack, **settings.tags}
+    cluster_name = settings.cluster.name or f"rlinf-{stack}"
+
+    network = Network("rlinf", settings=settings, cluster_name=cluster_name, tags=tags)
+    cluster = Cluster(
+        "rlinf",
+        settings=settings.cluster,
+        cluster_name=cluster_name,
+        vpc_id=network.vpc_id,
+        subnet_ids=network.private_subnet_ids,
+        existing_kubeconfig=secrets.kubeconfig,
+        tags=tags,
+    )
+    gpu_nodes = EfaGpuNodeGroup(
+        "gpu",
+        settings=settings.gpu_nodes,
+        cluster_name=cluster.cluster_name,
+        cluster_security_group_id=cluster.cluster_security_group_id,
+        subnet_id=network.gpu_subnet_id,
+        autoscaled=settings.autoscaler.enabled,
+        tags=tags,
+        opts=pulumi.ResourceOptions(depends_on=[cluster]),
+    )
+    k8s = pulumi.ResourceOptions(provider=cluster.provider)
+    DevicePlugins(
+        "device-plugins",
+        settings=settings.device_plugins,
+        gpu_nodes=settings.gpu_nodes,
+        opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[gpu_nodes])),
+    )
+    storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
+    shared_fs = None
+    if settings.shared_filesystem:
+        shared_fs = SharedFilesystem(
+            "shared-fs",
+            settings=settings.storage.shared_filesystem,
+            namespace=settings.workload.namespace,
+            vpc_id=network.vpc_id,
+            vpc_cidr=network.vpc_cidr,
+            subnet_id=network.gpu_subnet_id,
+            bucket_name=storage.bucket_name,
+            tags=tags,
+            k8s_opts=k8s,
+        )
+    identity = TrainingIdentity(
+        "training",
+        namespace=settings.workload.namespace,
+        cluster_name=cluster.cluster_name,
+        oidc_provider_arn=cluster.oidc_provider_arn,
+        oidc_issuer=cluster.oidc_issuer,
+        bucket_arn=storage.bucket_arn,
+        tags=tags,
+        k8s_opts=k8s,
+    )
+    operator = None
+    if settings.kuberay.enabled:
+        operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s)
+
+    outputs: dict[str, Any] = {
+        "clusterName": cluster.cluster_name,
+        "kubeconfig": pulumi.Output.secret(cluster.kubeconfig),
+        "gpuNodeGroup": gpu_nodes.node_group_name,
+        "placementGroup": gpu_nodes.placement_group_name,
+        "checkpointBucket": storage.bucket_name,
+        "sharedFilesystem": shared_fs.file_system_id if shared_fs else None,
+    }
+    if settings.workload.enabled:
+        training = RlinfTraining(
+            "rlinf",
+            settings=settings,
+            service_account_name=identity.service_account_name,
+            bucket_name=storage.bucket_name,
+            shared_volume_claim=shared_fs.claim_name if shared_fs else None,
+            hf_token=secrets.hf_token,
+            wandb_api_key=secrets.wandb_api_key,
+            operator=operator,
+            opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[identity, gpu_nodes])),
+        )
+        outputs["trainingEntrypoint"] = training.entrypoint
+    return outputs
+
+
+def run_program() -> dict[str, Any]:
+    """Read the stack's config and build it. A bad config raises ConfigError before any resource
+    is registered."""
+    settings = from_pulumi_config()
+    return build(settings, Secrets.from_pulumi_config(), pulumi.get_stack())
