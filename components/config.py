@@ -133,7 +133,7 @@ class ClusterSettings(_Model):
             try:
                 ipaddress.ip_network(cidr)
             except ValueError:
-                raise PydanticCustomError("cidr", "{cidr!r} is not a CIDR block", {"cidr": cidr}) from None
+                raise PydanticCustomError("cidr", "{text}", {"text": f"{cidr!r} is not a CIDR block such as 203.0.113.0/24"}) from None
         return value
 
     @field_validator("vpc_cni_version")
@@ -359,7 +359,7 @@ class TrainerSettings(_Model):
     def _overrides(cls, value: list[str]) -> list[str]:
         for item in value:
             if "=" not in item.lstrip("~") and not item.startswith("~"):
-                raise PydanticCustomError("override", "{item!r} is not a Hydra override key=value", {"item": item})
+                raise PydanticCustomError("override", "{text}", {"text": f"{item!r} is not a Hydra override key=value (or ~key)"})
         return value
 
 
