@@ -66,11 +66,12 @@ class FakeCloud(pulumi.runtime.Mocks):
 
     # -- invokes -----------------------------------------------------------------------------
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
+        # pulumi's MockMonitor iterates the failures list: it must be a list, never None
         handler = _CALLS.get(args.token)
         if handler is None:
-            return {}, None
-        return handler(self, dict(args.args)), None
+            return {}, []
+        return handler(self, dict(args.args)), []
 
 
 def _prefixed(prefix: str) -> Callable[[FakeCloud, str, dict], tuple[str, dict]]:
@@ -222,6 +223,12 @@ def _get_oidc_provider(cloud: FakeCloud, args: dict) -> dict:
     return {"arn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{url}", "url": url, "id": url}
 
 
+def _get_vpc(cloud: FakeCloud, args: dict) -> dict:
+    vpc_id = args.get("id") or f"vpc-{_hex('default')}"
+    return {"id": vpc_id, "cidrBlock": "10.0.0.0/16", "arn": cloud._arn("aws:ec2", f"vpc/{vpc_id}"),
+            "enableDnsSupport": True, "enableDnsHostnames": True, "ownerId": ACCOUNT}
+
+
 _CALLS: dict[str, Callable[[FakeCloud, dict], dict]] = {
     "aws:index/getAvailabilityZones:getAvailabilityZones": _azs,
     "aws:index/getCallerIdentity:getCallerIdentity": _caller,
@@ -229,4 +236,5 @@ _CALLS: dict[str, Callable[[FakeCloud, dict], dict]] = {
     "aws:index/getRegion:getRegion": _region,
     "aws:eks/getCluster:getCluster": _get_cluster,
     "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider": _get_oidc_provider,
+    "aws:ec2/getVpc:getVpc": _get_vpc,
 }

@@ -1,0 +1,204 @@
+"""The VPC of the cluster: private subnets in at least two AZs (the EKS control plane needs two),
+public subnets that only hold the NAT gateways, or an existing VPC given in config.
+
+The GPU nodes live in exactly one private subnet, the one in the GPU AZ (EFA traffic does not
+cross AZs; field notes section 1).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+import pulumi
+import pulumi_aws as aws
+
+from .config import StackSettings
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    """The two subnets of one AZ: a large private one for nodes and pods, a small public one for NAT."""
+
+    az: str
+    private_cidr: str
+    public_cidr: str
+
+
+def default_availability_zones(gpu_az: str) -> list[str]:
+    """The GPU AZ plus the AZ with the next letter (us-east-1a -> us-east-1b).
+
+    No invoke: the AZ names are needed as plain values to name and count subnets. Regions whose
+    next letter is not offered to an account (ap-northeast-1b, for example) set
+    ``network.availabilityZones`` instead.
+    """
+    letter = gpu_az[-1]
+    partner = chr(ord(letter) + 1) if letter < "z" else "a"
+    return [gpu_az, gpu_az[:-1] + partner]
+
+
+def subnet_plan(vpc_cidr: str, azs: list[str]) -> list[SubnetPlan]:
+    """Carve the VPC CIDR: one large private block per AZ and one spare block of the same size
+    split into the small public subnets.
+
+    The VPC CNI gives every pod a VPC IP (and each EFA-enabled card takes one), so the private
+    subnets get almost all of the space; the public subnets only carry NAT gateways.
+    """
+    vpc = ipaddress.ip_network(vpc_cidr)
+    # one block per AZ plus one spare for the public subnets
+    private_bits = math.ceil(math.log2(len(azs) + 1))
+    blocks = list(vpc.subnets(prefixlen_diff=private_bits))
+    spare = blocks[-1]
+    # /24 public subnets are plenty for NAT gateways; smaller only when the spare block is too small
+    public_prefix = max(spare.prefixlen + math.ceil(math.log2(len(azs))), 24)
+    publics = list(spare.subnets(new_prefix=public_prefix))
+    return [SubnetPlan(az, str(blocks[i]), str(publics[i])) for i, az in enumerate(azs)]
+
+
+def private_subnet_tags(cluster_name: str) -> dict[str, str]:
+    """Tags the AWS Load Balancer Controller looks for to place internal load balancers."""
+    return {"kubernetes.io/role/internal-elb": "1", f"kubernetes.io/cluster/{cluster_name}": "shared"}
+
+
+def public_subnet_tags(cluster_name: str) -> dict[str, str]:
+    """Tags the AWS Load Balancer Controller looks for to place internet-facing load balancers."""
+    return {"kubernetes.io/role/elb": "1", f"kubernetes.io/cluster/{cluster_name}": "shared"}
+
+
+class Network(pulumi.ComponentResource):
+    """A new VPC (``network.vpcId`` unset) or the existing one from config.
+
+    Outputs: ``vpc_id``, ``vpc_cidr``, ``private_subnet_ids`` (at least two AZs) and
+    ``gpu_subnet_id`` (the one private subnet in the GPU AZ).
+    """
+
+    vpc_id: pulumi.Output[str]
+    vpc_cidr: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    gpu_subnet_id: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        settings: StackSettings | Mapping[str, Any],
+        cluster_name: str,
+        tags: Mapping[str, str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("rlinf-eks:index:Network", name, None, opts)
+        if not isinstance(settings, StackSettings):
+            settings = StackSettings.model_validate(settings)
+        net = settings.network
+        if net.create:
+            self._create(name, settings, cluster_name, dict(tags))
+        else:
+            assert net.vpc_id and net.gpu_subnet_id  # enforced by StackSettings
+            self.vpc_id = pulumi.Output.from_input(net.vpc_id)
+            self.vpc_cidr = aws.ec2.get_vpc_output(id=net.vpc_id, opts=pulumi.InvokeOptions(parent=self)).cidr_block
+            self.private_subnet_ids = pulumi.Output.from_input(list(net.private_subnet_ids))
+            self.gpu_subnet_id = pulumi.Output.from_input(net.gpu_subnet_id)
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "vpcCidr": self.vpc_cidr,
+                "privateSubnetIds": self.private_subnet_ids,
+                "gpuSubnetId": self.gpu_subnet_id,
+            }
+        )
+
+    def _create(self, name: str, settings: StackSettings, cluster_name: str, tags: dict[str, str]) -> None:
+        net = settings.network
+        given = list(dict.fromkeys(net.availability_zones)) or default_availability_zones(settings.gpu_az)
+        # the GPU AZ first: a single NAT gateway goes there, so GPU nodes' egress never crosses AZs
+        azs = [settings.gpu_az, *(az for az in given if az != settings.gpu_az)]
+        child = pulumi.ResourceOptions(parent=self)
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=net.cidr,
+            # EKS requires DNS support and hostnames for nodes to register and for private endpoints
+            enable_dns_support=True,
+            enable_dns_hostnames=True,
+            tags={**tags, "Name": f"{cluster_name}-vpc"},
+            opts=child,
+        )
+        igw = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=vpc.id, tags={**tags, "Name": f"{cluster_name}-igw"}, opts=child
+        )
+        public_routes = aws.ec2.RouteTable(
+            f"{name}-public-rt", vpc_id=vpc.id, tags={**tags, "Name": f"{cluster_name}-public"}, opts=child
+        )
+        aws.ec2.Route(
+            f"{name}-public-default",
+            route_table_id=public_routes.id,
+            destination_cidr_block="0.0.0.0/0",
+            gateway_id=igw.id,
+            opts=child,
+        )
+
+        plans = subnet_plan(net.cidr, azs)
+        per_az = net.nat_gateways == "one-per-az"
+        private_ids: list[pulumi.Output[str]] = []
+        nat_ids: dict[str, pulumi.Output[str]] = {}
+        gpu_subnet: Optional[aws.ec2.Subnet] = None
+        for plan in plans:
+            public = aws.ec2.Subnet(
+                f"{name}-public-{plan.az}",
+                vpc_id=vpc.id,
+                cidr_block=plan.public_cidr,
+                availability_zone=plan.az,
+                map_public_ip_on_launch=False,
+                tags={**tags, **public_subnet_tags(cluster_name), "Name": f"{cluster_name}-public-{plan.az}"},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{plan.az}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
+            )
+            if per_az or not nat_ids:
+                eip = aws.ec2.Eip(
+                    f"{name}-nat-{plan.az}", domain="vpc", tags={**tags, "Name": f"{cluster_name}-nat-{plan.az}"}, opts=child
+                )
+                nat = aws.ec2.NatGateway(
+                    f"{name}-nat-{plan.az}",
+                    allocation_id=eip.id,
+                    subnet_id=public.id,
+                    connectivity_type="public",
+                    tags={**tags, "Name": f"{cluster_name}-nat-{plan.az}"},
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+                )
+                nat_ids[plan.az] = nat.id
+            private = aws.ec2.Subnet(
+                f"{name}-private-{plan.az}",
+                vpc_id=vpc.id,
+                cidr_block=plan.private_cidr,
+                availability_zone=plan.az,
+                tags={**tags, **private_subnet_tags(cluster_name), "Name": f"{cluster_name}-private-{plan.az}"},
+                opts=child,
+            )
+            private_routes = aws.ec2.RouteTable(
+                f"{name}-private-rt-{plan.az}",
+                vpc_id=vpc.id,
+                tags={**tags, "Name": f"{cluster_name}-private-{plan.az}"},
+                opts=child,
+            )
+            aws.ec2.Route(
+                f"{name}-private-default-{plan.az}",
+                route_table_id=private_routes.id,
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=nat_ids.get(plan.az, nat_ids[plans[0].az]),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{plan.az}", subnet_id=private.id, route_table_id=private_routes.id, opts=child
+            )
+            private_ids.append(private.id)
+            if plan.az == settings.gpu_az:
+                gpu_subnet = private
+        assert gpu_subnet is not None  # StackSettings requires the GPU AZ among the AZs
+
+        self.vpc_id = vpc.id
+        self.vpc_cidr = vpc.cidr_block
+        self.private_subnet_ids = pulumi.Output.all(*private_ids).apply(list)
+        self.gpu_subnet_id = gpu_subnet.id

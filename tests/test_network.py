@@ -1,0 +1,105 @@
+"""Network: subnets in two AZs, the GPU subnet in the GPU AZ, NAT gateways as configured, or an
+existing VPC that creates nothing."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlinf_eks.config import PROJECT
+from rlinf_eks.network import Network, default_availability_zones, subnet_plan
+from rlinf_eks.offline import engine
+from tests.harness import has_inputs, one, run_component, settings
+
+SUBNET = "aws:ec2/subnet:Subnet"
+NAT = "aws:ec2/natGateway:NatGateway"
+
+
+def _network(**sections):
+    return run_component(lambda: Network("rlinf", settings=settings(**sections), cluster_name="demo", tags={"project": "t"}))
+
+
+def _outputs(**sections):
+    def program():
+        net = Network("rlinf", settings=settings(**sections), cluster_name="demo", tags={})
+        return {"vpc": net.vpc_id, "cidr": net.vpc_cidr, "private": net.private_subnet_ids, "gpu": net.gpu_subnet_id}
+
+    run = engine.run(program, project=PROJECT, stack="test", config={})
+    return run, run.outputs
+
+
+def _private(resources):
+    return [r for r in resources.of_type(SUBNET) if "-private-" in r["name"]]
+
+
+def test_given_defaults_when_network_built_then_private_subnets_span_two_azs_with_eks_tags():
+    resources = _network()
+    private = _private(resources)
+    assert sorted(r["inputs"]["availabilityZone"] for r in private) == ["us-east-1a", "us-east-1b"]
+    for subnet in private:
+        assert has_inputs(subnet, {"tags": {"kubernetes.io/role/internal-elb": "1", "kubernetes.io/cluster/demo": "shared"}})
+    vpc = one(resources, "aws:ec2/vpc:Vpc")
+    assert has_inputs(vpc, {"cidrBlock": "10.0.0.0/16", "enableDnsHostnames": True, "enableDnsSupport": True})
+
+
+def test_given_gpu_az_c_when_network_built_then_gpu_subnet_output_is_the_private_subnet_in_that_az():
+    run, outputs = _outputs(availabilityZone="us-east-1c")
+    by_id = {r.id: r for r in run.registrations if r.type == SUBNET}
+    gpu = by_id[outputs["gpu"]]
+    assert gpu.inputs["availabilityZone"] == "us-east-1c" and "-private-" in gpu.name
+    assert outputs["gpu"] in outputs["private"] and len(outputs["private"]) == 2
+    assert {by_id[s].inputs["availabilityZone"] for s in outputs["private"]} == {"us-east-1c", "us-east-1d"}
+
+
+def test_given_single_nat_when_network_built_then_one_nat_gateway_in_the_gpu_az_serves_every_private_route():
+    resources = _network(network={"availabilityZones": ["us-east-1a", "us-east-1b", "us-east-1c"]}, availabilityZone="us-east-1b")
+    nat = one(resources, NAT)
+    assert nat["name"] == "rlinf-nat-us-east-1b"
+    routes = [r for r in resources.of_type("aws:ec2/route:Route") if "private-default" in r["name"]]
+    assert len(routes) == 3 and len({r["inputs"]["natGatewayId"] for r in routes}) == 1
+
+
+def test_given_one_nat_per_az_when_network_built_then_each_az_routes_through_its_own_nat():
+    resources = _network(network={"natGateways": "one-per-az", "availabilityZones": ["us-east-1a", "us-east-1b", "us-east-1c"]})
+    assert len(resources.of_type(NAT)) == 3
+    routes = [r for r in resources.of_type("aws:ec2/route:Route") if "private-default" in r["name"]]
+    assert len({r["inputs"]["natGatewayId"] for r in routes}) == 3
+    assert all(has_inputs(e, {"domain": "vpc"}) for e in resources.of_type("aws:ec2/eip:Eip"))
+
+
+def test_given_public_subnets_when_network_built_then_they_carry_the_elb_tag_and_route_to_the_internet_gateway():
+    resources = _network()
+    public = [r for r in resources.of_type(SUBNET) if "-public-" in r["name"]]
+    assert len(public) == 2
+    assert all(has_inputs(s, {"tags": {"kubernetes.io/role/elb": "1"}, "mapPublicIpOnLaunch": False}) for s in public)
+    route = one(resources, "aws:ec2/route:Route", "rlinf-public-default")
+    assert route["inputs"]["destinationCidrBlock"] == "0.0.0.0/0" and "gatewayId" in route["inputs"]
+
+
+def test_given_existing_vpc_when_network_built_then_nothing_is_created_and_outputs_come_from_config():
+    existing = {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-1", "subnet-2"], "gpuSubnetId": "subnet-1"}
+    run, outputs = _outputs(network=existing)
+    assert [r.type for r in run.registrations] == ["rlinf-eks:index:Network"]
+    assert outputs == {"vpc": "vpc-0abc", "cidr": "10.0.0.0/16", "private": ["subnet-1", "subnet-2"], "gpu": "subnet-1"}
+
+
+def test_default_availability_zones_pair_the_gpu_az_with_the_next_letter():
+    assert default_availability_zones("eu-west-1a") == ["eu-west-1a", "eu-west-1b"]
+    assert default_availability_zones("us-west-2c") == ["us-west-2c", "us-west-2d"]
+
+
+@given(
+    prefix=st.integers(min_value=16, max_value=20),
+    az_count=st.integers(min_value=2, max_value=6),
+)
+def test_subnet_plan_never_overlaps_and_stays_inside_the_vpc(prefix, az_count):
+    vpc = ipaddress.ip_network(f"10.0.0.0/{prefix}")
+    plans = subnet_plan(str(vpc), [f"us-east-1{chr(97 + i)}" for i in range(az_count)])
+    blocks = [ipaddress.ip_network(c) for p in plans for c in (p.private_cidr, p.public_cidr)]
+    assert len(plans) == az_count
+    assert all(b.subnet_of(vpc) for b in blocks)
+    assert not any(a.overlaps(b) for i, a in enumerate(blocks) for b in blocks[i + 1 :])
+    # private subnets hold the pods (one VPC IP each): they must dwarf the NAT-only public ones
+    assert all(ipaddress.ip_network(p.private_cidr).num_addresses >= 4 * ipaddress.ip_network(p.public_cidr).num_addresses for p in plans)
