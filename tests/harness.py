@@ -10,6 +10,7 @@ Every run gets a fresh event loop, reset settings and its whole config replaced.
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -54,8 +55,9 @@ def run_component(program: Callable[[], Any], config: Mapping[str, str] | None =
     return Registered(r.to_json() for r in run.registrations)
 
 
+@functools.lru_cache(maxsize=64)
 def plan_stack(stack: str, *sets: str) -> Plan:
-    """The offline plan of a stack file, with ``--set`` edits."""
+    """The offline plan of a stack file, with ``--set`` edits (cached: treat it as read-only)."""
     return make_plan(load(ROOT, stack, list(sets)))
 
 
