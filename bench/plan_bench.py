@@ -1,0 +1,119 @@
+"""Benchmark of the offline plan: wall time per stack, and growth with the GPU node count.
+
+    python bench/plan_bench.py [--runs 5] [--write]
+
+Each measurement is a fresh `python -m rlinf_eks plan` process (interpreter start and imports
+included: what a user waits for). Targets (issues 2 and 6): median <= 1.5 s per stack on a 2-core
+machine; resource count and wall time flat from 1 to 512 nodes. --write records bench/RESULTS.md.
+Exit status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TARGET_SECONDS = 1.5
+NODE_COUNTS = (1, 2, 8, 64, 512)
+
+
+def plan_once(stack: str, out: Path, *sets: str) -> float:
+    args = [sys.executable, "-m", "rlinf_eks", "plan", stack, "--quiet", "--out", str(out)]
+    for item in sets:
+        args += ["--set", item]
+    start = time.perf_counter()
+    subprocess.run(args, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def median_wall(stack: str, runs: int, *sets: str) -> tuple[float, int, Path]:
+    out = Path(tempfile.mkdtemp(prefix="rlinf-bench-"))
+    plan_once(stack, out, *sets)  # warm the file cache and bytecode
+    times = [plan_once(stack, out, *sets) for _ in range(runs)]
+    resources = len(json.loads((out / "plan.json").read_text())["resources"])
+    return statistics.median(times), resources, out
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
+    args = parser.parse_args()
+
+    from rlinf_eks.offline.stack_config import available_stacks
+
+    ok = True
+    lines = [
+        "# Offline plan benchmark",
+        "",
+        f"Machine: {machine()}. Median of {args.runs} fresh processes (`python -m rlinf_eks plan STACK --quiet`),",
+        "interpreter start and imports included. Produced by `python bench/plan_bench.py --write`.",
+        "",
+        f"## Per stack (target: median <= {TARGET_SECONDS} s)",
+        "",
+        "| stack | resources | median wall (s) | within target |",
+        "|---|---:|---:|---|",
+    ]
+    for stack in available_stacks(ROOT):
+        wall, resources, _ = median_wall(stack, args.runs)
+        within = wall <= TARGET_SECONDS
+        ok &= within
+        lines.append(f"| {stack} | {resources} | {wall:.2f} | {'yes' if within else 'NO'} |")
+        print(f"{stack:24s} {resources:4d} resources  {wall:.2f} s", flush=True)
+
+    lines += [
+        "",
+        "## Growth with the node count (multi-node stack, `--set gpuNodes.nodeCount=N`)",
+        "",
+        "Target: the number of registered resources and the wall time do not grow with N.",
+        "",
+        "| nodes | resources | median wall (s) |",
+        "|---:|---:|---:|",
+    ]
+    counts, walls = [], []
+    for nodes in NODE_COUNTS:
+        wall, resources, _ = median_wall("multi-node", args.runs, f"gpuNodes.nodeCount={nodes}", f"gpuNodes.maxNodes={nodes}")
+        counts.append(resources)
+        walls.append(wall)
+        lines.append(f"| {nodes} | {resources} | {wall:.2f} |")
+        print(f"nodes={nodes:4d} {resources:4d} resources  {wall:.2f} s", flush=True)
+    flat_resources = len(set(counts)) == 1
+    flat_time = max(walls) <= min(walls) * 1.25 + 0.05
+    ok &= flat_resources and flat_time
+    lines += [
+        "",
+        f"Resources constant: {'yes' if flat_resources else 'NO'}; wall time flat (max <= 1.25 x min + 50 ms): "
+        f"{'yes' if flat_time else 'NO'}.",
+        "",
+    ]
+    if args.write:
+        (ROOT / "bench" / "RESULTS.md").write_text("\n".join(lines))
+    print("all targets met" if ok else "TARGET MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
