@@ -1,0 +1,300 @@
+"""The offline infrastructure diff: ``python -m rlinf_eks diff BASE NEW``.
+
+Compares two offline plans (``plan.json`` files, or the plan folders that hold them) the way a
+reviewer reads ``pulumi preview --diff``: resources created, deleted and updated (keyed by URN),
+each update with the changed input and option paths and their old and new values, and a warning
+for every change that would replace or roll the GPU nodes or the cluster. CI posts the text as a
+job summary, so it needs no credentials.
+
+Secrets are already masked as ``"[secret]"`` in plan.json and stay masked here (a change inside
+a secret is therefore invisible to this diff; the real preview shows it as ``[secret]`` too).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .plan import PLAN_FILE
+
+SECRET = "[secret]"
+
+
+class PlanError(ValueError):
+    """A path that is not an offline plan (missing file, not JSON, not plan-shaped)."""
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def load_plan(path: str | Path) -> dict[str, Any]:
+    """A plan.json, given as the file or as the folder holding it (``build/<stack>``)."""
+    path = Path(path)
+    file = path / PLAN_FILE if path.is_dir() else path
+    if not file.is_file():
+        raise PlanError(f"{path}: no such plan (expected a plan.json file or a folder holding one)")
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PlanError(f"{file}: not JSON ({err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("resources"), list):
+        raise PlanError(f"{file}: not an offline plan (no 'resources' list)")
+    for index, resource in enumerate(data["resources"]):
+        if not isinstance(resource, dict) or not {"urn", "type", "name"} <= set(resource):
+            raise PlanError(f"{file}: resources[{index}] lacks urn, type or name")
+    return data
+
+
+# --- comparing ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed value: ``path`` like ``inputs.scalingConfig.desiredSize``; a missing side is ``MISSING``."""
+
+    path: str
+    old: Any
+    new: Any
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass
+class ResourceChange:
+    urn: str
+    type: str
+    name: str
+    kind: str  # "create" | "delete" | "update"
+    changes: list[Change] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PlanDiff:
+    base: str
+    new: str
+    created: list[ResourceChange]
+    deleted: list[ResourceChange]
+    updated: list[ResourceChange]
+    outputs: list[Change]
+    notes: list[str]
+
+    @property
+    def equal(self) -> bool:
+        return not (self.created or self.deleted or self.updated or self.outputs)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"{rc.type} {rc.name}: {w}" for rc in (*self.deleted, *self.updated) for w in rc.warnings]
+
+
+def _list_key(items: list[Any]) -> str | None:
+    """Lists of objects with a unique ``name`` (containers, env, ports) compare by name, so an
+    insertion reads as one added item, not a shift of every later one."""
+    for key in ("name",):
+        if items and all(isinstance(i, dict) and isinstance(i.get(key), str) for i in items):
+            names = [i[key] for i in items]
+            if len(set(names)) == len(names):
+                return key
+    return None
+
+
+def changed_paths(old: Any, new: Any, path: str = "") -> list[Change]:
+    """Every leaf that differs between ``old`` and ``new`` (dicts by key, lists by name or index)."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        changes: list[Change] = []
+        for key in sorted(set(old) | set(new)):
+            sub = f"{path}.{key}" if path else str(key)
+            changes += changed_paths(old.get(key, MISSING), new.get(key, MISSING), sub)
+        return changes
+    if isinstance(old, list) and isinstance(new, list):
+        key = _list_key(old) if _list_key(old) == _list_key(new) else None
+        if key:
+            olds = {i[key]: i for i in old}
+            news = {i[key]: i for i in new}
+            changes = []
+            for name in [*olds, *(n for n in news if n not in olds)]:
+                changes += changed_paths(olds.get(name, MISSING), news.get(name, MISSING), f"{path}[{key}={name}]")
+            return changes
+        changes = []
+        for index in range(max(len(old), len(new))):
+            changes += changed_paths(
+                old[index] if index < len(old) else MISSING, new[index] if index < len(new) else MISSING, f"{path}[{index}]"
+            )
+        return changes
+    return [Change(path, old, new)]
+
+
+# What replaces or rolls the GPU nodes or the cluster. Sources: the Terraform AWS provider that
+# pulumi-aws bridges (aws_eks_node_group: ami_type, capacity_type, cluster_name, disk_size,
+# instance_types, launch_template id/name, node_group_name(_prefix), node_role_arn,
+# remote_access, subnet_ids are ForceNew; version, release_version and launch_template version
+# are in-place but roll every node; aws_eks_cluster: name, role_arn, encryption_config,
+# kubernetes_network_config are ForceNew) and pulumi-eks's Cluster, whose name, VPC, subnets,
+# service role and encryption key reach those ForceNew fields.
+_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+_LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+
+_REPLACES: dict[str, tuple[str, ...]] = {
+    _NODE_GROUP: (
+        "amiType", "capacityType", "clusterName", "diskSize", "instanceTypes", "launchTemplate.id",
+        "launchTemplate.name", "nodeGroupName", "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds",
+    ),
+    "aws:eks/cluster:Cluster": ("name", "roleArn", "encryptionConfig", "kubernetesNetworkConfig", "bootstrapSelfManagedAddons"),
+    "eks:index:Cluster": (
+        "name", "vpcId", "subnetIds", "privateSubnetIds", "publicSubnetIds", "serviceRole", "encryptionConfigKeyArn",
+        "kubernetesServiceIpAddressRange", "ipFamily", "clusterSecurityGroup",
+    ),
+    "aws:ec2/placementGroup:PlacementGroup": ("name", "strategy", "partitionCount", "spreadLevel"),
+}
+_ROLLS: dict[str, tuple[str, ...]] = {
+    _NODE_GROUP: ("version", "releaseVersion", "launchTemplate.version"),
+}
+_UPGRADES: dict[str, tuple[str, ...]] = {
+    "aws:eks/cluster:Cluster": ("version",),
+    "eks:index:Cluster": ("version",),
+}
+_GPU_OR_CLUSTER = (_NODE_GROUP, _LAUNCH_TEMPLATE, "aws:eks/cluster:Cluster", "eks:index:Cluster", "aws:ec2/placementGroup:PlacementGroup")
+_DATA_STORES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2", "aws:fsx/lustreFileSystem:LustreFileSystem")
+
+
+def _under(path: str, prefixes: Iterable[str]) -> bool:
+    return any(path == p or path.startswith(p + ".") or path.startswith(p + "[") for p in prefixes)
+
+
+def replacement_warnings(rc: ResourceChange) -> list[str]:
+    """Why a change would replace or roll the GPU nodes or the cluster (empty when it does not)."""
+    if rc.kind == "delete":
+        if rc.type in _GPU_OR_CLUSTER:
+            return ["deleted: the GPU nodes or the cluster go away"]
+        if rc.type in _DATA_STORES:
+            return ["deleted: a data store (protect/retainOnDelete keep its data, but check)"]
+        return []
+    if rc.kind != "update":
+        return []
+    inputs = [c.path[len("inputs."):] for c in rc.changes if c.path.startswith("inputs.")]
+    warnings: list[str] = []
+    forced = sorted({p for p in inputs if _under(p, _REPLACES.get(rc.type, ()))})
+    if forced:
+        what = "the GPU node group (every GPU node is terminated)" if rc.type == _NODE_GROUP else "this resource"
+        if rc.type in ("aws:eks/cluster:Cluster", "eks:index:Cluster"):
+            what = "the EKS cluster (and everything running on it)"
+        if rc.type == "aws:ec2/placementGroup:PlacementGroup":
+            what = "the placement group, and through the launch template the GPU nodes"
+        warnings.append(f"replaces {what}: {', '.join(forced)}")
+    rolled = sorted({p for p in inputs if _under(p, _ROLLS.get(rc.type, ()))})
+    if rolled:
+        warnings.append(f"rolls every GPU node (running training is interrupted): {', '.join(rolled)}")
+    upgraded = sorted({p for p in inputs if _under(p, _UPGRADES.get(rc.type, ()))})
+    if upgraded:
+        warnings.append(f"upgrades the control plane (then the node groups roll): {', '.join(upgraded)}")
+    if rc.type == _LAUNCH_TEMPLATE and inputs:
+        # Any launch template change makes a new version; the node group follows latestVersion,
+        # so its nodes roll (and a name change replaces the template, so the node group too).
+        warnings.append("a new launch template version: the GPU node group rolls its nodes")
+    return warnings
+
+
+def _resource_changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    changes = changed_paths(old.get("inputs", {}), new.get("inputs", {}), "inputs")
+    changes += changed_paths(old.get("options", {}), new.get("options", {}), "options")
+    for key in ("parent", "provider", "custom"):
+        changes += changed_paths(old.get(key), new.get(key), key)
+    return changes
+
+
+def diff_plans(base: dict[str, Any], new: dict[str, Any], base_label: str = "base", new_label: str = "new") -> PlanDiff:
+    """Compare two plans (plan.json shape)."""
+    olds = {r["urn"]: r for r in base["resources"]}
+    news = {r["urn"]: r for r in new["resources"]}
+    created = [ResourceChange(u, news[u]["type"], news[u]["name"], "create") for u in sorted(set(news) - set(olds))]
+    deleted = [ResourceChange(u, olds[u]["type"], olds[u]["name"], "delete") for u in sorted(set(olds) - set(news))]
+    updated = []
+    for urn in sorted(set(olds) & set(news)):
+        changes = _resource_changes(olds[urn], news[urn])
+        if changes:
+            updated.append(ResourceChange(urn, news[urn]["type"], news[urn]["name"], "update", changes))
+    for rc in (*deleted, *updated):
+        rc.warnings = replacement_warnings(rc)
+    notes = []
+    if base.get("stack") != new.get("stack") or base.get("project") != new.get("project"):
+        notes.append(f"comparing different stacks ({base.get('project')}/{base.get('stack')} and "
+                     f"{new.get('project')}/{new.get('stack')}): URNs carry the stack, so every resource differs")
+    renamed = {(r.type, r.name) for r in created} & {(r.type, r.name) for r in deleted}
+    for type_, name in sorted(renamed):
+        notes.append(f"{type_} {name} changed URN (new parent?): Pulumi replaces it unless given an alias")
+    outputs = changed_paths(base.get("outputs", {}), new.get("outputs", {}), "outputs")
+    return PlanDiff(base_label, new_label, created, deleted, updated, outputs, notes)
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def _value(value: Any, limit: int = 120) -> str:
+    if value is MISSING:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True, separators=(",", ":")) if not isinstance(value, str) else json.dumps(value)
+    text = text.replace("`", "'")  # a backtick would end the Markdown code span
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def render_markdown(diff: PlanDiff) -> str:
+    """The diff as Markdown text, readable in a PR comment, a job summary or a terminal."""
+    lines = [f"### Offline infrastructure diff: `{diff.base}` → `{diff.new}`", ""]
+    if diff.equal:
+        lines.append("No changes.")
+        return "\n".join(lines) + "\n"
+    lines.append(
+        f"**{len(diff.created)} to create, {len(diff.updated)} to update, {len(diff.deleted)} to delete**"
+        + (f", {len(diff.outputs)} output changes" if diff.outputs else "")
+    )
+    lines.append("")
+    if diff.warnings:
+        lines.append("> [!WARNING]")
+        lines.append("> Changes that replace or roll the GPU nodes or the cluster:")
+        lines.extend(f"> - {w}" for w in diff.warnings)
+        lines.append("")
+    for note in diff.notes:
+        lines.append(f"_Note: {note}_")
+    if diff.notes:
+        lines.append("")
+    if diff.created:
+        lines.append("#### + create")
+        lines.extend(f"- `{rc.type}` **{rc.name}**" for rc in diff.created)
+        lines.append("")
+    if diff.deleted:
+        lines.append("#### - delete")
+        lines.extend(f"- `{rc.type}` **{rc.name}**" for rc in diff.deleted)
+        lines.append("")
+    if diff.updated:
+        lines.append("#### ~ update")
+        for rc in diff.updated:
+            lines.append(f"- `{rc.type}` **{rc.name}**")
+            lines.extend(f"  - `{c.path}`: `{_value(c.old)}` → `{_value(c.new)}`" for c in rc.changes)
+        lines.append("")
+    if diff.outputs:
+        lines.append("#### outputs")
+        lines.extend(f"- `{c.path}`: `{_value(c.old)}` → `{_value(c.new)}`" for c in diff.outputs)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def run(base_path: str, new_path: str) -> tuple[int, str]:
+    """The CLI's work: (exit status, text). 0 equal, 1 different, 2 bad input."""
+    try:
+        base = load_plan(base_path)
+        new = load_plan(new_path)
+    except PlanError as err:
+        return 2, f"error: {err}"
+    diff = diff_plans(base, new, str(base_path), str(new_path))
+    return (0 if diff.equal else 1), render_markdown(diff)
