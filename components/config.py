@@ -136,6 +136,16 @@ class ClusterSettings(_Model):
                 raise PydanticCustomError("cidr", "{text}", {"text": f"{cidr!r} is not a CIDR block such as 203.0.113.0/24"}) from None
         return value
 
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _admin_roles(cls, value: list[str]) -> list[str]:
+        for arn in value:
+            if not re.fullmatch(r"arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[\w+=,.@/-]+", arn):
+                raise PydanticCustomError(
+                    "arn", "{arn!r} is not an IAM role ARN such as arn:aws:iam::123456789012:role/Admin", {"arn": arn}
+                )
+        return value
+
     @field_validator("vpc_cni_version")
     @classmethod
     def _cni(cls, value: str) -> str:

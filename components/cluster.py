@@ -1,0 +1,229 @@
+"""The EKS cluster: a new ``pulumi_eks.Cluster`` hardened for a training platform, or an existing
+cluster attached by name and kubeconfig.
+
+A new cluster has API authentication with access entries, an IAM OIDC provider (IRSA) and the Pod
+Identity agent, a private endpoint (public only for listed CIDRs), control-plane logs, KMS
+envelope encryption of Secrets, no default node group, and a small on-demand system node group
+for operators, CoreDNS and device-plugin controllers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping, Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from .config import ClusterSettings, ConfigError
+
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+SYSTEM_NODE_LABELS = {"role": "system"}
+# What an EKS managed node's role needs to join, pull images and (until the VPC CNI has its own
+# role) attach ENIs (EKS user guide, "Amazon EKS node IAM role").
+SYSTEM_NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonEKS_CNI_Policy")
+
+
+def access_entries_for(admin_role_arns: Sequence[str]) -> dict[str, eks.AccessEntryArgs]:
+    """One cluster-scoped AmazonEKSClusterAdminPolicy access entry per admin role, keyed by the
+    role's name (stable across reorderings of the config list). The policy ARN takes the role
+    ARN's partition, so GovCloud and China work too."""
+    entries: dict[str, eks.AccessEntryArgs] = {}
+    for arn in admin_role_arns:
+        partition = arn.split(":")[1]
+        key = "admin-" + re.sub(r"[^a-zA-Z0-9-]", "-", arn.rsplit("/", 1)[-1]).lower()
+        entries[key] = eks.AccessEntryArgs(
+            principal_arn=arn,
+            access_policies={
+                "cluster-admin": eks.AccessPolicyAssociationArgs(
+                    policy_arn=f"arn:{partition}:eks::aws:cluster-access-policy/{CLUSTER_ADMIN_POLICY}",
+                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                )
+            },
+        )
+    return entries
+
+
+def ec2_trust_policy() -> str:
+    """Trust policy of a node role: EC2 instances assume it."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+        }
+    )
+
+
+def missing_kubeconfig_error(cluster_name: str) -> ConfigError:
+    return ConfigError(
+        [
+            f"kubeconfig: the existing cluster {cluster_name!r} needs its kubeconfig: "
+            "pulumi config set --secret rlinf-eks:kubeconfig \"$(aws eks update-kubeconfig --dry-run --name "
+            f"{cluster_name})\""
+        ]
+    )
+
+
+class Cluster(pulumi.ComponentResource):
+    """A new EKS cluster, or an existing one (``cluster.existing``) attached by name.
+
+    Outputs: ``cluster_name``, ``kubeconfig`` (secret), ``cluster_security_group_id`` (the
+    EKS-created cluster security group that managed nodes carry), ``oidc_provider_arn``,
+    ``oidc_issuer`` (issuer URL without ``https://``) and ``provider`` (a Kubernetes provider).
+    """
+
+    cluster_name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        settings: ClusterSettings | Mapping[str, Any],
+        cluster_name: str,
+        vpc_id: pulumi.Input[str],
+        subnet_ids: pulumi.Input[Sequence[str]],
+        existing_kubeconfig: Optional[pulumi.Input[str]],
+        tags: Mapping[str, str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        if not isinstance(settings, ClusterSettings):
+            settings = ClusterSettings.model_validate(settings)
+        # before anything is registered: a half-built stack is worse than a clear error
+        if settings.existing and existing_kubeconfig is None:
+            raise missing_kubeconfig_error(cluster_name)
+        super().__init__("rlinf-eks:index:Cluster", name, None, opts)
+        if settings.existing:
+            self._attach(name, cluster_name, existing_kubeconfig)  # type: ignore[arg-type]
+        else:
+            self._create(name, settings, cluster_name, vpc_id, subnet_ids, dict(tags))
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "kubeconfig": self.kubeconfig,
+                "clusterSecurityGroupId": self.cluster_security_group_id,
+                "oidcProviderArn": self.oidc_provider_arn,
+                "oidcIssuer": self.oidc_issuer,
+            }
+        )
+
+    # -- a new cluster -----------------------------------------------------------------------
+
+    def _create(
+        self,
+        name: str,
+        settings: ClusterSettings,
+        cluster_name: str,
+        vpc_id: pulumi.Input[str],
+        subnet_ids: pulumi.Input[Sequence[str]],
+        tags: dict[str, str],
+    ) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        partition = aws.get_partition_output(opts=pulumi.InvokeOptions(parent=self)).partition
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"EKS envelope encryption of Kubernetes Secrets in {cluster_name}",
+            enable_key_rotation=True,
+            # the longest window: a mistaken key deletion makes every Secret of the cluster unreadable
+            deletion_window_in_days=30,
+            tags=tags,
+            opts=child,
+        )
+        public = bool(settings.endpoint_public_access_cidrs)
+        cluster = eks.Cluster(
+            f"{name}-eks",
+            name=cluster_name,
+            version=settings.kubernetes_version,
+            vpc_id=vpc_id,
+            private_subnet_ids=subnet_ids,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries_for(settings.admin_role_arns) if settings.admin_role_arns else None,
+            create_oidc_provider=True,
+            endpoint_private_access=True,
+            endpoint_public_access=public,
+            public_access_cidrs=list(settings.endpoint_public_access_cidrs) if public else None,
+            enabled_cluster_log_types=list(settings.log_types),
+            encryption_config_key_arn=secrets_key.arn,
+            skip_default_node_group=True,
+            # Managed node groups carry the EKS-created cluster security group; pulumi-eks' extra
+            # cluster/node groups are for self-managed nodes only.
+            skip_default_security_groups=True,
+            # efa-only interfaces need VPC CNI >= 1.18.5 (field notes section 1); pulumi-eks runs the
+            # CNI as the vpc-cni EKS add-on at this version.
+            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=settings.vpc_cni_version),
+            # CoreDNS is a Deployment: as an add-on created before any node exists it stays DEGRADED
+            # and the add-on create waits out its timeout. It is added below, after the system nodes.
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            tags=tags,
+            opts=child,
+        )
+        # the name is known now, but consumers must wait for the cluster to exist
+        self.cluster_name = cluster.urn.apply(lambda _: cluster_name)
+        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
+        self.cluster_security_group_id = cluster.cluster_security_group_id
+        self.oidc_provider_arn = cluster.oidc_provider_arn
+        self.oidc_issuer = cluster.oidc_issuer.apply(lambda url: (url or "").removeprefix("https://"))
+
+        role = aws.iam.Role(f"{name}-system-nodes", assume_role_policy=ec2_trust_policy(), tags=tags, opts=child)
+        attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-system-nodes-{policy}",
+                role=role.name,
+                policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", policy),
+                opts=child,
+            )
+            for policy in SYSTEM_NODE_POLICIES
+        ]
+        count = settings.system_nodes.count
+        system_nodes = aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=self.cluster_name,
+            node_group_name=f"{cluster_name}-system",
+            node_role_arn=role.arn,
+            subnet_ids=subnet_ids,
+            capacity_type="ON_DEMAND",
+            ami_type="AL2023_x86_64_STANDARD",
+            instance_types=[settings.system_nodes.instance_type],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=count, min_size=count, max_size=count),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            labels=dict(SYSTEM_NODE_LABELS),
+            tags=tags,
+            # the role's policies must be attached before nodes try to join
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+        )
+        after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[system_nodes])
+        for addon in ("coredns", "eks-pod-identity-agent"):
+            aws.eks.Addon(
+                f"{name}-{addon}",
+                cluster_name=self.cluster_name,
+                addon_name=addon,
+                # take over the self-managed CoreDNS EKS bootstraps
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                tags=tags,
+                opts=after_nodes,
+            )
+
+    # -- an existing cluster -----------------------------------------------------------------
+
+    def _attach(self, name: str, cluster_name: str, kubeconfig: pulumi.Input[str]) -> None:
+        invoke = pulumi.InvokeOptions(parent=self)
+        found = aws.eks.get_cluster_output(name=cluster_name, opts=invoke)
+        self.cluster_name = found.name
+        self.kubeconfig = pulumi.Output.secret(kubeconfig)
+        self.cluster_security_group_id = found.vpc_config.cluster_security_group_id
+        issuer_url = found.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
+        self.oidc_provider_arn = aws.iam.get_open_id_connect_provider_output(url=issuer_url, opts=invoke).arn
+        self.oidc_issuer = issuer_url.apply(lambda url: url.removeprefix("https://"))
