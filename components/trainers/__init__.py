@@ -1,0 +1,70 @@
+"""Trainer dialects: how typed stack settings become the trainer's command line.
+
+    from rlinf_eks.trainers import launch_for
+    launch = launch_for(settings, nnodes=2, gpus_per_node=8, log_dir="/fsx/logs/rlinf",
+                        checkpoint_dir="/fsx/checkpoints/rlinf")
+    launch.argv       # ["python", "-m", "verl.trainer.main_ppo", "trainer.nnodes=2", ...]
+    launch.env        # dialect env, e.g. RAY_ADDRESS=auto (verl-ppo, nnodes > 1), EMBODIED_PATH, MUJOCO_GL
+    launch.workdir    # run argv from here (workload.trainer.workdir)
+    launch.warnings   # for the plan, e.g. verl-ppo + vllm
+    launch.resume     # Resume(checkpoint_globs, key) or None; launch.script() uses it
+    launch.shell()    # shlex-quoted command line
+    launch.script()   # sh: cd workdir, resume from the newest checkpoint if any, exec the trainer
+
+One module per dialect (verl_ppo, rlinf_embodied, rlinf_reasoning), each with ``launch(...)``
+and ``world_size_problems(settings, world)``. Generated overrides come first, then
+``workload.trainer.batch`` as ``key=value``, then ``workload.trainer.overrides`` (the user wins).
+Every generated key exists in the reference trainer configs (tests compose them with Hydra).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Optional
+
+from ..config import ConfigError, StackSettings
+from . import rlinf_embodied, rlinf_reasoning, verl_ppo
+from .base import Resume, TrainerLaunch, World
+
+__all__ = ["DIALECTS", "Resume", "TrainerLaunch", "World", "check_world_size", "launch_for"]
+
+DIALECTS: dict[str, ModuleType] = {m.DIALECT: m for m in (verl_ppo, rlinf_embodied, rlinf_reasoning)}
+
+
+def check_world_size(settings: StackSettings, nnodes: int, gpus_per_node: int) -> list[str]:
+    """Problems with the batch and env sizes on ``nnodes`` x ``gpus_per_node`` GPUs, one line
+    each naming the key path, the value and what is valid; empty when the sizes fit. Sizes the
+    stack does not set are checked at the reference config's default for known config names."""
+    world = World(nnodes, gpus_per_node)
+    return DIALECTS[settings.workload.trainer.dialect].world_size_problems(settings, world)
+
+
+def launch_for(
+    settings: StackSettings,
+    *,
+    nnodes: int,
+    gpus_per_node: int,
+    log_dir: str,
+    checkpoint_dir: str,
+    model_path: Optional[str] = None,
+    wandb: bool = False,
+) -> TrainerLaunch:
+    """The trainer launch of ``settings.workload.trainer.dialect`` on ``nnodes`` pods of
+    ``gpus_per_node`` GPUs.
+
+    ``log_dir``: logs (RLinf also writes its checkpoints here); ``checkpoint_dir``: veRL's
+    ``trainer.default_local_dir``; ``model_path``: defaults to ``workload.trainer.modelPath``
+    (None: the config's own); ``wandb``: also log to W&B (needs WANDB_API_KEY in the pod),
+    defaults to False. Raises ConfigError when the world-size rules fail.
+    """
+    problems = check_world_size(settings, nnodes, gpus_per_node)
+    if problems:
+        raise ConfigError(problems)
+    return DIALECTS[settings.workload.trainer.dialect].launch(
+        settings,
+        World(nnodes, gpus_per_node),
+        log_dir=log_dir,
+        checkpoint_dir=checkpoint_dir,
+        model_path=model_path or settings.workload.trainer.model_path,
+        wandb=wandb,
+    )

@@ -1,0 +1,136 @@
+"""What every trainer dialect shares: the launch it returns, the world it runs on, and where a
+batch value came from (the reference config, ``workload.trainer.batch`` or a user override)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from ..config import StackSettings
+
+
+@dataclass(frozen=True)
+class Resume:
+    """How a restarted run picks up its latest checkpoint.
+
+    ``checkpoint_globs``: shell globs (``*`` unquoted) of the checkpoint directories the trainer
+    writes, each ending in ``global_step_<N>``; ``key``: the Hydra key that takes the directory.
+    """
+
+    checkpoint_globs: tuple[str, ...]
+    key: str
+
+    def override(self, checkpoint: str) -> str:
+        return f"{self.key}={checkpoint}"
+
+
+@dataclass(frozen=True)
+class TrainerLaunch:
+    """The trainer's command line for one stack.
+
+    ``argv``: the whole command (generated overrides, then ``workload.trainer.batch``, then the
+    user's ``workload.trainer.overrides`` last, so the user wins); ``env``: the dialect's variables
+    (PYTHONPATH holds only the trainer checkout: prepend it to the image's own PYTHONPATH);
+    ``workdir``: run ``argv`` from here; ``warnings``: things the plan should show;
+    ``resume``: how to resume from the latest checkpoint, None when the dialect cannot;
+    ``ray_head_required``: the driver connects to a running Ray (``ray.init(address="auto")``)
+    even on one node, so the launcher must start ``ray start --head`` first.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    workdir: str
+    warnings: list[str] = field(default_factory=list)
+    resume: Optional[Resume] = None
+    ray_head_required: bool = False
+
+    def shell(self) -> str:
+        """The command line, quoted for a POSIX shell."""
+        return shlex.join(self.argv)
+
+    def script(self) -> str:
+        """POSIX sh that runs the trainer from ``workdir``, resuming from the newest
+        ``global_step_<N>`` checkpoint when one exists (``exec``: the trainer's exit status is the
+        script's)."""
+        lines = [f"cd {shlex.quote(self.workdir)}"]
+        if self.resume is None:
+            return "\n".join([*lines, f"exec {self.shell()}", ""])
+        globs = " ".join(self.resume.checkpoint_globs)
+        lines += [
+            # newest by step number, whichever of the trainer's layouts wrote it
+            f"latest=$(ls -d {globs} 2>/dev/null | awk -F'global_step_' '{{print $NF \"\\t\" $0}}'"
+            " | sort -n | tail -n 1 | cut -f2-)",
+            'if [ -n "$latest" ]; then',
+            f'  echo "resuming from $latest"; set -- {shlex.quote(self.resume.key + "=")}"$latest"',
+            "else",
+            "  set --",
+            "fi",
+            f'exec {self.shell()} "$@"',
+            "",
+        ]
+        return "\n".join(lines)
+
+
+def glob_under(directory: str, pattern: str) -> str:
+    """``directory`` quoted for the shell, then an unquoted glob ``pattern`` below it."""
+    return f"{shlex.quote(directory.rstrip('/'))}/{pattern}"
+
+
+@dataclass(frozen=True)
+class World:
+    """The Ray cluster the trainer sees: ``nnodes`` pods of ``gpus_per_node`` GPUs."""
+
+    nnodes: int
+    gpus_per_node: int
+
+    @property
+    def size(self) -> int:
+        return self.nnodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Value:
+    """A batch or environment size, the stack key path that sets it and, for a value the stack
+    leaves at the trainer config's default, a note saying so (for error lines)."""
+
+    value: int
+    path: str
+    note: str = ""
+
+
+_INT_OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z0-9_.]+)=(-?\d+)$")
+
+
+def effective_sizes(settings: StackSettings, defaults: Mapping[str, int]) -> dict[str, Value]:
+    """The sizes the trainer will see, in command-line order: the reference config's value, then
+    ``workload.trainer.batch``, then integer ``workload.trainer.overrides`` (last wins)."""
+    trainer = settings.workload.trainer
+    note = f" (the default of {trainer.resolved_config_name})"
+    sizes = {key: Value(v, f"workload.trainer.batch.{key}", note) for key, v in defaults.items()}
+    for key, v in trainer.batch.items():
+        sizes[key] = Value(v, f"workload.trainer.batch.{key}")
+    for i, item in enumerate(trainer.overrides):
+        match = _INT_OVERRIDE.match(item)
+        if match:
+            sizes[match.group(1)] = Value(int(match.group(2)), f"workload.trainer.overrides[{i}]", f" ({match.group(1)})")
+    return sizes
+
+
+def problem(size: Value, message: str) -> str:
+    """One ConfigError line: the key path, the value, what is valid."""
+    return f"{size.path}={size.value}{size.note}: {message}"
+
+
+def overridden(settings: StackSettings, key: str) -> bool:
+    """Whether the user's overrides set or delete ``key`` (or a key below it)."""
+    for item in settings.workload.trainer.overrides:
+        name = item.lstrip("~+").split("=", 1)[0]
+        if name == key or name.startswith(key + "."):
+            return True
+    return False
+
+
+def batch_overrides(settings: StackSettings) -> list[str]:
+    return [f"{key}={value}" for key, value in settings.workload.trainer.batch.items()]

@@ -1,0 +1,119 @@
+"""rlinf-embodied: RLinf v0.3 VLA training (``examples/embodiment/train_embodied_agent.py``).
+
+HuggingFace rollout only (config.py rejects vllm/sglang). The config needs ``EMBODIED_PATH``
+(its ``hydra.searchpath`` reads it), MuJoCo/PyOpenGL render headless with EGL, and the driver
+calls ``ray.init(address="auto")`` and waits for ``cluster.num_nodes`` nodes (field notes,
+section 3). Checkpoints go under the log path (``<log_path>[/<experiment>]/checkpoints/
+global_step_<N>``, RLinf's embodied runner); ``runner.resume_dir`` takes one to resume.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..config import StackSettings
+from . import rlinf_common as common
+from .base import TrainerLaunch, World, batch_overrides
+
+DIALECT = "rlinf-embodied"
+SCRIPT = "examples/embodiment/train_embodied_agent.py"
+
+# The reference configs' placement and the sizes RLinf's world-size rules read (a test composes
+# each reference config and compares). "split": actor on every GPU, env on the first half and
+# rollout on the second (maniskill: actor 0-7, env 0-3, rollout 4-7 on one node); "all":
+# everything collocated (`actor,env,rollout: all`).
+REFERENCE: dict[str, common.Reference] = {
+    "maniskill_ppo_openvlaoft": common.Reference(
+        "split",
+        {"actor.global_batch_size": 640, "actor.micro_batch_size": 40, "env.train.total_num_envs": 128, "rollout.pipeline_stage_num": 1},
+    ),
+    "maniskill_ppo_openvla": common.Reference(
+        "split",
+        {"actor.global_batch_size": 640, "actor.micro_batch_size": 80, "env.train.total_num_envs": 128, "rollout.pipeline_stage_num": 2},
+    ),
+    "libero_10_grpo_openvlaoft": common.Reference(
+        "all",
+        {"actor.global_batch_size": 16384, "actor.micro_batch_size": 32, "env.train.total_num_envs": 64, "rollout.pipeline_stage_num": 1},
+    ),
+}
+
+
+def embodied_path(workdir: str) -> str:
+    return f"{workdir.rstrip('/')}/examples/embodiment"
+
+
+def launch(
+    settings: StackSettings,
+    world: World,
+    *,
+    log_dir: str,
+    checkpoint_dir: str,
+    model_path: Optional[str],
+    wandb: bool,
+) -> TrainerLaunch:
+    """The train_embodied_agent.py command line. ``checkpoint_dir`` is unused: RLinf writes
+    checkpoints under ``runner.logger.log_path`` (``log_dir``)."""
+    trainer = settings.workload.trainer
+    path = embodied_path(trainer.workdir)
+    overrides = [f"cluster.num_nodes={world.nnodes}"]
+    overrides += common.placement_overrides(settings, REFERENCE, world, ("actor", "env", "rollout"))
+    overrides += [
+        f"runner.logger.log_path={log_dir}",
+        f"runner.logger.experiment_name={trainer.experiment_name}",
+    ]
+    if wandb:
+        overrides.append("runner.logger.logger_backends=[tensorboard,wandb]")
+    if model_path:
+        overrides += [f"actor.model.model_path={model_path}", f"rollout.model.model_path={model_path}"]
+    argv = [
+        "python", SCRIPT,
+        "--config-path", f"{path}/config",
+        "--config-name", trainer.resolved_config_name,
+        *overrides, *batch_overrides(settings), *trainer.overrides,
+    ]  # fmt: skip
+    env = {
+        **common.env(trainer.workdir),
+        "EMBODIED_PATH": path,
+        # headless rendering of the simulators (MuJoCo for LIBERO, PyOpenGL) on the GPU
+        "MUJOCO_GL": "egl",
+        "PYOPENGL_PLATFORM": "egl",
+    }
+    return TrainerLaunch(
+        argv=argv,
+        env=env,
+        workdir=trainer.workdir,
+        warnings=common.placement_warnings(settings, REFERENCE, world),
+        resume=common.resume(settings, log_dir),
+        ray_head_required=True,
+    )
+
+
+def world_size_problems(settings: StackSettings, world: World) -> list[str]:
+    """RLinf's rules (rlinf/config.py ``validate_embodied_cfg`` and ``validate_cfg``):
+    env.train.total_num_envs divisible by the env world size, the per-env-rank count divisible by
+    rollout.pipeline_stage_num, and actor.global_batch_size divisible by actor.micro_batch_size x
+    the actor world size."""
+    ranks = common.component_world_sizes(settings, REFERENCE, world)
+    if ranks is None:
+        return common.placement_problems(settings, REFERENCE, world)
+    sizes = common.sizes(settings, REFERENCE)
+    problems = common.actor_batch_problems(sizes, ranks["actor"])
+    envs, stages = sizes.get("env.train.total_num_envs"), sizes.get("rollout.pipeline_stage_num")
+    env_ranks = ranks["env"]
+    if envs is not None and envs.value % env_ranks:
+        problems.append(
+            common.problem(
+                envs,
+                f"must be divisible by the env world size {env_ranks} (env GPUs of {world.nnodes} x "
+                f"{world.gpus_per_node}): a multiple of {env_ranks}",
+            )
+        )
+    elif envs is not None and stages is not None and stages.value > 0 and (envs.value // env_ranks) % stages.value:
+        problems.append(
+            common.problem(
+                envs,
+                f"gives {envs.value // env_ranks} envs per env rank ({env_ranks} ranks), which must be divisible "
+                f"by rollout.pipeline_stage_num={stages.value}: a multiple of {env_ranks * stages.value}",
+            )
+        )
+    return problems

@@ -1,0 +1,111 @@
+"""rlinf-reasoning: RLinf v0.3 math GRPO (``examples/reasoning/main_grpo.py``), rolling out with
+vLLM or SGLang (config.py rejects hf). The driver calls ``ray.init(address="auto")`` and waits
+for ``cluster.num_nodes`` nodes (field notes, section 3). Checkpoints go under the log path;
+``runner.resume_dir`` takes one to resume.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..config import StackSettings
+from . import rlinf_common as common
+from .base import TrainerLaunch, World, batch_overrides
+
+DIALECT = "rlinf-reasoning"
+SCRIPT = "examples/reasoning/main_grpo.py"
+CONFIG_DIR = "examples/reasoning/config/math"
+
+# The reference config's placement (`actor,rollout,reward: all`) and the sizes RLinf derives the
+# actor batch from (a test composes the reference config and compares).
+REFERENCE: dict[str, common.Reference] = {
+    "qwen2.5-1.5b-grpo-fsdp": common.Reference(
+        "all",
+        {
+            "data.rollout_batch_size": 512,
+            "algorithm.group_size": 8,
+            "algorithm.n_minibatches": 4,
+            "algorithm.training_batch_size_per_gpu": 1,
+        },
+    ),
+}
+
+
+def launch(
+    settings: StackSettings,
+    world: World,
+    *,
+    log_dir: str,
+    checkpoint_dir: str,
+    model_path: Optional[str],
+    wandb: bool,
+) -> TrainerLaunch:
+    """The main_grpo.py command line. ``checkpoint_dir`` is unused: RLinf writes checkpoints
+    under ``runner.logger.log_path`` (``log_dir``)."""
+    trainer, rollout = settings.workload.trainer, settings.workload.rollout
+    overrides = [
+        f"cluster.num_nodes={world.nnodes}",
+        f"rollout.rollout_backend={rollout.backend}",
+        f"rollout.tensor_parallel_size={rollout.tensor_parallel_size}",
+        f"rollout.gpu_memory_utilization={rollout.gpu_memory_utilization}",
+        f"rollout.enforce_eager={rollout.enforce_eager}",
+    ]
+    if rollout.backend == "vllm":
+        # rollout.vllm has no max_num_batched_tokens in the v0.3 YAML (RLinf's validate_rollout_cfg
+        # reads it with a default of None); "++" adds it, or sets it where a newer config has it
+        overrides.append(f"++rollout.vllm.max_num_batched_tokens={rollout.max_num_batched_tokens}")
+    overrides += [
+        f"runner.experiment_name={trainer.experiment_name}",
+        f"runner.logger.log_path={log_dir}",
+    ]
+    if wandb:
+        overrides.append("runner.logger.logger_backends=[tensorboard,wandb]")
+    if model_path:
+        overrides += [
+            f"rollout.model.model_path={model_path}",
+            f"actor.model.model_path={model_path}",
+            f"actor.tokenizer.tokenizer_model={model_path}",
+        ]
+    argv = [
+        "python", SCRIPT,
+        "--config-path", f"{trainer.workdir.rstrip('/')}/{CONFIG_DIR}",
+        "--config-name", trainer.resolved_config_name,
+        *overrides, *batch_overrides(settings), *trainer.overrides,
+    ]  # fmt: skip
+    return TrainerLaunch(
+        argv=argv,
+        env=common.env(trainer.workdir),
+        workdir=trainer.workdir,
+        warnings=common.placement_warnings(settings, REFERENCE, world),
+        resume=common.resume(settings, log_dir),
+        ray_head_required=True,
+    )
+
+
+def world_size_problems(settings: StackSettings, world: World) -> list[str]:
+    """rlinf/config.py ``validate_reasoning_cfg`` sets actor.micro_batch_size =
+    algorithm.training_batch_size_per_gpu and actor.global_batch_size = data.rollout_batch_size x
+    algorithm.group_size // algorithm.n_minibatches; ``validate_cfg`` (FSDP) then needs the global
+    batch divisible by micro batch x actor world size."""
+    ranks = common.component_world_sizes(settings, REFERENCE, world)
+    if ranks is None:
+        return []
+    sizes = common.sizes(settings, REFERENCE)
+    needed = ("data.rollout_batch_size", "algorithm.group_size", "algorithm.n_minibatches", "algorithm.training_batch_size_per_gpu")
+    if any(key not in sizes for key in needed) or sizes["algorithm.n_minibatches"].value <= 0:
+        return []
+    prompts, group, minibatches, per_gpu = (sizes[key] for key in needed)
+    total = prompts.value * group.value // minibatches.value
+    step = per_gpu.value * ranks["actor"]
+    if per_gpu.value > 0 and total > 0 and total % step == 0:
+        return []
+    # name the key the user most likely set; all four are listed in the message
+    culprit = next((sizes[k] for k in needed if not sizes[k].note.startswith(" (the default")), prompts)
+    return [
+        common.problem(
+            culprit,
+            f"the actor global batch data.rollout_batch_size x algorithm.group_size // algorithm.n_minibatches = "
+            f"{prompts.value} x {group.value} // {minibatches.value} = {total} must be divisible by "
+            f"algorithm.training_batch_size_per_gpu x actor world size = {per_gpu.value} x {ranks['actor']} = {step}",
+        )
+    ]

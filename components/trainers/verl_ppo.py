@@ -1,0 +1,118 @@
+"""verl-ppo: the seed's veRL layout as SimpleVLA-RL ships it (``python -m verl.trainer.main_ppo``,
+Hydra config ``verl/trainer/config/ppo_trainer.yaml``, no defaults list).
+
+Facts from shared/reference/trainers/README.md (SimpleVLA-RL section):
+- the FSDP worker floor-divides ``actor.ppo_mini_batch_size``, ``actor.ppo_micro_batch_size``,
+  ``rollout.log_prob_micro_batch_size`` and ``ref.log_prob_micro_batch_size`` by the world size
+  ``nnodes * n_gpus_per_node``, then ``update_policy`` asserts a per-GPU micro batch of 1: so
+  ``ppo_micro_batch_size`` is derived (= world size), never typed;
+- ``rollout.name=vllm`` raises ValueError in ``RobActorRolloutRefWorker._build_rollout`` today;
+- ``main_ppo`` calls ``ray.init()`` without an address (field notes, section 3).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..config import StackSettings
+from .base import TrainerLaunch, World, batch_overrides, effective_sizes, problem
+
+DIALECT = "verl-ppo"
+MODULE = "verl.trainer.main_ppo"
+MICRO_BATCH = "actor_rollout_ref.actor.ppo_micro_batch_size"
+
+# Sizes the FSDP worker floor-divides by the world size, with ppo_trainer.yaml's values (a test
+# composes the reference config and compares).
+DIVIDED_BY_WORLD: dict[str, dict[str, int]] = {
+    "ppo_trainer": {
+        "actor_rollout_ref.actor.ppo_mini_batch_size": 256,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size": 128,
+        "actor_rollout_ref.ref.log_prob_micro_batch_size": 128,
+    }
+}
+
+VLLM_WARNING = (
+    "workload.rollout.backend=vllm with the verl-ppo dialect: SimpleVLA-RL's RobActorRolloutRefWorker "
+    "raises ValueError for rollout.name=vllm today; this works only with an image whose VLA worker "
+    "gained vLLM support (use hf, or the rlinf-reasoning dialect for a working vLLM rollout)"
+)
+
+
+def launch(
+    settings: StackSettings,
+    world: World,
+    *,
+    log_dir: str,
+    checkpoint_dir: str,
+    model_path: Optional[str],
+    wandb: bool,
+) -> TrainerLaunch:
+    """The main_ppo command line. ``log_dir`` is unused: veRL logs to the console (and W&B)."""
+    trainer, rollout = settings.workload.trainer, settings.workload.rollout
+    ref = "actor_rollout_ref"
+    overrides = [
+        f"trainer.nnodes={world.nnodes}",
+        f"trainer.n_gpus_per_node={world.gpus_per_node}",
+        f"{MICRO_BATCH}={world.size}",
+        f"{ref}.rollout.name={rollout.backend}",
+        # ppo_trainer.yaml defaults to TP 2; the seed's hf runs set it explicitly (1)
+        f"{ref}.rollout.tensor_model_parallel_size={rollout.tensor_parallel_size}",
+    ]
+    if rollout.backend == "vllm":
+        overrides += [
+            f"{ref}.rollout.gpu_memory_utilization={rollout.gpu_memory_utilization}",
+            f"{ref}.rollout.max_num_batched_tokens={rollout.max_num_batched_tokens}",
+            f"{ref}.rollout.enforce_eager={rollout.enforce_eager}",
+        ]
+    if model_path:
+        # the seed's libero script points both at the SFT checkpoint
+        overrides += [f"{ref}.model.path={model_path}", f"{ref}.rollout.pretrained_checkpoint={model_path}"]
+    overrides += [
+        f"trainer.experiment_name={trainer.experiment_name}",
+        f"{ref}.rollout.experiment_name={trainer.experiment_name}",
+        f"trainer.default_local_dir={checkpoint_dir}",
+        # ppo_trainer.yaml logs to wandb by default, which fails without an API key
+        "trainer.logger=[console,wandb]" if wandb else "trainer.logger=[console]",
+    ]
+    env = {"PYTHONPATH": trainer.workdir, "HYDRA_FULL_ERROR": "1"}
+    if world.nnodes > 1:
+        # ray.init() without an address, finding no RAY_ADDRESS, may start a private one-node Ray
+        # and wait forever for GPUs that are on other pods (field notes, section 3). "auto" joins
+        # the cluster that `ray start` runs on this pod, and raises ConnectionError if there is
+        # none, rather than starting one (ray.init docs, address resolution). A literal
+        # 127.0.0.1:6379 would name the GCS by an address the raylet did not register with.
+        env["RAY_ADDRESS"] = "auto"
+    warnings = [VLLM_WARNING] if rollout.backend == "vllm" else []
+    argv = ["python", "-m", MODULE, *overrides, *batch_overrides(settings), *trainer.overrides]
+    return TrainerLaunch(argv=argv, env=env, workdir=trainer.workdir, warnings=warnings)
+
+
+def world_size_problems(settings: StackSettings, world: World) -> list[str]:
+    """The FSDP worker's rules: each size it floor-divides must be a positive multiple of the
+    world size (else a rank gets 0, or the remainder is silently dropped); the micro batch is the
+    world size itself."""
+    sizes = effective_sizes(settings, DIVIDED_BY_WORLD.get(settings.workload.trainer.resolved_config_name, {}))
+    problems = []
+    micro = sizes.get(MICRO_BATCH)
+    if micro is not None and micro.value != world.size:
+        problems.append(
+            problem(
+                micro,
+                f"derived, not set: the FSDP worker asserts a per-GPU micro batch of 1, so it must equal "
+                f"nnodes x GPUs per node = {world.nnodes} x {world.gpus_per_node} = {world.size}; remove it",
+            )
+        )
+    for key in DIVIDED_BY_WORLD["ppo_trainer"]:
+        size = sizes.get(key)
+        if size is None or (size.value > 0 and size.value % world.size == 0):
+            continue
+        per_gpu = size.value // world.size if size.value > 0 else 0
+        problems.append(
+            problem(
+                size,
+                f"the FSDP worker floor-divides it by the world size {world.size} "
+                f"({world.nnodes} x {world.gpus_per_node} GPUs), giving {per_gpu} per GPU: "
+                f"use a positive multiple of {world.size}, such as {max(1, round(size.value / world.size)) * world.size}",
+            )
+        )
+    return problems
