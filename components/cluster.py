@@ -70,7 +70,7 @@ def missing_kubeconfig_error(cluster_name: str) -> ConfigError:
 class Cluster(pulumi.ComponentResource):
     """A new EKS cluster, or an existing one (``cluster.existing``) attached by name.
 
-    Outputs: ``cluster_name``, ``kubeconfig`` (secret), ``cluster_security_group_id`` (the
+    Outputs: ``cluster_name`` (resolves once the system node group exists), ``kubeconfig`` (secret), ``cluster_security_group_id`` (the
     EKS-created cluster security group that managed nodes carry), ``oidc_provider_arn``,
     ``oidc_issuer`` (issuer URL without ``https://``) and ``provider`` (a Kubernetes provider).
     """
@@ -169,8 +169,8 @@ class Cluster(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        # the name is known now, but consumers must wait for the cluster to exist
-        self.cluster_name = cluster.urn.apply(lambda _: cluster_name)
+        # the name is known now, but the node group and add-ons below must wait for the cluster
+        created_name = cluster.urn.apply(lambda _: cluster_name)
         self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
         self.cluster_security_group_id = cluster.cluster_security_group_id
         self.oidc_provider_arn = cluster.oidc_provider_arn
@@ -189,7 +189,7 @@ class Cluster(pulumi.ComponentResource):
         count = settings.system_nodes.count
         system_nodes = aws.eks.NodeGroup(
             f"{name}-system",
-            cluster_name=self.cluster_name,
+            cluster_name=created_name,
             node_group_name=f"{cluster_name}-system",
             node_role_arn=role.arn,
             subnet_ids=subnet_ids,
@@ -203,11 +203,15 @@ class Cluster(pulumi.ComponentResource):
             # the role's policies must be attached before nodes try to join
             opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
         )
+        # Consumers get the name once the system nodes exist: an EKS add-on that runs a Deployment
+        # (CoreDNS, the FSx CSI controller) and is created before any node can run it turns
+        # DEGRADED, and the add-on create fails waiting for ACTIVE.
+        self.cluster_name = system_nodes.node_group_name.apply(lambda _: cluster_name)
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[system_nodes])
         for addon in ("coredns", "eks-pod-identity-agent"):
             aws.eks.Addon(
                 f"{name}-{addon}",
-                cluster_name=self.cluster_name,
+                cluster_name=created_name,
                 addon_name=addon,
                 # take over the self-managed CoreDNS EKS bootstraps
                 resolve_conflicts_on_create="OVERWRITE",

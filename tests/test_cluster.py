@@ -154,3 +154,17 @@ def test_given_existing_cluster_when_built_then_nothing_is_created_and_ids_come_
 def test_given_existing_cluster_without_kubeconfig_when_built_then_a_config_error_names_the_secret_key():
     with pytest.raises(ConfigError, match="rlinf-eks:kubeconfig"):
         run_component(lambda: _cluster(existing=True, name="shared"))
+
+
+def test_given_new_cluster_when_a_consumer_uses_its_name_then_it_waits_for_the_system_nodes():
+    def program():
+        c = _cluster()
+
+        async def dependency_types():
+            return sorted({r.pulumi_type for r in await c.cluster_name.resources()})
+
+        return {"name": c.cluster_name, "deps": pulumi.Output.from_input(dependency_types())}
+
+    out = engine.run(program, project=PROJECT, stack="test", config={}).outputs
+    assert out["name"] == "rlinf-test"
+    assert "aws:eks/nodeGroup:NodeGroup" in out["deps"]
