@@ -229,6 +229,12 @@ def _get_vpc(cloud: FakeCloud, args: dict) -> dict:
             "enableDnsSupport": True, "enableDnsHostnames": True, "ownerId": ACCOUNT}
 
 
+def _get_subnet(cloud: FakeCloud, args: dict) -> dict:
+    subnet_id = args.get("id") or f"subnet-{_hex('default')}"
+    return {"id": subnet_id, "vpcId": f"vpc-{_hex('vpc-of-' + subnet_id)}", "availabilityZone": f"{cloud.region}a",
+            "cidrBlock": "10.0.0.0/20", "arn": cloud._arn("aws:ec2", f"subnet/{subnet_id}"), "ownerId": ACCOUNT}
+
+
 _CALLS: dict[str, Callable[[FakeCloud, dict], dict]] = {
     "aws:index/getAvailabilityZones:getAvailabilityZones": _azs,
     "aws:index/getCallerIdentity:getCallerIdentity": _caller,
@@ -237,4 +243,5 @@ _CALLS: dict[str, Callable[[FakeCloud, dict], dict]] = {
     "aws:eks/getCluster:getCluster": _get_cluster,
     "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider": _get_oidc_provider,
     "aws:ec2/getVpc:getVpc": _get_vpc,
+    "aws:ec2/getSubnet:getSubnet": _get_subnet,
 }
