@@ -556,6 +556,11 @@ class StackSettings(_Model):
                     f"{gpu.node_count} nodes write one FSDP checkpoint shard per rank under the log path: a multi-node run needs the shared filesystem",
                 )
             )
+        if wl.enabled:
+            from .trainers import check_world_size  # lazy: trainers imports this module
+
+            for line in check_world_size(self, gpu.node_count, instance.gpus):
+                errors.append(PydanticCustomError("rule", "{text}", {"text": line}))
         _raise_all(errors)
         return self
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..config import StackSettings
-from .base import TrainerLaunch, World, batch_overrides, effective_sizes, problem
+from .base import TrainerLaunch, Value, World, batch_overrides, effective_sizes, problem
 
 DIALECT = "verl-ppo"
 MODULE = "verl.trainer.main_ppo"
@@ -82,16 +82,16 @@ def launch(
         # none, rather than starting one (ray.init docs, address resolution). A literal
         # 127.0.0.1:6379 would name the GCS by an address the raylet did not register with.
         env["RAY_ADDRESS"] = "auto"
-    warnings = [VLLM_WARNING] if rollout.backend == "vllm" else []
+    warnings = ([VLLM_WARNING] if rollout.backend == "vllm" else []) + _floor_division_warnings(settings, world)
     argv = ["python", "-m", MODULE, *overrides, *batch_overrides(settings), *trainer.overrides]
     return TrainerLaunch(argv=argv, env=env, workdir=trainer.workdir, warnings=warnings)
 
 
 def world_size_problems(settings: StackSettings, world: World) -> list[str]:
-    """The FSDP worker's rules: each size it floor-divides must be a positive multiple of the
-    world size (else a rank gets 0, or the remainder is silently dropped); the micro batch is the
-    world size itself."""
-    sizes = effective_sizes(settings, DIVIDED_BY_WORLD.get(settings.workload.trainer.resolved_config_name, {}))
+    """The FSDP worker's rules: the micro batch is the world size itself (per-GPU 1), and each
+    size it floor-divides must give every GPU at least 1 (a per-GPU 0 would pass its
+    mini-divisible-by-micro assert and then split the batch into empty pieces)."""
+    sizes = _sizes(settings)
     problems = []
     micro = sizes.get(MICRO_BATCH)
     if micro is not None and micro.value != world.size:
@@ -104,15 +104,35 @@ def world_size_problems(settings: StackSettings, world: World) -> list[str]:
         )
     for key in DIVIDED_BY_WORLD["ppo_trainer"]:
         size = sizes.get(key)
-        if size is None or (size.value > 0 and size.value % world.size == 0):
-            continue
-        per_gpu = size.value // world.size if size.value > 0 else 0
-        problems.append(
-            problem(
-                size,
-                f"the FSDP worker floor-divides it by the world size {world.size} "
-                f"({world.nnodes} x {world.gpus_per_node} GPUs), giving {per_gpu} per GPU: "
-                f"use a positive multiple of {world.size}, such as {max(1, round(size.value / world.size)) * world.size}",
+        if size is not None and size.value < world.size:
+            problems.append(
+                problem(
+                    size,
+                    f"the FSDP worker floor-divides it by the world size {world.size} ({world.nnodes} x "
+                    f"{world.gpus_per_node} GPUs), giving {max(size.value, 0) // world.size} per GPU: use at least "
+                    f"{world.size}, best a multiple of it",
+                )
             )
-        )
     return problems
+
+
+def _floor_division_warnings(settings: StackSettings, world: World) -> list[str]:
+    sizes = _sizes(settings)
+    warnings = []
+    for key in DIVIDED_BY_WORLD["ppo_trainer"]:
+        size = sizes.get(key)
+        if size is not None and size.value >= world.size and size.value % world.size:
+            per_gpu = size.value // world.size
+            warnings.append(
+                problem(
+                    size,
+                    f"not a multiple of the world size {world.size}: the FSDP worker floor-divides it, so it runs as "
+                    f"{per_gpu} per GPU ({per_gpu * world.size} in all); {per_gpu * world.size} or "
+                    f"{(per_gpu + 1) * world.size} say what runs",
+                )
+            )
+    return warnings
+
+
+def _sizes(settings: StackSettings) -> dict[str, Value]:
+    return effective_sizes(settings, DIVIDED_BY_WORLD.get(settings.workload.trainer.resolved_config_name, {}))
