@@ -27,6 +27,11 @@ def _plan(args: argparse.Namespace) -> int:
     plan_mod.write(plan, out)
     if not args.quiet:
         print(plan_mod.render_tree(plan))
+        report = plan_mod.efficiency_of_plan(plan)
+        if report is not None:
+            from .offline.efficiency import render_efficiency
+
+            print(render_efficiency(report))
         print("\n".join(plan_mod.render_outputs(plan.outputs)))
     for warning in plan.warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -300,3 +300,30 @@ def test_each_stack_training_pods_fill_the_gpu_nodes(stack):
     if report["cost"]["onDemandPerNodeHour"] is not None:
         assert report["cost"]["perHourIdle"] == pytest.approx(expected_idle * report["cost"]["onDemandPerNodeHour"])
 
+
+
+# --- the offline plan writes it -------------------------------------------------------------------
+
+
+def test_given_a_plan_with_settings_when_written_then_efficiency_json_sits_beside_an_unchanged_plan_json(tmp_path):
+    import json
+
+    from rlinf_eks.offline import plan as plan_mod
+    from tests.harness import settings
+
+    stack_settings = settings(gpuNodes={"instanceType": "p5.48xlarge", "nodeCount": 2})
+    plan = plan_mod.Plan("rlinf-eks", "test", hand_built_plan(nodes=2), {}, [], stack_settings)
+
+    plan_mod.write(plan, tmp_path)
+
+    written = json.loads((tmp_path / plan_mod.EFFICIENCY_FILE).read_text())
+    assert written == json.loads(json.dumps(efficiency.efficiency_report(plan, stack_settings)))
+    assert written["stack"] == "test" and written["gpus"]["fraction"] == 1.0
+    assert set(json.loads((tmp_path / plan_mod.PLAN_FILE).read_text())) == {"project", "stack", "resources", "outputs"}
+
+
+def test_given_a_plan_without_settings_when_written_then_no_efficiency_json(tmp_path):
+    from rlinf_eks.offline import plan as plan_mod
+
+    plan_mod.write(plan_mod.Plan("rlinf-eks", "test", hand_built_plan(), {}, []), tmp_path)
+    assert not (tmp_path / plan_mod.EFFICIENCY_FILE).exists()

@@ -21,6 +21,7 @@ from .stack_config import StackConfig
 
 PLAN_FILE = "plan.json"
 MANIFESTS = "manifests"
+EFFICIENCY_FILE = "efficiency.json"
 
 # Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).
 _NOT_MANIFESTS = ("kubernetes:helm.sh/", "pulumi:providers:")
@@ -33,6 +34,8 @@ class Plan:
     resources: list[dict[str, Any]]
     outputs: dict[str, Any]
     warnings: list[str]
+    settings: config_mod.StackSettings | None = None
+    """The validated settings the plan ran with (not part of plan.json); feeds the efficiency report."""
 
     def to_json(self) -> dict[str, Any]:
         return {"project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs}
@@ -102,7 +105,7 @@ def make_plan(stack_config: StackConfig) -> Plan:
         region=settings.region,
     )
     resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
-    return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings)
+    return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings, settings)
 
 
 def write(plan: Plan, out: Path) -> None:
@@ -114,6 +117,16 @@ def write(plan: Plan, out: Path) -> None:
     manifests.mkdir()
     for file_name, obj in plan.manifests().items():
         (manifests / file_name).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
+    report = efficiency_of_plan(plan)
+    if report is not None:
+        (out / EFFICIENCY_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:
+    """The plan's efficiency report (offline/efficiency.py), or None for a plan without settings."""
+    from .efficiency import efficiency_report
+
+    return efficiency_report(plan, plan.settings) if plan.settings is not None else None
 
 
 # --- the preview-like tree ----------------------------------------------------------------------
