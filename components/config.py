@@ -311,17 +311,38 @@ class KubeRaySettings(_Model):
 
 class DevicePluginSettings(_Model):
     nvidia_version: str = "0.18.0"
-    """nvidia-device-plugin chart version (not installed on Bottlerocket, which ships its own)."""
-    efa_version: str = "0.5.14"
-    """aws-efa-k8s-device-plugin chart version."""
+    """nvidia-device-plugin chart version (not installed on Bottlerocket, which ships its own).
+    Defaults to 0.18.0 (0.18.1 was released but not published to the chart repository,
+    NVIDIA/k8s-device-plugin #1588)."""
+    efa_version: str = "v0.5.20"
+    """aws-efa-k8s-device-plugin chart version; this chart's versions carry a leading v.
+    Defaults to v0.5.20 (plugin image v0.5.13)."""
 
 
 class AutoscalerSettings(_Model):
     enabled: bool = False
     """Install the Cluster Autoscaler so GPU nodes exist only while a job needs them."""
-    version: str = "9.46.6"
-    """cluster-autoscaler chart version."""
+    version: str = "9.53.0"
+    """cluster-autoscaler chart version. Defaults to 9.53.0 (app 1.34.2)."""
+    image_tag: str = "v1.34.2"
+    """Cluster Autoscaler image tag; its minor must equal the cluster's Kubernetes minor
+    (the autoscaler embeds that release's scheduler). Defaults to v1.34.2."""
     scale_down_unneeded_minutes: int = Field(10, ge=1, le=1440)
+    """How long a node must be unneeded before it is removed. Defaults to 10."""
+    expander: Literal["least-waste", "random", "most-pods", "price", "priority"] = "least-waste"
+    """Which node group to grow when several fit. Defaults to least-waste."""
+
+    @field_validator("image_tag")
+    @classmethod
+    def _image_tag(cls, value: str) -> str:
+        if not re.fullmatch(r"v1\.\d+\.\d+", value):
+            raise PydanticCustomError("tag", "a Cluster Autoscaler release tag such as v1.34.2")
+        return value
+
+    @property
+    def kubernetes_minor(self) -> str:
+        """The Kubernetes minor the image is built for (v1.34.2 -> 1.34)."""
+        return ".".join(self.image_tag.lstrip("v").split(".")[:2])
 
 
 # --- workload -----------------------------------------------------------------------------------
@@ -546,6 +567,14 @@ class StackSettings(_Model):
             errors.append(_rule("workload.rollout.backend", "hf", "RLinf reasoning rolls out with vllm or sglang"))
         if self.preflight.enabled and not gpu.efa:
             errors.append(_rule("preflight.enabled", True, "the preflight measures EFA bandwidth; it needs gpuNodes.efa: true"))
+        if self.autoscaler.enabled and self.autoscaler.kubernetes_minor != self.cluster.kubernetes_version:
+            errors.append(
+                _rule(
+                    "autoscaler.imageTag",
+                    self.autoscaler.image_tag,
+                    f"must be a v{self.cluster.kubernetes_version}.x release to match cluster.kubernetesVersion {self.cluster.kubernetes_version}",
+                )
+            )
         if gpu.scale_to_zero and not self.autoscaler.enabled:
             errors.append(_rule("gpuNodes.scaleToZero", True, "nodes come back from zero only with the cluster autoscaler: set autoscaler.enabled: true"))
         if self.storage.shared_filesystem.enabled is False and gpu.node_count > 1 and wl.enabled:
