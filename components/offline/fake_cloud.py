@@ -137,6 +137,11 @@ def _lustre(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
     }
 
 
+def _data_repository_association(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    association = f"dra-{_hex(name)}"
+    return association, {"associationId": association, "arn": cloud._arn("aws:fsx", f"association/{state.get('fileSystemId', 'fs')}/{association}")}
+
+
 def _oidc_provider(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
     url = (state.get("url") or "").removeprefix("https://")
     arn = f"arn:aws:iam::{ACCOUNT}:oidc-provider/{url}"
@@ -181,6 +186,7 @@ _RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
     "aws:kms/key:Key": _kms_key,
     "aws:eks/nodeGroup:NodeGroup": _node_group,
     "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre,
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": _data_repository_association,
     "eks:index:Cluster": _eks_cluster,
 }
 
