@@ -63,7 +63,8 @@ def hand_built_plan(
     template_inputs: dict[str, Any] = {"instanceType": instance.name, "networkInterfaces": nics}
     resources = [*subnets]
     if placement_group:
-        resources.append(_res("aws:ec2/placementGroup:PlacementGroup", "gpu-pg", {"name": placement_group, "strategy": "cluster"}))
+        # auto-named: no name input, the id (EC2's group name) is what the template refers to
+        resources.append(_res("aws:ec2/placementGroup:PlacementGroup", "gpu-placement", {"strategy": "cluster"}, placement_group))
         template_inputs["placement"] = {"groupName": placement_group}
     resources.append(_res("aws:ec2/launchTemplate:LaunchTemplate", "gpu-lt", template_inputs, "lt-0123"))
     resources.append(
@@ -327,3 +328,30 @@ def test_given_a_plan_without_settings_when_written_then_no_efficiency_json(tmp_
 
     plan_mod.write(plan_mod.Plan("rlinf-eks", "test", hand_built_plan(), {}, []), tmp_path)
     assert not (tmp_path / plan_mod.EFFICIENCY_FILE).exists()
+
+
+# --- against the real GPU node group component ----------------------------------------------------
+
+
+@pytest.mark.parametrize("scale_to_zero", [False, True])
+def test_given_the_registered_gpu_node_group_then_the_report_reads_its_scaling_efa_and_placement(scale_to_zero):
+    gpu_nodes = pytest.importorskip("rlinf_eks.gpu_nodes", reason="the GPU node group component is not written yet")
+    from tests.harness import run_component, settings
+
+    stack = settings(gpuNodes={"instanceType": "p5.48xlarge", "nodeCount": 2, "scaleToZero": scale_to_zero}, autoscaler={"enabled": True})
+    registered = run_component(
+        lambda: gpu_nodes.EfaGpuNodeGroup(
+            "gpu", settings=stack.gpu_nodes, cluster_name="c", cluster_security_group_id="sg-1",
+            subnet_id="subnet-0abc", autoscaled=True, tags={},
+        )
+    )
+    training_job = [r for r in hand_built_plan(nodes=2) if r["type"] == "kubernetes:batch/v1:Job"]
+
+    report = efficiency_of([*registered, *training_job], instance=P5, region="us-east-1", known_az="us-east-1a")
+
+    price = pricing.on_demand_price("p5.48xlarge", "us-east-1").usd_per_hour
+    assert report["nodes"]["whileTraining"] == 2
+    assert report["efaInterfaces"]["perNode"] == len(catalog.efa_interfaces_for(P5))
+    assert report["efaInterfaces"]["fraction"] == 1.0 and report["gpus"]["fraction"] == 1.0
+    assert report["placement"]["onePlacementGroup"] is True and report["placement"]["placementGroupStrategies"] == ["cluster"]
+    assert report["cost"]["perHourIdle"] == pytest.approx(0 if scale_to_zero else 2 * price)

@@ -205,9 +205,13 @@ def efficiency_of(
     groups = gpu_node_groups(resources, instance.name)
     pods = training_pods(resources)
     subnets = _by_id(resources, SUBNET)
-    placement_groups = {
-        (r.get("inputs") or {}).get("name") or r.get("name"): r for r in resources if r.get("type") == PLACEMENT_GROUP
-    }
+    # A placement group's id is its name (EC2), which the launch template refers to.
+    placement_groups: dict[str, Mapping[str, Any]] = {}
+    for r in resources:
+        if r.get("type") == PLACEMENT_GROUP:
+            for key in (r.get("id"), (r.get("inputs") or {}).get("name")):
+                if key:
+                    placement_groups[key] = r
 
     min_size = desired = max_size = 0
     attached_per_node: list[int] = []
