@@ -36,7 +36,20 @@ def _plan(args: argparse.Namespace) -> int:
     for warning in plan.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {out / plan_mod.PLAN_FILE} and {len(plan.manifests())} manifests in {out / plan_mod.MANIFESTS}")
-    return 0
+    violations = plan_mod.violations_of_plan(plan)
+    for violation in violations:
+        print(f"policy violation: {violation}", file=sys.stderr)
+    if violations:
+        print(f"{len(violations)} policy violations{' (--strict: failing)' if args.strict else ''}", file=sys.stderr)
+    return 1 if violations and args.strict else 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .offline import diff as diff_mod
+
+    status, text = diff_mod.run(args.base, args.new)
+    print(text, file=sys.stderr if status == 2 else sys.stdout)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +64,15 @@ def main(argv: list[str] | None = None) -> int:
         help="as `pulumi config set --path KEY VALUE` on a copy of the stack's config, e.g. gpuNodes.nodeCount=4",
     )
     plan.add_argument("--quiet", action="store_true", help="do not print the resource tree")
+    plan.add_argument("--strict", action="store_true", help="exit 1 when a policy (rlinf_eks.policies) is violated")
     plan.set_defaults(func=_plan)
+
+    diff = commands.add_parser(
+        "diff", help="compare two offline plans (plan.json files or plan folders); exit 0 equal, 1 different, 2 bad input"
+    )
+    diff.add_argument("base", help="the base plan: plan.json or the folder holding it (e.g. build/base/single-node)")
+    diff.add_argument("new", help="the new plan: plan.json or the folder holding it")
+    diff.set_defaults(func=_diff)
 
     args = parser.parse_args(argv)
     return args.func(args)

@@ -129,6 +129,13 @@ def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:
     return efficiency_report(plan, plan.settings) if plan.settings is not None else None
 
 
+def violations_of_plan(plan: Plan) -> list[Any]:
+    """The policies (rlinf_eks.policies, the same functions as the CrossGuard pack) over the plan."""
+    from .. import policies
+
+    return policies.evaluate(plan.resources, policies.options_from_settings(plan.settings))
+
+
 # --- the preview-like tree ----------------------------------------------------------------------
 
 _KEY_INPUTS = (
