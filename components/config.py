@@ -428,6 +428,12 @@ class WorkloadSettings(_Model):
     termination_grace_period_seconds: int = Field(900, ge=30)
     """Time to flush a checkpoint on eviction. Defaults to 15 minutes."""
     rayjob: RayJobSettings = Field(default_factory=RayJobSettings)
+    checkpoint_sync_image: str = "public.ecr.aws/aws-cli/aws-cli:2.32.9"
+    """Without the shared filesystem: the image (with the AWS CLI) that restores the run directory
+    from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to aws-cli 2.32.9."""
+    checkpoint_sync_interval_seconds: int = Field(300, ge=30)
+    """Without the shared filesystem: seconds between uploads of the run directory to S3 (plus one
+    final upload when the trainer ends or the pod is stopped). Defaults to 5 minutes."""
 
     @field_validator("ray_version")
     @classmethod
