@@ -74,19 +74,6 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[gpu_nodes])),
     )
     storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
-    shared_fs = None
-    if settings.shared_filesystem:
-        shared_fs = SharedFilesystem(
-            "shared-fs",
-            settings=settings.storage.shared_filesystem,
-            namespace=settings.workload.namespace,
-            vpc_id=network.vpc_id,
-            vpc_cidr=network.vpc_cidr,
-            subnet_id=network.gpu_subnet_id,
-            bucket_name=storage.bucket_name,
-            tags=tags,
-            k8s_opts=k8s,
-        )
     identity = TrainingIdentity(
         "training",
         namespace=settings.workload.namespace,
@@ -97,6 +84,20 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         tags=tags,
         k8s_opts=k8s,
     )
+    shared_fs = None
+    if settings.shared_filesystem:
+        shared_fs = SharedFilesystem(
+            "shared-fs",
+            settings=settings.storage.shared_filesystem,
+            namespace=identity.namespace,  # the claim needs the namespace to exist
+            cluster_name=cluster.cluster_name,
+            vpc_id=network.vpc_id,
+            vpc_cidr=network.vpc_cidr,
+            subnet_id=network.gpu_subnet_id,
+            bucket_name=storage.bucket_name,
+            tags=tags,
+            k8s_opts=k8s,
+        )
     operator = None
     if settings.kuberay.enabled:
         operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s)

@@ -1,0 +1,125 @@
+"""Who the training pods are to AWS: the workload namespace, the service account ``training-sa``
+(the seed's name) and its IRSA role, which may read and write the checkpoint bucket and nothing
+else.
+
+IRSA rather than Pod Identity: it also works on an existing cluster that lacks the Pod Identity
+agent, and the trust is readable in one document (pinned to this namespace and account).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Optional
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+SERVICE_ACCOUNT = "training-sa"
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+# Object-level actions a checkpointing trainer needs (multipart upload for large shards).
+OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
+BUCKET_ACTIONS = ["s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"]
+
+
+def service_account_subject(namespace: str, service_account: str = SERVICE_ACCOUNT) -> str:
+    """The ``sub`` claim of the service account's projected token."""
+    return f"system:serviceaccount:{namespace}:{service_account}"
+
+
+def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str) -> dict[str, Any]:
+    """Only the token of ``<namespace>/training-sa`` issued for STS may assume the role
+    (EKS user guide, "Assign IAM roles to Kubernetes service accounts")."""
+    issuer = oidc_issuer.removeprefix("https://")
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": oidc_provider_arn},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {
+                    "StringEquals": {
+                        f"{issuer}:sub": service_account_subject(namespace),
+                        f"{issuer}:aud": "sts.amazonaws.com",
+                    }
+                },
+            }
+        ],
+    }
+
+
+def checkpoint_bucket_policy(bucket_arn: str) -> dict[str, Any]:
+    """Read, write and list the checkpoint bucket; no other bucket, no other service."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "ListCheckpointBucket", "Effect": "Allow", "Action": BUCKET_ACTIONS, "Resource": bucket_arn},
+            {"Sid": "ReadWriteCheckpoints", "Effect": "Allow", "Action": OBJECT_ACTIONS, "Resource": f"{bucket_arn}/*"},
+        ],
+    }
+
+
+class TrainingIdentity(pulumi.ComponentResource):
+    """The workload namespace, ``training-sa`` and its IRSA role scoped to the checkpoint bucket.
+
+    Outputs: ``namespace`` (resolves once the Namespace exists), ``service_account_name``,
+    ``role_arn``.
+    """
+
+    namespace: pulumi.Output[str]
+    service_account_name: pulumi.Output[str]
+    role_arn: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        cluster_name: pulumi.Input[str],
+        oidc_provider_arn: pulumi.Input[str],
+        oidc_issuer: pulumi.Input[str],
+        bucket_arn: pulumi.Input[str],
+        tags: Mapping[str, str],
+        k8s_opts: pulumi.ResourceOptions,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("rlinf-eks:index:TrainingIdentity", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        in_cluster = pulumi.ResourceOptions.merge(k8s_opts, child)
+
+        ns = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels={"app.kubernetes.io/part-of": "rlinf"}),
+            opts=in_cluster,
+        )
+        role = aws.iam.Role(
+            f"{name}-role",
+            description=pulumi.Output.concat("IRSA role of ", namespace, "/", SERVICE_ACCOUNT, " in EKS cluster ", cluster_name),
+            assume_role_policy=pulumi.Output.all(oidc_provider_arn, oidc_issuer).apply(
+                lambda v: json.dumps(irsa_trust_policy(v[0], v[1], namespace))
+            ),
+            tags=dict(tags),
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-checkpoint-bucket",
+            role=role.id,
+            policy=pulumi.Output.from_input(bucket_arn).apply(lambda arn: json.dumps(checkpoint_bucket_policy(arn))),
+            opts=child,
+        )
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-service-account",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=SERVICE_ACCOUNT,
+                namespace=ns.metadata.name,
+                annotations={IRSA_ANNOTATION: role.arn},
+            ),
+            opts=in_cluster,
+        )
+        self.namespace = ns.metadata.name
+        self.service_account_name = account.metadata.name
+        self.role_arn = role.arn
+        self.register_outputs(
+            {"namespace": self.namespace, "serviceAccountName": self.service_account_name, "roleArn": self.role_arn}
+        )
