@@ -329,8 +329,9 @@ class AutoscalerSettings(_Model):
     (the autoscaler embeds that release's scheduler). Defaults to v1.34.2."""
     scale_down_unneeded_minutes: int = Field(10, ge=1, le=1440)
     """How long a node must be unneeded before it is removed. Defaults to 10."""
-    expander: Literal["least-waste", "random", "most-pods", "price", "priority"] = "least-waste"
-    """Which node group to grow when several fit. Defaults to least-waste."""
+    expander: Literal["least-waste", "random", "most-pods", "priority"] = "least-waste"
+    """Which node group to grow when several fit. Defaults to least-waste. (The price expander
+    is not implemented by the autoscaler's AWS provider.)"""
 
     @field_validator("image_tag")
     @classmethod
