@@ -73,6 +73,19 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         gpu_nodes=settings.gpu_nodes,
         opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[gpu_nodes])),
     )
+    if settings.autoscaler.enabled:
+        from .autoscaler import ClusterAutoscaler
+
+        ClusterAutoscaler(
+            "autoscaler",
+            settings=settings.autoscaler,
+            cluster_name=cluster.cluster_name,
+            region=settings.region,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            tags=tags,
+            opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[gpu_nodes])),
+        )
     storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
     identity = TrainingIdentity(
         "training",
