@@ -82,3 +82,10 @@ def test_given_identity_when_built_then_outputs_name_namespace_service_account_a
         config={},
     ).outputs
     assert out["ns"] == "rlinf" and out["sa"] == "training-sa" and out["role"].startswith("arn:aws:iam::123456789012:role/")
+
+
+def test_given_identity_when_built_then_namespace_and_service_account_are_valid_kubernetes_objects():
+    kubernetes_validate = __import__("pytest").importorskip("kubernetes_validate")
+    resources = run_component(lambda: _identity())
+    for type_ in ("kubernetes:core/v1:Namespace", "kubernetes:core/v1:ServiceAccount"):
+        kubernetes_validate.validate(one(resources, type_)["inputs"], "1.33", strict=True)

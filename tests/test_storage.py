@@ -172,3 +172,11 @@ def test_given_shared_filesystem_when_built_then_outputs_name_the_filesystem_and
     out = _fs_outputs()
     assert out["id"].startswith("fs-") and out["claim"] == "shared-fs"
     assert out["dns"] == f"{out['id']}.fsx.us-east-1.amazonaws.com" and out["mountName"]
+
+
+def test_given_shared_filesystem_when_built_then_pv_and_pvc_are_valid_kubernetes_objects():
+    kubernetes_validate = __import__("pytest").importorskip("kubernetes_validate")
+    resources = _shared()
+    for type_ in ("kubernetes:core/v1:PersistentVolume", "kubernetes:core/v1:PersistentVolumeClaim"):
+        manifest = one(resources, type_)["inputs"]
+        kubernetes_validate.validate(manifest, "1.33", strict=True)
