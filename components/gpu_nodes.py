@@ -180,6 +180,8 @@ def al2023_user_data(settings: GpuNodeSettings) -> str:
             "sysctl -p /etc/sysctl.d/90-hugepages.conf\n"
         )
         parts.append(('text/x-shellscript; charset="us-ascii"', script))
+    if not parts:
+        return ""
     lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{_BOUNDARY}"', ""]
     for content_type, body in parts:
         lines += [f"--{_BOUNDARY}", f"Content-Type: {content_type}", "", body]

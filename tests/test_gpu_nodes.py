@@ -286,6 +286,11 @@ def test_given_al2023_without_raid0_then_no_nodeconfig_part():
     assert "text/x-shellscript" in parts
 
 
+def test_given_nothing_to_add_when_built_then_no_user_data_at_all():
+    assert "userData" not in one(run_group(hugepagesGib=0), LT)["inputs"]
+    assert "userData" not in one(run_group(hugepagesGib=0, amiType="BOTTLEROCKET_x86_64_NVIDIA"), LT)["inputs"]
+
+
 def test_hugepages_count_is_gib_times_512():
     assert hugepages_count(gpu_settings(hugepagesGib=5)) == 2560
     assert hugepages_count(gpu_settings(hugepagesGib=0)) == 0
