@@ -19,7 +19,7 @@ from tests.harness import SHARED, settings
 # the reference configs are upstream's: their Hydra 1.1-era warnings are not ours to fix
 pytestmark = [
     pytest.mark.filterwarnings("ignore:.*Defaults list is missing `_self_`"),
-    pytest.mark.filterwarnings("ignore:.*version_base=\"1.1\""),
+    pytest.mark.filterwarnings("ignore::hydra.errors.Hydra14MigrationWarning"),
 ]
 
 REFERENCE = SHARED / "reference" / "trainers"
