@@ -1,0 +1,246 @@
+"""The RLinf training run: every GPU and EFA interface of the GPU nodes, one Ray pod per node.
+
+Launchers (``workload.launcher``):
+- ``manual`` (:mod:`.manual`): headless Service ``training-svc`` + Indexed Job ``training``;
+- ``kuberay`` (:mod:`.rayjob`): RayCluster ``rlinf-cluster`` / RayJob ``rlinf-training``.
+
+Every Ray pod (:mod:`.pod`, :mod:`.template`): the catalog's pod shape, EFA and NCCL env, the
+shared filesystem or S3-synced checkpoints, secrets by reference, optional preflight
+(:mod:`.preflight`). The launch scripts (:mod:`.scripts`) live in a ConfigMap, so the user's
+image needs no change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..config import StackSettings
+from ..trainers import TrainerLaunch, launch_for
+from . import manual, rayjob, scripts
+from .pod import (
+    APP_LABELS,
+    RAY_CONTAINER,
+    SCRIPTS_DIR,
+    SECRET_ENV,
+    STATE_DIR,
+    RunPaths,
+    core,
+    meta,
+    plain_env,
+    pod_shape,
+    run_paths,
+    to_manifest,
+    trainer_pythonpath,
+)
+from .preflight import PREFLIGHT_SCRIPT, preflight_script
+from .template import RayPodInputs, ray_pod_template
+
+__all__ = ["RlinfTraining", "launch_scripts"]
+
+LAUNCH_CONFIG_MAP = "rlinf-launch"
+SECRET_NAME = "rlinf-training-secrets"
+TRAINER_SCRIPT = "trainer.sh"
+# The Job runs for days: pulumi-kubernetes would otherwise wait for it to complete (and time out
+# after 10 minutes). Its outcome is the Job's status, not the deployment's.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPaths, *, nnodes: int) -> dict[str, str]:
+    """The ConfigMap's files, by name."""
+    shared = paths.shared
+    shape = pod_shape(settings, sync=not shared)
+    pythonpath = trainer_pythonpath(settings, launch.env)
+    files = {TRAINER_SCRIPT: launch.script()}
+    if settings.workload.launcher == "manual":
+        files["launch.sh"] = scripts.manual_launch(
+            nnodes=nnodes,
+            gpus_per_node=shape.pod.gpus,
+            cpus_per_node=shape.ray_cpus,
+            object_store_bytes=shape.object_store_bytes,
+            head_host=manual.head_host(),
+            ray_port=manual.RAY_GCS_PORT,
+            join_timeout_seconds=settings.workload.join_timeout_seconds,
+            grace_seconds=settings.workload.termination_grace_period_seconds,
+            run_dir=paths.root,
+            state_dir=STATE_DIR,
+            trainer_pythonpath=pythonpath,
+            trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
+        )
+    else:
+        files["driver.sh"] = scripts.kuberay_driver(trainer_pythonpath=pythonpath, trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}")
+    if settings.preflight.enabled:
+        multi_node = settings.workload.launcher == "manual" and nnodes > 1 and shared
+        files[PREFLIGHT_SCRIPT] = preflight_script(
+            settings,
+            shape=shape,
+            nnodes=nnodes,
+            host_prefix=manual.JOB_NAME,
+            service=manual.SERVICE_NAME,
+            exchange_dir=f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/.preflight" if multi_node else None,
+        )
+    if not shared:
+        files["restore.sh"] = scripts.restore()
+        files["sync.sh"] = scripts.sync()
+    return files
+
+
+def _fingerprint(files: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class RlinfTraining(pulumi.ComponentResource):
+    """The training run of a stack.
+
+    Arguments: ``settings`` (``StackSettings`` or its camelCase mapping; launcher, image, trainer,
+    preflight, storage from there); ``service_account_name`` (IRSA service account, training-sa);
+    ``bucket_name`` (checkpoint bucket); ``shared_volume_claim`` (FSx claim, None: checkpoints
+    synced to s3://<bucket>/<stack>/); ``hf_token`` / ``wandb_api_key`` (secret Outputs, None when
+    unset); ``operator`` (the KubeRayOperator, required by launcher kuberay). ``opts`` carries the
+    cluster's Kubernetes provider.
+
+    Outputs: ``entrypoint`` (the trainer's command line), ``launch`` (the TrainerLaunch, plain).
+    """
+
+    entrypoint: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        settings: StackSettings | Mapping[str, Any],
+        service_account_name: pulumi.Input[str],
+        bucket_name: pulumi.Input[str],
+        shared_volume_claim: Optional[pulumi.Input[str]] = None,
+        hf_token: Optional[pulumi.Input[str]] = None,
+        wandb_api_key: Optional[pulumi.Input[str]] = None,
+        operator: Optional[Any] = None,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("rlinf-eks:index:RlinfTraining", name, None, opts)
+        if not isinstance(settings, StackSettings):
+            settings = StackSettings.model_validate(settings)
+        wl = settings.workload
+        namespace = wl.namespace
+        nnodes = settings.gpu_nodes.node_count
+        paths = run_paths(settings, pulumi.get_stack(), shared=shared_volume_claim is not None)
+        shape = pod_shape(settings, sync=not paths.shared)
+        self.launch = launch_for(
+            settings,
+            nnodes=nnodes,
+            gpus_per_node=shape.pod.gpus,
+            log_dir=paths.log_dir,
+            checkpoint_dir=paths.checkpoint_dir,
+            wandb=wandb_api_key is not None,
+        )
+        for warning in self.launch.warnings:
+            pulumi.log.warn(warning, self)
+        child = pulumi.ResourceOptions(parent=self)
+
+        secret_values = {SECRET_ENV[k]: v for k, v in (("hf_token", hf_token), ("wandb_api_key", wandb_api_key)) if v is not None}
+        if secret_values:
+            k8s.core.v1.Secret(
+                f"{name}-secrets",
+                metadata=meta.ObjectMetaArgs(name=SECRET_NAME, namespace=namespace, labels=dict(APP_LABELS)),
+                type="Opaque",
+                string_data={k: pulumi.Output.secret(v) for k, v in secret_values.items()},
+                opts=child,
+            )
+
+        files = launch_scripts(settings, self.launch, paths, nnodes=nnodes)
+        k8s.core.v1.ConfigMap(
+            f"{name}-launch",
+            metadata=meta.ObjectMetaArgs(name=LAUNCH_CONFIG_MAP, namespace=namespace, labels=dict(APP_LABELS)),
+            data=files,
+            opts=child,
+        )
+        pod_inputs = RayPodInputs(
+            settings=settings,
+            shape=shape,
+            paths=paths,
+            plain_env=plain_env(settings, self.launch.env, paths),
+            secret_name=SECRET_NAME if secret_values else None,
+            secret_keys=sorted(secret_values),
+            service_account=service_account_name,
+            claim_name=shared_volume_claim,
+            bucket_name=bucket_name,
+            config_map=LAUNCH_CONFIG_MAP,
+            preflight=settings.preflight.enabled,
+        )
+        # a changed script means a new run: the Job's template changes, so Pulumi replaces the Job
+        annotations = {"rlinf-eks/launch-sha256": _fingerprint(files)}
+        if wl.launcher == "manual":
+            self._manual(name, namespace, nnodes, pod_inputs, annotations)
+        else:
+            self._kuberay(name, namespace, nnodes, pod_inputs, annotations, operator)
+
+        self.entrypoint = pulumi.Output.from_input(self.launch.shell())
+        self.register_outputs({"entrypoint": self.entrypoint})
+
+    def _manual(self, name: str, namespace: str, nnodes: int, pod_inputs: RayPodInputs, annotations: dict[str, str]) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        service = k8s.core.v1.Service(
+            f"{name}-head-service",
+            metadata=meta.ObjectMetaArgs(name=manual.SERVICE_NAME, namespace=namespace, labels=dict(APP_LABELS)),
+            spec=manual.headless_service_spec(),
+            opts=child,
+        )
+        template = ray_pod_template(
+            pod_inputs,
+            container_name=RAY_CONTAINER,
+            command=["/bin/bash", f"{SCRIPTS_DIR}/launch.sh"],
+            labels=manual.LAUNCHER_LABELS,
+            annotations=annotations,
+            restart_policy="Never",
+            subdomain=manual.SERVICE_NAME,
+        )
+        k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata=meta.ObjectMetaArgs(name=manual.JOB_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
+            spec=manual.job_spec(nnodes=nnodes, template=template, kubernetes_version=pod_inputs.settings.cluster.kubernetes_version),
+            # a Job's template is immutable and its name fixed: a new run replaces it, delete first
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[service], delete_before_replace=True),
+        )
+
+    def _kuberay(
+        self, name: str, namespace: str, nnodes: int, pod_inputs: RayPodInputs, annotations: dict[str, str], operator: Optional[Any]
+    ) -> None:
+        settings = pod_inputs.settings
+        labels = {**APP_LABELS, "app.kubernetes.io/component": "kuberay"}
+        head = to_manifest(
+            ray_pod_template(pod_inputs, container_name=rayjob.HEAD_CONTAINER, command=None, labels=labels, annotations=annotations)
+        )
+        worker = to_manifest(
+            ray_pod_template(pod_inputs, container_name=rayjob.WORKER_CONTAINER, command=None, labels=labels, annotations=annotations)
+        )
+        cluster_spec = rayjob.ray_cluster_spec(settings, shape=pod_inputs.shape, nnodes=nnodes, head_template=head, worker_template=worker)
+        depends = [operator.release] if operator is not None else []
+        cr_opts = pulumi.ResourceOptions(parent=self, depends_on=depends, delete_before_replace=True)
+        embedded = settings.workload.rayjob.cluster == "embedded"
+        if not embedded:
+            k8s.apiextensions.CustomResource(
+                f"{name}-ray-cluster",
+                api_version="ray.io/v1",
+                kind="RayCluster",
+                metadata=meta.ObjectMetaArgs(name=rayjob.RAY_CLUSTER_NAME, namespace=namespace, labels=dict(APP_LABELS)),
+                spec=cluster_spec,
+                opts=cr_opts,
+            )
+        runtime_env = rayjob.runtime_env_yaml(pod_inputs.plain_env, trainer_pythonpath(settings, self.launch.env))
+        k8s.apiextensions.CustomResource(
+            f"{name}-ray-job",
+            api_version="ray.io/v1",
+            kind="RayJob",
+            metadata=meta.ObjectMetaArgs(name=rayjob.RAY_JOB_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
+            spec=rayjob.ray_job_spec(
+                settings,
+                entrypoint=f"bash {SCRIPTS_DIR}/driver.sh",
+                runtime_env=runtime_env,
+                cluster_spec=cluster_spec if embedded else None,
+            ),
+            opts=cr_opts,
+        )

@@ -1,0 +1,97 @@
+"""The pod template every Ray pod shares (the manual Job's pods, the RayCluster's head and workers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+import pulumi
+
+from ..config import StackSettings
+from .pod import (
+    RunPaths,
+    RayPodShape,
+    core,
+    env_vars,
+    meta,
+    ray_resources,
+    ray_volumes,
+    restore_container,
+    scheduling,
+    security_context,
+    sync_container,
+)
+from .preflight import preflight_container
+
+
+@dataclass(frozen=True)
+class RayPodInputs:
+    """What every Ray pod is built from. ``claim_name``/``bucket_name``/``service_account`` may be
+    unresolved Outputs; everything else is plain."""
+
+    settings: StackSettings
+    shape: RayPodShape
+    paths: RunPaths
+    plain_env: Mapping[str, str]
+    secret_name: Optional[str]
+    secret_keys: Sequence[str]
+    service_account: pulumi.Input[str]
+    claim_name: Optional[pulumi.Input[str]]
+    bucket_name: pulumi.Input[str]
+    config_map: str
+    preflight: bool
+
+
+def ray_container(inputs: RayPodInputs, name: str, command: Optional[list[str]], mounts: list[core.VolumeMountArgs]) -> core.ContainerArgs:
+    """containers[0] of the pod (KubeRay requires the Ray container first)."""
+    return core.ContainerArgs(
+        name=name,
+        image=inputs.settings.workload.image,
+        command=command,
+        env=env_vars(inputs.plain_env, inputs.secret_name, inputs.secret_keys),
+        resources=ray_resources(inputs.shape),
+        volume_mounts=mounts,
+        security_context=security_context(),
+    )
+
+
+def ray_pod_template(
+    inputs: RayPodInputs,
+    *,
+    container_name: str,
+    command: Optional[list[str]],
+    labels: Mapping[str, str],
+    annotations: Optional[Mapping[str, str]] = None,
+    restart_policy: Optional[str] = None,
+    subdomain: Optional[str] = None,
+) -> core.PodTemplateSpecArgs:
+    settings = inputs.settings
+    vols = ray_volumes(
+        inputs.shape,
+        config_map=inputs.config_map,
+        claim_name=inputs.claim_name,
+        shared_mount_path=settings.storage.shared_filesystem.mount_path,
+        paths=inputs.paths,
+    )
+    containers = [ray_container(inputs, container_name, command, vols.mounts)]
+    init_containers: list[core.ContainerArgs] = []
+    if inputs.preflight:
+        init_containers.append(preflight_container(settings, resources=ray_resources(inputs.shape), mounts=vols.mounts))
+    if not inputs.paths.shared:
+        init_containers.append(restore_container(settings, inputs.bucket_name, inputs.paths))
+        containers.append(sync_container(settings, inputs.bucket_name, inputs.paths))
+    return core.PodTemplateSpecArgs(
+        metadata=meta.ObjectMetaArgs(labels=dict(labels), annotations=dict(annotations) if annotations else None),
+        spec=core.PodSpecArgs(
+            service_account_name=inputs.service_account,
+            restart_policy=restart_policy,
+            subdomain=subdomain,
+            # the trainer's env stays what we set: no *_SERVICE_HOST variables per Service
+            enable_service_links=False,
+            termination_grace_period_seconds=settings.workload.termination_grace_period_seconds,
+            init_containers=init_containers or None,
+            containers=containers,
+            volumes=vols.volumes,
+            **scheduling(),
+        ),
+    )
