@@ -1,0 +1,176 @@
+"""The KubeRay operator release and the KubeRay launcher's RayCluster / RayJob, validated against the
+KubeRay v1.7.0 CRD schemas with unknown fields rejected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from rlinf_eks.cluster import SYSTEM_NODE_LABELS
+from rlinf_eks.config import KubeRaySettings
+from rlinf_eks.kuberay import KubeRayOperator
+from rlinf_eks.workload import RlinfTraining
+from tests.harness import has_inputs, of_type, one, run_component, settings
+from tests.schemas import crd_errors
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
+RAY_JOB = "kubernetes:ray.io/v1:RayJob"
+
+
+def kuberay_settings(nodes: int = 2, **rayjob: Any):
+    return settings(
+        gpuNodes={"nodeCount": nodes},
+        kuberay={"enabled": True},
+        workload={"image": "x/rlinf:v0.3", "launcher": "kuberay", "rayVersion": "2.49.2", "rayjob": rayjob},
+    )
+
+
+def render(s, *, shared: bool = True) -> list[dict[str, Any]]:
+    def program() -> None:
+        operator = KubeRayOperator("kuberay", settings=s.kuberay)
+        RlinfTraining(
+            "rlinf",
+            settings=s,
+            service_account_name="training-sa",
+            bucket_name="bkt",
+            shared_volume_claim=pulumi.Output.from_input("fsx-claim") if shared else None,
+            hf_token=pulumi.Output.secret("hf-secret-token"),
+            operator=operator,
+        )
+
+    return run_component(program)
+
+
+# --- operator -------------------------------------------------------------------------------------
+
+
+def test_given_kuberay_settings_when_installed_then_the_chart_is_pinned_in_its_namespace_on_the_system_nodes():
+    res = run_component(lambda: KubeRayOperator("kuberay", settings={"version": "1.7.0", "namespace": "ray-system"}))
+    release = one(res, RELEASE)
+    assert has_inputs(
+        release,
+        {
+            "chart": "kuberay-operator",
+            "version": "1.7.0",
+            "namespace": "ray-system",
+            "createNamespace": True,
+            "repositoryOpts": {"repo": "https://ray-project.github.io/kuberay-helm/"},
+            "values": {"nodeSelector": dict(SYSTEM_NODE_LABELS)},
+        },
+    )
+    assert one(res, "rlinf-eks:index:KubeRayOperator")["name"] == "kuberay"
+
+
+def test_given_the_operator_values_when_compared_with_the_chart_then_every_key_exists():
+    from tests.harness import SHARED
+
+    values_file = SHARED / "schemas" / "kuberay" / "helm" / "values.yaml"
+    if not values_file.exists():
+        pytest.skip(f"{values_file} not found (the shared folder is absent)")
+    chart_values = yaml.safe_load(values_file.read_text())
+    from rlinf_eks.kuberay import operator_values
+
+    assert set(operator_values()) <= set(chart_values)
+
+
+# --- RayCluster / RayJob ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cluster", ["embedded", "selector"])
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("preflight", [True, False])
+def test_given_kuberay_when_rendered_then_every_custom_resource_validates_against_the_crd(cluster, shared, preflight):
+    s = kuberay_settings(nodes=2 if shared else 1, cluster=cluster)
+    if preflight:
+        s = s.model_copy(update={"preflight": s.preflight.model_copy(update={"enabled": True})})
+    res = render(s, shared=shared)
+    resources = of_type(res, RAY_JOB) + of_type(res, RAY_CLUSTER)
+    assert resources
+    for resource in resources:
+        assert crd_errors(resource["inputs"]) == [], resource["name"]
+
+
+def test_given_embedded_when_rendered_then_the_rayjob_carries_its_cluster_and_releases_it():
+    s = kuberay_settings(cluster="embedded", ttlSecondsAfterFinished=300, activeDeadlineSeconds=3600, backoffLimit=1)
+    res = render(s)
+    assert of_type(res, RAY_CLUSTER) == []
+    job = one(res, RAY_JOB)
+    spec = job["inputs"]["spec"]
+    assert job["inputs"]["metadata"]["name"] == "rlinf-training"
+    assert has_inputs(job, {"spec": {"shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": 300, "activeDeadlineSeconds": 3600, "backoffLimit": 1}})
+    assert "clusterSelector" not in spec
+    cluster = spec["rayClusterSpec"]
+    assert cluster["rayVersion"] == "2.49.2"
+    group = cluster["workerGroupSpecs"][0]
+    assert group["replicas"] == group["minReplicas"] == group["maxReplicas"] == 1
+    release = one(res, RELEASE)
+    assert release["urn"] in job["options"]["dependsOn"]
+
+
+def test_given_selector_when_rendered_then_the_rayjob_targets_rlinf_cluster_without_backoff_or_shutdown():
+    res = render(kuberay_settings(nodes=3, cluster="selector"))
+    cluster = one(res, RAY_CLUSTER)
+    spec = one(res, RAY_JOB)["inputs"]["spec"]
+    assert cluster["inputs"]["metadata"]["name"] == "rlinf-cluster"
+    assert spec["clusterSelector"] == {"ray.io/cluster": "rlinf-cluster"}
+    for key in ("backoffLimit", "shutdownAfterJobFinishes", "ttlSecondsAfterFinished", "rayClusterSpec", "suspend"):
+        assert key not in spec
+    assert cluster["inputs"]["spec"]["workerGroupSpecs"][0]["maxReplicas"] == 2
+
+
+def test_given_kuberay_when_rendered_then_names_fit_kuberay_limits():
+    res = render(kuberay_settings(cluster="selector"))
+    assert len(one(res, RAY_JOB)["inputs"]["metadata"]["name"]) <= 47
+    assert len(one(res, RAY_CLUSTER)["inputs"]["metadata"]["name"]) <= 53
+
+
+def test_given_kuberay_when_rendered_then_ray_start_params_are_strings_and_the_ray_container_is_first():
+    spec = one(render(kuberay_settings(cluster="selector")), RAY_CLUSTER)["inputs"]["spec"]
+    groups = [spec["headGroupSpec"], *spec["workerGroupSpecs"]]
+    for group in groups:
+        assert all(isinstance(v, str) for v in group["rayStartParams"].values())
+        container = group["template"]["spec"]["containers"][0]
+        assert container["name"].startswith("ray-")
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+        assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
+        assert "command" not in container  # KubeRay generates `ray start`
+    assert spec["headGroupSpec"]["rayStartParams"]["dashboard-host"] == "0.0.0.0"
+
+
+def test_given_kuberay_when_rendered_then_the_runtime_env_carries_the_plain_env_and_never_a_secret():
+    res = render(kuberay_settings())
+    spec = one(res, RAY_JOB)["inputs"]["spec"]
+    runtime_env = yaml.safe_load(spec["runtimeEnvYAML"])
+    env = runtime_env["env_vars"]
+    assert env["NCCL_DEBUG"] == "WARN" and env["FI_PROVIDER"] == "efa" and env["FI_EFA_FORK_SAFE"] == "1"
+    assert env["PYTHONPATH"].startswith("/workspace") and env["PYTHONPATH"].endswith("${PYTHONPATH}")
+    assert "HF_TOKEN" not in env and "hf-secret-token" not in spec["runtimeEnvYAML"]
+    assert spec["entrypoint"] == "bash /etc/rlinf/driver.sh"
+    head = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    head_env = {e["name"]: e for e in head["containers"][0]["env"]}
+    assert head_env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "HF_TOKEN"
+
+
+def test_given_kuberay_without_shared_filesystem_when_rendered_then_the_head_restores_and_syncs_checkpoints():
+    spec = one(render(kuberay_settings(nodes=1), shared=False), RAY_JOB)["inputs"]["spec"]
+    head = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    assert "workerGroupSpecs" not in spec["rayClusterSpec"]
+    assert [c["name"] for c in head["containers"]] == ["ray-head", "sync-checkpoints"]
+    assert [c["name"] for c in head["initContainers"]] == ["restore-checkpoints"]
+
+
+def test_kuberay_settings_accept_a_plain_mapping():
+    assert KubeRaySettings.model_validate({"version": "1.7.0"}).namespace == "ray-system"
+
+
+def test_given_a_misspelt_field_when_validated_then_the_crd_check_rejects_it():
+    job = one(render(kuberay_settings()), RAY_JOB)["inputs"]
+    head = job["spec"]["rayClusterSpec"]["headGroupSpec"]
+    head["template"]["spec"]["containers"][0]["resorces"] = {}
+    job["spec"]["shutdownAfterJobFinished"] = True
+    errors = crd_errors(job)
+    assert any("resorces" in e for e in errors) and any("shutdownAfterJobFinished" in e for e in errors)
