@@ -1,7 +1,7 @@
 """Security of what is rendered: checkov's Kubernetes checks over every stack's manifests/, with
 the skips listed (each with its reason) in policy/checkov-skips.yaml.
 
-checkov runs as one subprocess over all stacks (about 3 s on the 2-core machine), found as
+checkov runs as one subprocess over all stacks (about 4 s on the 2-core machine), found as
 ``$CHECKOV``, ``checkov`` on PATH, or the ``checkov`` package of this interpreter (``pip install -e
 .[test]`` installs it). Without it the test skips, except under CI, where it fails.
 """
@@ -71,6 +71,29 @@ def run_checkov(folder: Path) -> list[dict]:
     ]
 
 
+_CUSTOM_RESOURCE_KINDS = ("RayCluster", "RayJob", "RayService")
+
+
+def pods_of_custom_resources(manifests: dict[str, dict]) -> dict[str, dict]:
+    """checkov checks only the kinds it knows: the pod templates inside KubeRay's custom resources
+    are written out as Pods (named <resource>-<role>) so their containers are checked too."""
+    from rlinf_eks.policies import pod_templates
+
+    pods: dict[str, dict] = {}
+    for obj in manifests.values():
+        if obj.get("kind") not in _CUSTOM_RESOURCE_KINDS:
+            continue
+        meta = obj.get("metadata") or {}
+        for path, spec in pod_templates(obj):
+            role = ("head" if "headGroupSpec" in path else "submitter" if "submitter" in path
+                    else "worker-" + path.split("workerGroupSpecs[")[1].split("]")[0])
+            name = f"{meta['name']}-{role}"
+            pods[f"pod-{meta.get('namespace', 'cluster')}-{name}.yaml".lower()] = {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": meta.get("namespace")}, "spec": spec,
+            }
+    return pods
+
+
 @pytest.fixture(scope="module")
 def stack_manifests(tmp_path_factory) -> tuple[Path, list[str]]:
     """Every stack's manifests/ (as the offline plan writes them) under one folder, one sub-folder per stack."""
@@ -84,6 +107,10 @@ def stack_manifests(tmp_path_factory) -> tuple[Path, list[str]]:
         except ImportError as err:  # a component not written yet
             continue
         write(plan, root / stack)
+        extracted = root / stack / "custom-resource-pods"
+        extracted.mkdir()
+        for file_name, pod in pods_of_custom_resources(plan.manifests()).items():
+            (extracted / file_name).write_text(yaml.safe_dump(pod, sort_keys=True))
         planned.append(stack)
     if not planned:
         pytest.skip("no stack can plan yet")
@@ -98,19 +125,37 @@ def test_the_skip_list_gives_a_check_objects_and_reason_for_every_skip():
         assert len(skip["reason"].split()) >= 5, f"{skip['check']}: say why"
 
 
-def test_given_a_privileged_root_pod_then_checkov_reports_it(tmp_path):
-    """The test below can fail: checkov does flag a bad manifest."""
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad", "namespace": "x"},
-           "spec": {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": True}}]}}
-    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
-    failed = {f["check_id"] for f in run_checkov(tmp_path)}
-    assert "CKV_K8S_16" in failed  # "Container should not be privileged"
+CANARY = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "canary", "namespace": "canary"},
+          "spec": {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": True}}]}}
 
 
-def test_given_every_stack_when_rendered_then_checkov_fails_nothing_outside_the_skip_list(stack_manifests):
-    root, planned = stack_manifests
+@pytest.fixture(scope="module")
+def checkov_failures(stack_manifests) -> list[dict]:
+    """One checkov run over every stack's manifests plus a canary Pod that must fail."""
+    root, _ = stack_manifests
+    (root / "canary").mkdir(exist_ok=True)
+    (root / "canary" / "pod-canary-canary.yaml").write_text(yaml.safe_dump(CANARY))
+    return run_checkov(root)
+
+
+def test_given_a_privileged_pod_then_checkov_reports_it(checkov_failures):
+    """The stacks' test below can fail: checkov does flag a bad manifest in the same run."""
+    assert {"CKV_K8S_16", "CKV_K8S_20"} <= {f["check_id"] for f in checkov_failures if f["resource"] == "Pod.canary.canary"}
+
+
+def test_given_a_rayjob_then_its_pod_templates_are_extracted_as_pods():
+    worker = {"containers": [{"name": "w", "image": "i"}]}
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "job", "namespace": "ns"},
+              "spec": {"rayClusterSpec": {"headGroupSpec": {"template": {"spec": worker}}, "workerGroupSpecs": [{"template": {"spec": worker}}]}}}
+    pods = pods_of_custom_resources({"rayjob-ns-job.yaml": rayjob})
+    assert sorted(pods) == ["pod-ns-job-head.yaml", "pod-ns-job-worker-0.yaml"]
+    assert pods["pod-ns-job-worker-0.yaml"]["spec"] == worker
+
+
+def test_given_every_stack_when_rendered_then_checkov_fails_nothing_outside_the_skip_list(stack_manifests, checkov_failures):
+    _, planned = stack_manifests
     skips = load_skips()
-    failures = run_checkov(root)
+    failures = [f for f in checkov_failures if not f["resource"].startswith("Pod.canary.")]
     unexpected = [f for f in failures if not skipped(f, skips)]
     assert not unexpected, "checkov failures not in policy/checkov-skips.yaml:\n" + "\n".join(
         f"  {f['check_id']} {f['resource']} ({Path(f['file']).parent.name}): {f['check_name']}" for f in unexpected
