@@ -382,3 +382,29 @@ def test_given_each_stack_when_planned_then_no_policy_violation(stack):
         pytest.skip(f"stack {stack} cannot plan yet: {err}")
     violations = P.evaluate(plan.resources, P.options_from_settings(plan.settings))
     assert violations == [], "\n".join(map(str, violations))
+
+
+@pytest.mark.parametrize(
+    "sets, policy",
+    [
+        (["gpuNodes.placementGroup.strategy=none"], "efa-node-group"),
+        (["gpuNodes.capacityReservationId=cr-0123456789abcdef0"], None),  # auto: no placement group, none needed
+        (["cluster.endpointPublicAccessCidrs[0]=0.0.0.0/0", "cluster.allowPublicEndpointFromAnywhere=true"], None),
+        (["cluster.endpointPublicAccessCidrs[0]=203.0.113.0/24"], None),
+    ],
+)
+def test_given_a_stack_variant_when_planned_then_policies_report_exactly_what_it_breaks(sets, policy):
+    from tests.harness import plan_stack
+
+    plan = plan_stack("single-node", *sets)
+    violations = P.evaluate(plan.resources, P.options_from_settings(plan.settings))
+    assert [v.policy for v in violations] == ([policy] if policy else []), "\n".join(map(str, violations))
+
+
+def test_given_an_open_endpoint_with_opt_in_when_the_opt_in_is_not_passed_then_the_cluster_violates():
+    from tests.harness import plan_stack
+
+    plan = plan_stack("single-node", "cluster.endpointPublicAccessCidrs[0]=0.0.0.0/0", "cluster.allowPublicEndpointFromAnywhere=true")
+    cluster = next(r for r in plan.resources if r["type"] in P.EKS_CLUSTERS)
+    cluster["inputs"].pop("tags", None), cluster["inputs"].pop("clusterTags", None)  # no opt-in tag either
+    assert [v.policy for v in P.evaluate(plan.resources)] == ["eks-endpoint-not-public"]
