@@ -203,7 +203,7 @@ def security_context() -> core.SecurityContextArgs:
     return core.SecurityContextArgs(
         privileged=False,
         allow_privilege_escalation=False,
-        capabilities=core.CapabilitiesArgs(add=["IPC_LOCK"]),
+        capabilities=core.CapabilitiesArgs(add=["IPC_LOCK"], drop=["NET_RAW"]),
     )
 
 
@@ -264,7 +264,9 @@ def restore_container(settings: StackSettings, bucket_name: pulumi.Input[str], p
             core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True),
             core.VolumeMountArgs(name="run", mount_path=paths.root),
         ],
-        security_context=core.SecurityContextArgs(privileged=False, allow_privilege_escalation=False),
+        security_context=core.SecurityContextArgs(
+            privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(drop=["ALL"])
+        ),
     )
 
 
@@ -283,7 +285,9 @@ def sync_container(settings: StackSettings, bucket_name: pulumi.Input[str], path
             core.VolumeMountArgs(name="run", mount_path=paths.root, read_only=True),
             core.VolumeMountArgs(name="state", mount_path=STATE_DIR, read_only=True),
         ],
-        security_context=core.SecurityContextArgs(privileged=False, allow_privilege_escalation=False),
+        security_context=core.SecurityContextArgs(
+            privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(drop=["ALL"])
+        ),
     )
 
 

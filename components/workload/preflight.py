@@ -185,7 +185,7 @@ def preflight_container(
         volume_mounts=mounts,
         # sshd and IPC_LOCK for libfabric; still not privileged
         security_context=core.SecurityContextArgs(
-            privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(add=["IPC_LOCK"])
+            privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(add=["IPC_LOCK"], drop=["NET_RAW"])
         ),
     )
 
