@@ -408,3 +408,14 @@ def test_given_an_open_endpoint_with_opt_in_when_the_opt_in_is_not_passed_then_t
     cluster = next(r for r in plan.resources if r["type"] in P.EKS_CLUSTERS)
     cluster["inputs"].pop("tags", None), cluster["inputs"].pop("clusterTags", None)  # no opt-in tag either
     assert [v.policy for v in P.evaluate(plan.resources)] == ["eks-endpoint-not-public"]
+
+
+@pytest.mark.parametrize("strict, status", [(False, 0), (True, 1)])
+def test_given_a_violating_stack_when_planned_then_violations_are_reported_and_strict_fails(tmp_path, capsys, strict, status):
+    from rlinf_eks.__main__ import main
+
+    argv = ["plan", "single-node", "--quiet", "--out", str(tmp_path), "--set", "gpuNodes.placementGroup.strategy=none"]
+    assert main(argv + (["--strict"] if strict else [])) == status
+    err = capsys.readouterr().err
+    assert "policy violation: [efa-node-group] gpu-nodes" in err
+    assert (tmp_path / "plan.json").is_file()  # the plan is written either way, for review
