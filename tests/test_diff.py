@@ -73,6 +73,12 @@ def test_given_named_list_items_when_one_is_inserted_then_it_reads_as_one_additi
     assert changed_paths(old, new, "env") == [Change("env[name=NEW]", MISSING, {"name": "NEW", "value": "x"})]
 
 
+def test_given_keys_with_dots_and_slashes_then_they_are_quoted_in_the_path():
+    old = {"limits": {"vpc.amazonaws.com/efa": 16}}
+    new = {"limits": {"vpc.amazonaws.com/efa": 32}}
+    assert changed_paths(old, new, "r") == [Change('r.limits["vpc.amazonaws.com/efa"]', 16, 32)]
+
+
 def test_given_plain_lists_when_one_grows_then_the_new_index_is_reported():
     assert changed_paths(["a"], ["a", "b"], "x") == [Change("x[1]", MISSING, "b")]
 

@@ -13,6 +13,7 @@ a secret is therefore invisible to this diff; the real preview shows it as ``[se
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -107,6 +108,16 @@ def _list_key(items: list[Any]) -> str | None:
     return None
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _join(path: str, key: str) -> str:
+    """``a.b``; keys that hold dots or slashes (``vpc.amazonaws.com/efa``, labels) as ``a["k"]``."""
+    if not _PLAIN_KEY.match(key):
+        return f"{path}[{json.dumps(key)}]"
+    return f"{path}.{key}" if path else key
+
+
 def changed_paths(old: Any, new: Any, path: str = "") -> list[Change]:
     """Every leaf that differs between ``old`` and ``new`` (dicts by key, lists by name or index)."""
     if old == new:
@@ -114,7 +125,7 @@ def changed_paths(old: Any, new: Any, path: str = "") -> list[Change]:
     if isinstance(old, dict) and isinstance(new, dict):
         changes: list[Change] = []
         for key in sorted(set(old) | set(new)):
-            sub = f"{path}.{key}" if path else str(key)
+            sub = _join(path, str(key))
             changes += changed_paths(old.get(key, MISSING), new.get(key, MISSING), sub)
         return changes
     if isinstance(old, list) and isinstance(new, list):
