@@ -70,15 +70,18 @@ class Registration:
 class RecordingMonitor(mocks.MockMonitor):
     """The mock monitor, keeping what each RegisterResource request carried."""
 
-    def __init__(self, cloud: pulumi.runtime.Mocks):
+    def __init__(self, cloud: pulumi.runtime.Mocks, project: str, stack: str):
         super().__init__(cloud)
+        self.project, self.stack = project, stack
         self.registrations: list[Registration] = []
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         """URNs as the engine makes them: children of the root stack carry no parent type."""
         if parent and parent.split("::")[2] != "pulumi:pulumi:Stack":
             type_ = parent.split("::")[2] + "$" + type_
-        return "urn:pulumi:" + "::".join([settings.get_stack(), settings.get_project(), type_, name])
+        # Project and stack are the monitor's own: the runtime's settings live in a context
+        # variable that the mock monitor's worker threads do not always see.
+        return "urn:pulumi:" + "::".join([self.stack, self.project, type_, name])
 
     def RegisterResource(self, request):  # noqa: N802 - the gRPC method's name
         response = super().RegisterResource(request)
@@ -131,7 +134,7 @@ def run(
     """Run ``program`` (which registers resources and returns its stack outputs) under mocks."""
     settings.reset_options(project=project, stack=stack)
     pulumi.runtime.set_all_config(dict(config), sorted(secret_keys or ()))
-    monitor = RecordingMonitor(FakeCloud(region))
+    monitor = RecordingMonitor(FakeCloud(region), project, stack)
     warnings: list[str] = []
     logger = _WarningLog(warnings)
     mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)  # type: ignore[arg-type]

@@ -1,0 +1,83 @@
+"""Every stack end to end under mocks, against a golden plan per stack.
+
+A pull request that changes infrastructure changes tests/snapshots/<stack>.plan.json, so the
+change shows in review. Re-record with:  RLINF_EKS_UPDATE_SNAPSHOTS=1 pytest tests/test_stacks.py
+"""
+
+import json
+import os
+
+import pytest
+
+from rlinf_eks.__main__ import main
+from tests.harness import ROOT, STACKS, one, plan_stack
+
+SNAPSHOTS = ROOT / "tests" / "snapshots"
+UPDATE = os.environ.get("RLINF_EKS_UPDATE_SNAPSHOTS") == "1"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_matches_its_golden_snapshot(stack):
+    text = plan_stack(stack).dumps()
+    golden = SNAPSHOTS / f"{stack}.plan.json"
+    if UPDATE or not golden.exists():
+        golden.write_text(text)
+        if not UPDATE:
+            pytest.fail(f"recorded a new snapshot {golden.name}: commit it")
+    assert text == golden.read_text(), (
+        f"{stack}'s infrastructure changed; if intended, re-record with RLINF_EKS_UPDATE_SNAPSHOTS=1 "
+        f"and review `python -m rlinf_eks diff tests/snapshots/{stack}.plan.json build/{stack}`"
+    )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_has_one_gpu_node_group_in_one_subnet(stack):
+    plan = plan_stack(stack)
+    group = one(plan, "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")
+    assert len(group["inputs"]["subnetIds"]) == 1
+
+
+def test_two_runs_give_identical_bytes():
+    from rlinf_eks.offline.plan import make_plan
+    from rlinf_eks.offline.stack_config import load
+
+    assert make_plan(load(ROOT, "multi-node")).dumps() == make_plan(load(ROOT, "multi-node")).dumps()
+
+
+def test_plan_json_has_the_public_shape():
+    plan = json.loads(plan_stack("single-node").dumps())
+    assert set(plan) == {"project", "stack", "resources", "outputs"}
+    assert plan["project"] == "rlinf-eks" and plan["stack"] == "single-node"
+    for resource in plan["resources"]:
+        assert set(resource) == {"urn", "type", "name", "id", "parent", "custom", "provider", "inputs", "options"}
+        assert set(resource["options"]) == {"protect", "retainOnDelete", "dependsOn", "ignoreChanges", "deleteBeforeReplace"}
+    assert [r["urn"] for r in plan["resources"]] == sorted(r["urn"] for r in plan["resources"])
+    assert plan["outputs"]["kubeconfig"] == "[secret]"
+
+
+def test_cli_writes_plan_and_one_manifest_per_kubernetes_object(tmp_path, capsys):
+    assert main(["plan", "multi-node", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "Resources:" in printed and "aws:eks/nodeGroup:NodeGroup" in printed
+    written = json.loads((tmp_path / "plan.json").read_text())
+    kinds = [r for r in written["resources"] if r["type"].startswith("kubernetes:") and not r["type"].startswith(("kubernetes:helm.sh", "pulumi:"))]
+    files = sorted(p.name for p in (tmp_path / "manifests").iterdir())
+    assert len(files) == len(kinds) > 0
+    assert all(name == name.lower() and name.endswith(".yaml") for name in files)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["plan", "single-node", "--set", "gpuNodes.nodeCount=0"], "gpuNodes.nodeCount=0"),
+        (["plan", "single-node", "--set", "workload.rollout.tensorParallelSize=3", "--set", "workload.rollout.backend=vllm"], "tensorParallelSize=3"),
+        (["plan", "single-node", "--set", "gpuNodes.instanceType=p9.huge"], "known types"),
+        (["plan", "single-node", "--set", "gpuNodez.nodeCount=2"], "rlinf-eks:gpuNodez: unknown key"),
+        (["plan", "no-such-stack"], "unknown stack"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message, capsys, tmp_path):
+    assert main([*args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "plan.json").exists()
