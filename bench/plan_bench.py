@@ -37,6 +37,18 @@ def plan_once(stack: str, out: Path, *sets: str) -> float:
     return time.perf_counter() - start
 
 
+def scaled(nodes: int) -> list[str]:
+    """--set edits for N nodes, keeping RLinf's world-size rules: the actor batch divides by micro
+    batch x world size, the environments by the env ranks (half the GPUs) and pipeline stages."""
+    world = nodes * 8
+    return [
+        f"gpuNodes.nodeCount={nodes}",
+        f"gpuNodes.maxNodes={nodes}",
+        f'workload.trainer.batch["actor.global_batch_size"]={40 * world}',
+        f'workload.trainer.batch["env.train.total_num_envs"]={2 * world}',
+    ]
+
+
 def median_wall(stack: str, runs: int, *sets: str) -> tuple[float, int, Path]:
     out = Path(tempfile.mkdtemp(prefix="rlinf-bench-"))
     plan_once(stack, out, *sets)  # warm the file cache and bytecode
@@ -86,7 +98,7 @@ def main() -> int:
 
     lines += [
         "",
-        "## Growth with the node count (multi-node stack, `--set gpuNodes.nodeCount=N`)",
+        "## Growth with the node count (multi-node-kuberay stack, `--set gpuNodes.nodeCount=N`)",
         "",
         "Target: the number of registered resources and the wall time do not grow with N.",
         "",
@@ -95,7 +107,7 @@ def main() -> int:
     ]
     counts, walls = [], []
     for nodes in NODE_COUNTS:
-        wall, resources, _ = median_wall("multi-node", args.runs, f"gpuNodes.nodeCount={nodes}", f"gpuNodes.maxNodes={nodes}")
+        wall, resources, _ = median_wall("multi-node-kuberay", args.runs, *scaled(nodes))
         counts.append(resources)
         walls.append(wall)
         lines.append(f"| {nodes} | {resources} | {wall:.2f} |")

@@ -45,6 +45,12 @@ def test_set_values_are_typed_like_the_cli(raw, value):
     assert parse_scalar(raw) == value
 
 
+def test_set_path_quotes_keys_that_contain_dots():
+    values = {}
+    set_path(values, 'ns:workload.trainer.batch["actor.global_batch_size"]', 512)
+    assert values == {"ns:workload": {"trainer": {"batch": {"actor.global_batch_size": 512}}}}
+
+
 def test_set_path_builds_missing_objects_and_lists():
     values = {}
     set_path(values, "ns:a.b[0].c", 1)

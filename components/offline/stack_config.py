@@ -104,15 +104,16 @@ def parse_scalar(raw: str) -> Any:
     return raw
 
 
-_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+# Path segments as `pulumi config set --path` reads them: name, [index], or ["key.with.dots"].
+_SEGMENT = re.compile(r'([^.\[\]"]+)|\[(\d+)\]|\["([^"]+)"\]')
 
 
 def set_path(values: dict[str, Any], qualified_key: str, value: Any) -> None:
     """Set ``ns:top.a.b[0]`` in ``values``, creating objects and lists on the way."""
     namespace, _, path = qualified_key.partition(":")
     segments: list[str | int] = []
-    for name, index in _SEGMENT.findall(path):
-        segments.append(int(index) if index else name)
+    for name, index, quoted in _SEGMENT.findall(path):
+        segments.append(int(index) if index else quoted or name)
     if not segments or not isinstance(segments[0], str):
         raise StackConfigError(f"--set {qualified_key!r}: not a config key path")
     top = f"{namespace}:{segments[0]}"
