@@ -17,6 +17,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from . import identity
 from .cluster import SYSTEM_NODE_LABELS
 from .config import AutoscalerSettings
 
@@ -46,23 +47,7 @@ SCALE_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanc
 def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str) -> dict[str, Any]:
     """Trust of the autoscaler's role: only the ``kube-system:cluster-autoscaler`` service account
     of this cluster's OIDC issuer, for the STS audience."""
-    issuer = oidc_issuer.removeprefix("https://")
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Federated": oidc_provider_arn},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{issuer}:sub": f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}",
-                        f"{issuer}:aud": "sts.amazonaws.com",
-                    }
-                },
-            }
-        ],
-    }
+    return identity.irsa_trust_policy(oidc_provider_arn, oidc_issuer, NAMESPACE, SERVICE_ACCOUNT)
 
 
 def autoscaler_policy(cluster_name: str, partition: str, region: str, account_id: str) -> dict[str, Any]:

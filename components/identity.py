@@ -27,9 +27,11 @@ def service_account_subject(namespace: str, service_account: str = SERVICE_ACCOU
     return f"system:serviceaccount:{namespace}:{service_account}"
 
 
-def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str) -> dict[str, Any]:
-    """Only the token of ``<namespace>/training-sa`` issued for STS may assume the role
-    (EKS user guide, "Assign IAM roles to Kubernetes service accounts")."""
+def irsa_trust_policy(
+    oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str = SERVICE_ACCOUNT
+) -> dict[str, Any]:
+    """Only the token of ``<namespace>/<service_account>`` (training-sa by default) issued for STS
+    may assume the role (EKS user guide, "Assign IAM roles to Kubernetes service accounts")."""
     issuer = oidc_issuer.removeprefix("https://")
     return {
         "Version": "2012-10-17",
@@ -40,7 +42,7 @@ def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str) 
                 "Action": "sts:AssumeRoleWithWebIdentity",
                 "Condition": {
                     "StringEquals": {
-                        f"{issuer}:sub": service_account_subject(namespace),
+                        f"{issuer}:sub": service_account_subject(namespace, service_account),
                         f"{issuer}:aud": "sts.amazonaws.com",
                     }
                 },
