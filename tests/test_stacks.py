@@ -81,3 +81,57 @@ def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message, capsys
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "plan.json").exists()
+
+
+def _program_file_run(values):
+    """Run the project's own __main__.py (what `pulumi up` runs) under mocks."""
+    import runpy
+
+    from rlinf_eks.offline import engine
+    from rlinf_eks.offline.stack_config import load
+
+    config = load(ROOT, "single-node")
+    config.values.update(values)
+    exported = {}
+
+    def program():
+        import pulumi
+
+        original = pulumi.export
+        pulumi.export = lambda key, value: exported.__setitem__(key, value)
+        try:
+            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+        finally:
+            pulumi.export = original
+        return exported
+
+    return engine.run(program, project="rlinf-eks", stack="single-node", config=config.flat())
+
+
+def test_the_pulumi_program_file_builds_and_exports_the_stack_outputs():
+    run = _program_file_run({})
+    assert {"clusterName", "kubeconfig", "gpuNodeGroup", "placementGroup", "checkpointBucket", "sharedFilesystem"} <= set(run.outputs)
+    assert run.outputs["kubeconfig"] == "[secret]"
+    assert len(run.registrations) == len(plan_stack("single-node").resources)
+
+
+def test_a_bad_config_stops_pulumi_up_cleanly_before_any_resource_is_registered():
+    import pulumi
+
+    from rlinf_eks.offline import engine
+
+    registered = []
+    original = engine.RecordingMonitor.RegisterResource
+
+    def spy(self, request):
+        registered.append(request.type)
+        return original(self, request)
+
+    engine.RecordingMonitor.RegisterResource = spy
+    try:
+        with pytest.raises(pulumi.RunError) as err:
+            _program_file_run({"rlinf-eks:gpuNodes": {"instanceType": "p9.huge", "nodeCount": 0}})
+    finally:
+        engine.RecordingMonitor.RegisterResource = original
+    assert "gpuNodes.nodeCount=0" in str(err.value) or "gpuNodes.instanceType='p9.huge'" in str(err.value)
+    assert [t for t in registered if t != "pulumi:pulumi:Stack"] == []  # the root stack exists before the program runs
