@@ -164,6 +164,19 @@ def _eks_cluster(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
     }
 
 
+def _aws_eks_cluster(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    """A plain aws.eks.Cluster (as a foreign program may create): EKS fills in the cluster
+    security group it creates, inside vpcConfig."""
+    cluster = state.get("name") or f"{name}-{_hex(name, 7)}"
+    # vpcConfig is an input too, so it is completed in place (extra keys only fill missing ones).
+    state["vpcConfig"] = {**(state.get("vpcConfig") or {}), "clusterSecurityGroupId": f"sg-{_hex(cluster + 'cluster')}"}
+    return cluster, {
+        "name": cluster,
+        "arn": f"arn:aws:eks:{cloud.region}:{ACCOUNT}:cluster/{cluster}",
+        "endpoint": f"https://{_hex(cluster, 32).upper()}.gr7.{cloud.region}.eks.amazonaws.com",
+    }
+
+
 _RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
     "aws:ec2/vpc:Vpc": _prefixed("vpc"),
     "aws:ec2/subnet:Subnet": _prefixed("subnet"),
@@ -188,6 +201,7 @@ _RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
     "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre,
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": _data_repository_association,
     "eks:index:Cluster": _eks_cluster,
+    "aws:eks/cluster:Cluster": _aws_eks_cluster,
 }
 
 

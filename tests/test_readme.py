@@ -1,0 +1,100 @@
+"""The README's examples really work: the foreign Pulumi program under "Using the components in
+your own Pulumi program" runs under mocks against the real constructor signatures."""
+
+from __future__ import annotations
+
+import re
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+import pytest
+
+from tests.harness import ROOT, has_inputs, one, run_component
+
+SECTION = "## Using the components in your own Pulumi program"
+
+
+def readme_python_blocks(section: str) -> list[str]:
+    """The ```python blocks of one README section (up to the next ``## `` heading)."""
+    text = (ROOT / "README.md").read_text()
+    assert section in text, f"README has no section {section!r}"
+    body = text.split(section, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", body, flags=re.S)
+
+
+def _stand_ins() -> dict[str, object]:
+    """What the example assumes the user's own program already has, as real resources."""
+    vpc = aws.ec2.Vpc("my-vpc", cidr_block="10.0.0.0/16")
+    subnets = [
+        aws.ec2.Subnet(f"my-private-{az}", vpc_id=vpc.id, cidr_block=cidr, availability_zone=az)
+        for az, cidr in (("us-east-1a", "10.0.0.0/18"), ("us-east-1b", "10.0.64.0/18"))
+    ]
+    role = aws.iam.Role(
+        "my-cluster-role",
+        assume_role_policy='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":'
+        '{"Service":"eks.amazonaws.com"},"Action":"sts:AssumeRole"}]}',
+    )
+    cluster = aws.eks.Cluster(
+        "my-cluster",
+        role_arn=role.arn,
+        vpc_config=aws.eks.ClusterVpcConfigArgs(subnet_ids=[s.id for s in subnets]),
+    )
+    provider = k8s.Provider("my-k8s", kubeconfig="{}")
+    return {"my_cluster": cluster, "my_private_subnet_in_one_az": subnets[0], "my_k8s_provider": provider}
+
+
+def test_the_readme_has_exactly_one_foreign_program_example():
+    assert len(readme_python_blocks(SECTION)) == 1
+
+
+def test_the_foreign_program_example_registers_gpu_nodes_and_device_plugins():
+    (code,) = readme_python_blocks(SECTION)
+
+    def program() -> None:
+        namespace: dict[str, object] = {"__name__": "__readme__", **_stand_ins()}
+        exec(compile(code, "README.md", "exec"), namespace)
+
+    resources = run_component(program)
+
+    node_group = one(resources, "rlinf-eks:index:EfaGpuNodeGroup", "gpu")
+    plugins = one(resources, "rlinf-eks:index:DevicePlugins", "device-plugins")
+    cluster = one(resources, "aws:eks/cluster:Cluster", "my-cluster")
+    nodes = one(resources, "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")
+    # depends_on a component waits for its children: the plugins wait for the node group
+    assert nodes["urn"] in plugins["options"]["dependsOn"]
+    assert nodes["parent"] == node_group["urn"]
+    assert has_inputs(nodes, {"clusterName": cluster["id"], "scalingConfig": {"desiredSize": 4}})
+    assert has_inputs(nodes, {"tags": {"team": "robotics"}})
+    subnet = one(resources, "aws:ec2/subnet:Subnet", "my-private-us-east-1a")
+    assert nodes["inputs"]["subnetIds"] == [subnet["id"]]
+
+    template = one(resources, "aws:ec2/launchTemplate:LaunchTemplate", "gpu-template")
+    assert has_inputs(template, {"instanceType": "p5en.48xlarge"})
+    interfaces = template["inputs"]["networkInterfaces"]
+    assert len(interfaces) == 16  # p5en.48xlarge: one EFA interface per network card
+    # every interface: the EFA group and my_cluster.vpc_config.cluster_security_group_id (not None)
+    efa_sg = one(resources, "aws:ec2/securityGroup:SecurityGroup", "gpu-efa")["id"]
+    for interface in interfaces:
+        groups = interface["securityGroups"]
+        assert efa_sg in groups and len(groups) == 2
+        (cluster_sg,) = [sg for sg in groups if sg != efa_sg]
+        assert isinstance(cluster_sg, str) and cluster_sg.startswith("sg-")
+
+    provider = one(resources, "pulumi:providers:kubernetes", "my-k8s")
+    releases = resources.of_type("kubernetes:helm.sh/v3:Release")
+    assert {r["name"] for r in releases} == {"device-plugins-nvidia", "device-plugins-efa"}
+    assert all(r["provider"] == provider["urn"] and r["parent"] == plugins["urn"] for r in releases)
+
+
+def test_the_example_fails_loudly_when_a_setting_is_misspelt():
+    """A user copying the example gets pydantic's error, not a silently ignored key."""
+    (code,) = readme_python_blocks(SECTION)
+    bad = code.replace("node_count=4", "node_cuont=4")
+    assert bad != code
+
+    def program() -> None:
+        exec(compile(bad, "README.md", "exec"), {"__name__": "__readme__", **_stand_ins()})
+
+    with pytest.raises(Exception, match="node_cuont"):
+        run_component(program)
