@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -30,6 +31,11 @@ PROJECT = "rlinf-eks"
 # Ray releases KubeRay and RLinf must not run (field notes, section 2).
 _BAD_RAY = ((2, 11, 0), (2, 37, 0))
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# registry/repository[:tag][@digest]: no blanks or quotes (the OCI distribution spec's characters)
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
+
+
+_FAILED_SECTIONS = "failedSections"  # validation context: top-level keys whose own validation failed
 
 
 def _rule(path: str, value: Any, message: str) -> PydanticCustomError:
@@ -142,7 +148,7 @@ class ClusterSettings(_Model):
         for arn in value:
             if not re.fullmatch(r"arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[\w+=,.@/-]+", arn):
                 raise PydanticCustomError(
-                    "arn", "{arn!r} is not an IAM role ARN such as arn:aws:iam::123456789012:role/Admin", {"arn": arn}
+                    "arn", "{text}", {"text": f"{arn!r} is not an IAM role ARN such as arn:aws:iam::123456789012:role/Admin"}
                 )
         return value
 
@@ -436,6 +442,17 @@ class WorkloadSettings(_Model):
     """Without the shared filesystem: seconds between uploads of the run directory to S3 (plus one
     final upload when the trainer ends or the pod is stopped). Defaults to 5 minutes."""
 
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        # Quotes or blanks come from shell quoting slips (--set 'workload.image=""'); the kubelet
+        # would only fail at pull time (InvalidImageName), after the GPU nodes are paid for.
+        if not _IMAGE.fullmatch(value):
+            raise PydanticCustomError(
+                "image", "a container image reference such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/rlinf:v0.3"
+            )
+        return value
+
     @field_validator("ray_version")
     @classmethod
     def _ray_version(cls, value: str) -> str:
@@ -527,17 +544,30 @@ class StackSettings(_Model):
         return self.gpu_nodes.node_count > 1 if enabled is None else enabled
 
     @model_validator(mode="after")
-    def _rules(self) -> "StackSettings":
+    def _rules(self, info: ValidationInfo) -> "StackSettings":
         errors: list[PydanticCustomError] = []
+        # Sections that failed their own validation (see parse): rules reading them are skipped.
+        failed: frozenset[str] = (info.context or {}).get(_FAILED_SECTIONS, frozenset())
+
+        def valid(*sections: str) -> bool:
+            return not failed.intersection(sections)
+
         gpu = self.gpu_nodes
         try:
             instance = gpu.instance
         except (catalog.UnknownInstanceType, TypeError):  # reported by GpuNodeSettings
             return self
         wl = self.workload
-        if self.availability_zone and not self.availability_zone.startswith(self.region):
+        if not valid("gpuNodes"):
+            # the default stands in for gpuNodes here, so every rule that reads it is skipped
+            gpu = instance = None  # type: ignore[assignment]
+        if not valid("workload"):
+            wl = None  # type: ignore[assignment]
+        if valid("region", "availabilityZone") and self.availability_zone and not self.availability_zone.startswith(self.region):
             errors.append(_rule("availabilityZone", self.availability_zone, f"must be an AZ of region {self.region}, such as {self.region}a"))
-        if self.network.create:
+        if not valid("network", "region", "availabilityZone"):
+            pass
+        elif self.network.create:
             azs = self.network.availability_zones
             if azs and len(set(azs)) < 2:
                 errors.append(_rule("network.availabilityZones", azs, "the EKS control plane needs subnets in at least two AZs"))
@@ -550,14 +580,30 @@ class StackSettings(_Model):
                 errors.append(_rule("network.privateSubnetIds", self.network.private_subnet_ids, "an existing VPC needs at least two private subnets (two AZs)"))
             if not self.network.gpu_subnet_id:
                 errors.append(_rule("network.gpuSubnetId", None, f"an existing VPC needs the private subnet of the GPU nodes in {self.gpu_az}"))
-        if self.cluster.existing and self.network.create:
+        if valid("cluster", "network") and self.cluster.existing and self.network.create:
             errors.append(_rule("network.vpcId", None, "an existing cluster needs its VPC: set network.vpcId, privateSubnetIds and gpuSubnetId"))
+        if valid("autoscaler", "cluster") and self.autoscaler.enabled and self.autoscaler.kubernetes_minor != self.cluster.kubernetes_version:
+            errors.append(
+                _rule(
+                    "autoscaler.imageTag",
+                    self.autoscaler.image_tag,
+                    f"must be a v{self.cluster.kubernetes_version}.x release to match cluster.kubernetesVersion {self.cluster.kubernetes_version}",
+                )
+            )
+        if wl is not None:
+            errors.extend(self._workload_rules(wl, gpu, instance, valid))
+        if gpu is not None:
+            errors.extend(self._node_rules(gpu, wl, valid))
+        _raise_all(errors)
+        return self
 
-        # workload
-        if wl.launcher == "kuberay" and not self.kuberay.enabled:
+    def _workload_rules(self, wl: "WorkloadSettings", gpu: Any, instance: Any, valid: Any) -> list[PydanticCustomError]:
+        """Rules of the workload section with KubeRay and, when ``gpu`` is given, the GPU nodes."""
+        errors: list[PydanticCustomError] = []
+        if valid("kuberay") and wl.launcher == "kuberay" and not self.kuberay.enabled:
             errors.append(_rule("workload.launcher", "kuberay", "needs the KubeRay operator: set kuberay.enabled: true, or use launcher manual"))
         rollout, dialect = wl.rollout, wl.trainer.dialect
-        if rollout.tensor_parallel_size > instance.gpus or instance.gpus % rollout.tensor_parallel_size:
+        if instance is not None and (rollout.tensor_parallel_size > instance.gpus or instance.gpus % rollout.tensor_parallel_size):
             errors.append(
                 _rule(
                     "workload.rollout.tensorParallelSize",
@@ -572,19 +618,21 @@ class StackSettings(_Model):
             errors.append(_rule("workload.rollout.backend", "sglang", "the verl-ppo dialect supports hf or vllm"))
         if dialect == "rlinf-reasoning" and rollout.backend == "hf":
             errors.append(_rule("workload.rollout.backend", "hf", "RLinf reasoning rolls out with vllm or sglang"))
-        if self.preflight.enabled and not gpu.efa:
+        if wl.enabled and gpu is not None:
+            from .trainers import check_world_size  # lazy: trainers imports this module
+
+            for line in check_world_size(self, gpu.node_count, instance.gpus):
+                errors.append(PydanticCustomError("rule", "{text}", {"text": line}))
+        return errors
+
+    def _node_rules(self, gpu: GpuNodeSettings, wl: Optional["WorkloadSettings"], valid: Any) -> list[PydanticCustomError]:
+        """Rules of the GPU nodes with the preflight, autoscaler and storage sections."""
+        errors: list[PydanticCustomError] = []
+        if valid("preflight") and self.preflight.enabled and not gpu.efa:
             errors.append(_rule("preflight.enabled", True, "the preflight measures EFA bandwidth; it needs gpuNodes.efa: true"))
-        if self.autoscaler.enabled and self.autoscaler.kubernetes_minor != self.cluster.kubernetes_version:
-            errors.append(
-                _rule(
-                    "autoscaler.imageTag",
-                    self.autoscaler.image_tag,
-                    f"must be a v{self.cluster.kubernetes_version}.x release to match cluster.kubernetesVersion {self.cluster.kubernetes_version}",
-                )
-            )
-        if gpu.scale_to_zero and not self.autoscaler.enabled:
+        if valid("autoscaler") and gpu.scale_to_zero and not self.autoscaler.enabled:
             errors.append(_rule("gpuNodes.scaleToZero", True, "nodes come back from zero only with the cluster autoscaler: set autoscaler.enabled: true"))
-        if self.storage.shared_filesystem.enabled is False and gpu.node_count > 1 and wl.enabled:
+        if valid("storage") and wl is not None and self.storage.shared_filesystem.enabled is False and gpu.node_count > 1 and wl.enabled:
             errors.append(
                 _rule(
                     "storage.sharedFilesystem.enabled",
@@ -592,13 +640,7 @@ class StackSettings(_Model):
                     f"{gpu.node_count} nodes write one FSDP checkpoint shard per rank under the log path: a multi-node run needs the shared filesystem",
                 )
             )
-        if wl.enabled:
-            from .trainers import check_world_size  # lazy: trainers imports this module
-
-            for line in check_world_size(self, gpu.node_count, instance.gpus):
-                errors.append(PydanticCustomError("rule", "{text}", {"text": line}))
-        _raise_all(errors)
-        return self
+        return errors
 
 
 def _raise_all(errors: list[PydanticCustomError]) -> None:
@@ -658,6 +700,15 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
     return data
 
 
+def _needs(loc: tuple[Any, ...]) -> str:
+    """For a missing section: the keys it must have, e.g. "; an object with at least: image"."""
+    model = _model_at(loc)
+    if model is None:
+        return ""
+    required = [f.alias or n for n, f in model.model_fields.items() if f.is_required()]
+    return f"; an object with at least: {', '.join(required)}" if required else ""
+
+
 def describe(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
     """Turn pydantic's errors into lines that name the key path, the value and what is valid."""
     problems: list[str] = []
@@ -673,11 +724,14 @@ def describe(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
             valid = ", ".join(f.alias or n for n, f in model.model_fields.items()) if model else "see the README"
             problems.append(f"{prefix}: unknown key; valid keys here: {valid}")
             continue
-        value = _lookup(data, loc) if item["type"] != "missing" else None
+        if item["type"] == "missing":
+            problems.append(f"{prefix}: required key is missing{_needs(loc)}")
+            continue
+        value = _lookup(data, loc)
         message = item["msg"]
         if item["type"] == "literal_error":
             message = message.replace("Input should be", "must be one of")
-        problems.append(f"{prefix}={value!r}: {message}" if item["type"] != "missing" else f"{prefix}: required key is missing")
+        problems.append(f"{prefix}={value!r}: {message}")
     return problems
 
 
@@ -686,7 +740,31 @@ def parse(data: Mapping[str, Any]) -> StackSettings:
     try:
         return StackSettings.model_validate(dict(data))
     except ValidationError as err:
-        raise ConfigError(describe(err, data)) from None
+        raise ConfigError(describe(err, data) + _rules_of_valid_sections(err, data)) from None
+
+
+# Stands in for a workload section that failed, so the other sections' rules can still run.
+_WORKLOAD_STAND_IN = {"image": "stand-in"}
+
+
+def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
+    """The cross-section rules that only read sections which validated.
+
+    Pydantic runs StackSettings' rules only once every field is valid, so a typo in one section
+    would hide a rule broken between two others until the next run. Here the failed sections
+    are left at their defaults and every rule that reads one of them is skipped.
+    """
+    failed = frozenset(str(item["loc"][0]) for item in err.errors() if item["loc"])
+    if not failed:
+        return []  # the rules themselves failed: already reported
+    rest = {key: value for key, value in data.items() if key not in failed}
+    if "workload" in failed:
+        rest["workload"] = _WORKLOAD_STAND_IN
+    try:
+        StackSettings.model_validate(rest, context={_FAILED_SECTIONS: failed})
+    except ValidationError as again:
+        return [line for line in describe(again, rest) if not line.startswith(tuple(failed))]
+    return []
 
 
 def from_pulumi_config() -> StackSettings:

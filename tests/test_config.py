@@ -114,6 +114,11 @@ BAD = [
     ("VPC CNI too old for efa-only", {"cluster": {"vpcCniVersion": "v1.18.1-eksbuild.1"}}, ["cluster.vpcCniVersion", "v1.18.5"]),
     ("log type", {"cluster": {"logTypes": ["everything"]}}, ["cluster.logTypes[0]='everything'"]),
     ("preflight without EFA", {"gpuNodes": {"efa": False}, "preflight": {"enabled": True}}, ["preflight.enabled", "efa"]),
+    ("admin role not an ARN", {"cluster": {"adminRoleArns": ["admin"]}}, ["cluster.adminRoleArns=['admin']", "'admin' is not an IAM role ARN", "arn:aws:iam::123456789012:role/Admin"]),
+    ("image is a pair of quotes (shell slip)", {"workload": {"image": '""'}}, ["workload.image='\"\"'", "container image reference"]),
+    ("image with a blank", {"workload": {"image": "rlinf v0.3"}}, ["workload.image='rlinf v0.3'", "container image reference"]),
+    ("workload missing", {"workload": None}, ["workload=None"]),
+    ("tags not a mapping", {"tags": "team=robotics"}, ["tags='team=robotics'", "dictionary"]),
 ]
 
 
@@ -144,6 +149,41 @@ def test_every_problem_of_a_section_is_reported_at_once():
     with pytest.raises(ConfigError) as err:
         parse(_data({"gpuNodes": {"instanceType": "g5.2xlarge", "capacityType": "CAPACITY_BLOCK"}}))
     assert {"gpuNodes.efa", "gpuNodes.capacityReservationId"} <= {p.split("=")[0] for p in err.value.problems}
+
+
+def test_a_missing_workload_names_the_keys_it_needs():
+    with pytest.raises(ConfigError) as err:
+        parse({"gpuNodes": {"nodeCount": 1}})
+    assert err.value.problems == ["workload: required key is missing; an object with at least: image"]
+
+
+def test_rules_between_valid_sections_are_reported_with_a_field_error_elsewhere():
+    """GIVEN a field error in gpuNodes and, separately, launcher kuberay with KubeRay off and an
+    AZ outside the region WHEN parsed THEN all three are reported in one run."""
+    data = _data({
+        "gpuNodes": {"nodeCount": 0},
+        "region": "eu-west-1",
+        "availabilityZone": "us-east-1a",
+        "workload": {"image": "i", "launcher": "kuberay"},
+    })
+    with pytest.raises(ConfigError) as err:
+        parse(data)
+    keys = [p.split("=")[0] for p in err.value.problems]
+    assert keys == ["gpuNodes.nodeCount", "availabilityZone", "workload.launcher"]
+
+
+def test_rules_reading_a_failed_section_are_skipped_not_guessed():
+    """GIVEN a bad gpuNodes section WHEN parsed THEN rules that need its GPUs per node (vLLM TP)
+    or its node count (shared filesystem) are not judged against the default node type (TP 3
+    would be reported as not dividing the 8 GPUs of p5.48xlarge)."""
+    data = _data({
+        "gpuNodes": {"instanceType": "g5.8xlarge", "nodeCount": 2, "efa": "maybe"},
+        "workload": {"image": "i", "rollout": {"backend": "vllm", "tensorParallelSize": 3}},
+        "storage": {"sharedFilesystem": {"enabled": False}},
+    })
+    with pytest.raises(ConfigError) as err:
+        parse(data)
+    assert [p.split("=")[0] for p in err.value.problems] == ["gpuNodes.efa"]
 
 
 def test_valid_settings_round_trip_through_camel_case():
