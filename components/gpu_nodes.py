@@ -61,13 +61,31 @@ GPU_NODE_LABELS: Mapping[str, str] = {"role": "gpu-training"}
 EFA_LABEL = "vpc.amazonaws.com/efa.present"
 """Set to "true" on nodes wired with EFA; the EFA device plugin selects on it."""
 
+AUTOSCALER_GPU_LABEL = "k8s.amazonaws.com/accelerator"
+"""The label the Cluster Autoscaler's AWS provider reads to know a node is a GPU node
+(cluster-autoscaler/cloudprovider/aws ``GPULabel``)."""
 
-def node_labels(settings: GpuNodeSettings) -> dict[str, str]:
-    """The node group's labels: the GPU role, the EFA label (when EFA is on), then ``labels``
-    from config. (``node.kubernetes.io/instance-type`` is set by the kubelet itself.)"""
+
+def accelerator_label_value(settings: GpuNodeSettings) -> str:
+    """``nvidia-<gpu model>`` (nvidia-h100, nvidia-a10g): the autoscaler only tests the label's
+    presence, the value names the GPU for people and selectors."""
+    return f"nvidia-{settings.instance.gpu_model.lower()}"
+
+
+def node_labels(settings: GpuNodeSettings, autoscaled: bool = False) -> dict[str, str]:
+    """The node group's labels: the GPU role, the EFA label (when EFA is on), the autoscaler's
+    GPU label (when ``autoscaled``, default False), then ``labels`` from config.
+    (``node.kubernetes.io/instance-type`` is set by the kubelet itself.)
+
+    Why the GPU label: a new node has no ``nvidia.com/gpu`` until the device plugin registers.
+    Without the label the autoscaler takes it for a ready node that cannot fit the pending pod
+    and adds another GPU node; with it, the node counts as upcoming until its GPUs appear
+    (Cluster Autoscaler FAQ, GPU node groups)."""
     labels = dict(GPU_NODE_LABELS)
     if settings.efa:
         labels[EFA_LABEL] = "true"
+    if autoscaled:
+        labels[AUTOSCALER_GPU_LABEL] = accelerator_label_value(settings)
     labels.update(settings.labels)
     return labels
 
@@ -283,7 +301,7 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
             settings = GpuNodeSettings.model_validate(settings)
         tags = dict(tags or {})
         child = pulumi.ResourceOptions(parent=self)
-        self.labels = node_labels(settings)
+        self.labels = node_labels(settings, autoscaled=autoscaled)
         self.taints = node_taints()
 
         role, role_policies = self._node_role(name, tags, child)

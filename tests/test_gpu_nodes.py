@@ -234,6 +234,17 @@ def test_given_not_autoscaled_when_built_then_desired_size_is_managed_and_no_tem
     assert not any(k.startswith("k8s.io/cluster-autoscaler") for k in ng["inputs"]["tags"])
 
 
+def test_given_autoscaled_when_built_then_nodes_carry_the_autoscaler_gpu_label():
+    # Without k8s.amazonaws.com/accelerator the autoscaler treats a GPU node whose device plugin
+    # has not registered yet as ready-but-too-small and launches another GPU node.
+    ng = one(run_group(autoscaled=True, scaleToZero=True, maxNodes=2, instanceType="p4d.24xlarge"), NG)
+    assert ng["inputs"]["labels"]["k8s.amazonaws.com/accelerator"] == "nvidia-a100"
+
+
+def test_given_not_autoscaled_when_built_then_no_autoscaler_gpu_label():
+    assert "k8s.amazonaws.com/accelerator" not in one(run_group(), NG)["inputs"]["labels"]
+
+
 def test_given_no_efa_and_no_hugepages_then_scale_from_zero_tags_carry_only_gpus():
     tags = scale_from_zero_tags(gpu_settings(instanceType="g5.2xlarge", efa=False, hugepagesGib=0))
     assert tags == {"k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "1"}
