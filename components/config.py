@@ -411,6 +411,10 @@ class RayJobSettings(_Model):
     active_deadline_seconds: Optional[int] = Field(None, ge=1)
     backoff_limit: int = Field(0, ge=0)
     submission_mode: Literal["K8sJobMode", "HTTPMode", "SidecarMode"] = "K8sJobMode"
+    submitter_image: Optional[str] = None
+    """K8sJobMode: the image of the submitter pod, which only runs ``ray job submit`` from the
+    system nodes. Defaults to ``rayproject/ray:<rayVersion>`` (KubeRay's own default is the
+    training image, tens of GB pulled onto a system node)."""
 
 
 class WorkloadSettings(_Model):
@@ -700,6 +704,15 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
     return data
 
 
+def _did_you_mean(key: str, valid: list[str]) -> str:
+    """A hint for a near miss (case, or a letter or two), such as ' (did you mean nodeCount?)'; else ''."""
+    import difflib
+
+    by_lower = {name.lower(): name for name in valid}
+    match = by_lower.get(key.lower()) or next(iter(difflib.get_close_matches(key, valid, n=1, cutoff=0.75)), None)
+    return f" (did you mean {match}?)" if match else ""
+
+
 def _needs(loc: tuple[Any, ...]) -> str:
     """For a missing section: the keys it must have, e.g. "; an object with at least: image"."""
     model = _model_at(loc)
@@ -721,8 +734,9 @@ def describe(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
             continue
         if item["type"] == "extra_forbidden":
             model = _model_at(loc[:-1])
-            valid = ", ".join(f.alias or n for n, f in model.model_fields.items()) if model else "see the README"
-            problems.append(f"{prefix}: unknown key; valid keys here: {valid}")
+            names = [f.alias or n for n, f in model.model_fields.items()] if model else []
+            valid = ", ".join(names) or "see the README"
+            problems.append(f"{prefix}: unknown key{_did_you_mean(str(loc[-1]), names)}; valid keys here: {valid}")
             continue
         if item["type"] == "missing":
             problems.append(f"{prefix}: required key is missing{_needs(loc)}")
@@ -767,26 +781,51 @@ def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any]) -> l
     return []
 
 
-def from_pulumi_config() -> StackSettings:
-    """Read the stack's settings from the running Pulumi program's config."""
+SECRET_KEYS = ("hfToken", "wandbApiKey", "kubeconfig")
+"""Secret keys of the project namespace: read as secrets by program.Secrets, not by StackSettings."""
+
+
+def settings_from_config(values: Mapping[str, Any]) -> StackSettings:
+    """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
+    the engine passes them, or already structured), or raise ConfigError.
+
+    Keys of other namespaces (aws:profile, kubernetes:context, ...) belong to providers and are
+    left alone; an unknown key of this project's namespace is a typo and is rejected.
+    """
     import json
 
-    import pulumi
-
     data: dict[str, Any] = {}
-    problems: list[str] = []
-    region = pulumi.Config("aws").get("region")
-    if region:
-        data["region"] = region
-    cfg = pulumi.Config(PROJECT)
-    for key in TOP_LEVEL_KEYS:
-        raw = cfg.get(key)
-        if raw is None:
-            continue
-        try:
-            data[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            data[key] = raw  # a plain string (availabilityZone)
+    unknown: list[str] = []
+    prefix = f"{PROJECT}:"
+    for key, value in values.items():
+        if key == "aws:region":
+            data["region"] = value
+        elif key.startswith(prefix):
+            name = key[len(prefix) :]
+            if name in TOP_LEVEL_KEYS:
+                try:
+                    data[name] = json.loads(value) if isinstance(value, str) else value
+                except json.JSONDecodeError:
+                    data[name] = value  # a plain string (availabilityZone)
+            elif name not in SECRET_KEYS:
+                unknown.append(key)
+    valid = ", ".join(sorted([*TOP_LEVEL_KEYS, *SECRET_KEYS]))
+    problems = [
+        f"{key}: unknown key{_did_you_mean(key[len(prefix):], [*TOP_LEVEL_KEYS, *SECRET_KEYS])}; valid keys: {valid}"
+        for key in sorted(unknown)
+    ]
+    try:
+        settings = parse(data)
+    except ConfigError as err:
+        raise ConfigError(problems + err.problems) from None
     if problems:
         raise ConfigError(problems)
-    return parse(data)
+    return settings
+
+
+def from_pulumi_config() -> StackSettings:
+    """Read the stack's settings from the running Pulumi program's whole config (so that a
+    misspelt top-level key fails `pulumi up` too, instead of being ignored)."""
+    from pulumi.runtime import config as runtime_config
+
+    return settings_from_config({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()})

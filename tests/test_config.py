@@ -62,7 +62,7 @@ BAD = [
     ("unknown instance type", {"gpuNodes": {"instanceType": "p9.huge"}}, ["gpuNodes.instanceType='p9.huge'", "p5.48xlarge"]),
     ("unknown type, partial figures", {"gpuNodes": {"instanceType": "p9.huge", "instanceOverrides": {"gpus": 8}}}, ["gpuNodes.instanceOverrides", "every figure"]),
     ("EFA on a type without EFA", {"gpuNodes": {"instanceType": "g5.2xlarge"}}, ["gpuNodes.efa=True", "g5.2xlarge has no EFA"]),
-    ("misspelt node key", {"gpuNodes": {"nodecount": 2}}, ["gpuNodes.nodecount", "unknown key", "nodeCount"]),
+    ("misspelt node key", {"gpuNodes": {"nodecount": 2}}, ["gpuNodes.nodecount", "unknown key (did you mean nodeCount?)", "maxNodes"]),
     ("misspelt top-level key", {"gpuNode": {"nodeCount": 2}}, ["gpuNode", "unknown key", "gpuNodes"]),
     ("capacity type", {"gpuNodes": {"capacityType": "RESERVED"}}, ["gpuNodes.capacityType='RESERVED'", "ON_DEMAND"]),
     ("capacity block without reservation", {"gpuNodes": {"capacityType": "CAPACITY_BLOCK"}}, ["gpuNodes.capacityReservationId", "Capacity Block"]),
@@ -119,6 +119,7 @@ BAD = [
     ("image with a blank", {"workload": {"image": "rlinf v0.3"}}, ["workload.image='rlinf v0.3'", "container image reference"]),
     ("workload missing", {"workload": None}, ["workload=None"]),
     ("tags not a mapping", {"tags": "team=robotics"}, ["tags='team=robotics'", "dictionary"]),
+    ("misspelt rollout key", {"workload": {"image": "i", "rollout": {"backnd": "vllm"}}}, ["workload.rollout.backnd", "did you mean backend?"]),
 ]
 
 
@@ -190,3 +191,24 @@ def test_valid_settings_round_trip_through_camel_case():
     s = settings(gpuNodes={"nodeCount": 3}, workload={"image": "i", "rollout": {"backend": "vllm", "tensorParallelSize": 4}})
     again = StackSettings.model_validate(s.model_dump(by_alias=True))
     assert again == s
+
+
+def test_whole_pulumi_config_rejects_an_unknown_project_key_and_ignores_other_namespaces():
+    """GIVEN the config `pulumi up` hands the program (objects as JSON text) WHEN a top-level key
+    of this project is misspelt THEN it is rejected with a hint, while provider keys pass."""
+    from rlinf_eks.config import settings_from_config
+
+    values = {
+        "aws:region": "us-east-1",
+        "aws:profile": "training",
+        "kubernetes:context": "other",
+        "rlinf-eks:workload": '{"image": "i"}',
+        "rlinf-eks:hfToken": "[secret]",
+        "rlinf-eks:gpuNode": '{"nodeCount": 2}',
+    }
+    with pytest.raises(ConfigError) as err:
+        settings_from_config(values)
+    assert len(err.value.problems) == 1
+    assert err.value.problems[0].startswith("rlinf-eks:gpuNode: unknown key (did you mean gpuNodes?); valid keys: ")
+    del values["rlinf-eks:gpuNode"]
+    assert settings_from_config(values).workload.image == "i"

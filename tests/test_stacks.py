@@ -74,6 +74,10 @@ def test_cli_writes_plan_and_one_manifest_per_kubernetes_object(tmp_path, capsys
         (["plan", "single-node", "--set", "gpuNodes.instanceType=p9.huge"], "known types"),
         (["plan", "single-node", "--set", "gpuNodez.nodeCount=2"], "rlinf-eks:gpuNodez: unknown key"),
         (["plan", "no-such-stack"], "unknown stack"),
+        (["plan", "single-node", "--set", "gpuNode.nodeCount=2"], "rlinf-eks:gpuNode: unknown key (did you mean gpuNodes?)"),
+        (["plan", "single-node", "--set", "workload.image="], "workload.image=''"),
+        (["plan", "single-node", "--set", 'workload.image=""'], "container image reference"),
+        (["plan", "single-node", "--set", "cluster.adminRoleArns[2]=x"], "use [0] to append"),
     ],
 )
 def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message, capsys, tmp_path):
@@ -81,6 +85,34 @@ def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message, capsys
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "plan.json").exists()
+
+
+@pytest.mark.parametrize(
+    "stack_file, message",
+    [
+        ("config: [a\n", "stacks/Pulumi.s.yaml line 2: not valid YAML"),
+        ("config:\n  - rlinf-eks:gpuNodes\n", "config must map keys to values"),
+        ("- config\n", "must be a mapping with a config: key"),
+        ("config:\n  aws:region: us-east-1\n  nodeCount: 2\n  rlinf-eks:workload: {image: i}\n", "rlinf-eks:nodeCount: unknown key"),
+    ],
+)
+def test_a_broken_stack_file_exits_2_naming_the_file(stack_file, message, tmp_path, monkeypatch, capsys):
+    """GIVEN a stack file that is not YAML, not a mapping, or has a key outside the model WHEN
+    planned THEN exit 2 with the file (and line) named, never a traceback."""
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.s.yaml").write_text(stack_file)
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "s", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_misspelt_top_level_key_stops_pulumi_up_too():
+    import pulumi
+
+    with pytest.raises(pulumi.RunError, match="rlinf-eks:gpuNode: unknown key"):
+        _program_file_run({"rlinf-eks:gpuNode": {"nodeCount": 2}})
 
 
 def _program_file_run(values):

@@ -67,28 +67,10 @@ def manifest_file_name(obj: dict[str, Any]) -> str:
 
 def settings_of(stack_config: StackConfig) -> config_mod.StackSettings:
     """Validate the stack's config exactly as the program will (raises ConfigError)."""
-    data: dict[str, Any] = {}
-    prefix = f"{config_mod.PROJECT}:"
-    for key, value in stack_config.values.items():
-        if key == "aws:region":
-            data["region"] = value
-        elif key.startswith(prefix) and key[len(prefix) :] in config_mod.TOP_LEVEL_KEYS:
-            data[key[len(prefix) :]] = value
-    unknown = sorted(
-        key for key in stack_config.values
-        if key.startswith(prefix) and key[len(prefix):] not in config_mod.TOP_LEVEL_KEYS and key[len(prefix):] not in SECRET_KEYS
-    )
-    problems = [f"{key}: unknown key; valid keys: {', '.join(sorted([*config_mod.TOP_LEVEL_KEYS, *SECRET_KEYS]))}" for key in unknown]
-    try:
-        settings = config_mod.parse(data)
-    except config_mod.ConfigError as err:
-        raise config_mod.ConfigError(problems + err.problems) from None
-    if problems:
-        raise config_mod.ConfigError(problems)
-    return settings
+    return config_mod.settings_from_config(stack_config.values)
 
 
-SECRET_KEYS = ("hfToken", "wandbApiKey", "kubeconfig")
+SECRET_KEYS = config_mod.SECRET_KEYS
 
 
 def make_plan(stack_config: StackConfig) -> Plan:

@@ -52,7 +52,22 @@ def available_stacks(root: Path) -> list[str]:
 
 
 def _project_file(root: Path) -> dict[str, Any]:
-    return yaml.safe_load((root / "Pulumi.yaml").read_text()) or {}
+    return _read_yaml(root / "Pulumi.yaml", root)
+
+
+def _read_yaml(path: Path, root: Path) -> dict[str, Any]:
+    """A YAML file holding a mapping, or a StackConfigError naming the file, line and problem."""
+    where = path.relative_to(root) if path.is_relative_to(root) else path
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err)
+        raise StackConfigError(f"{where}{line}: not valid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise StackConfigError(f"{where}: must be a mapping with a config: key; got {type(data).__name__} {data!r:.60}")
+    return data
 
 
 def _qualify(key: str, project: str) -> str:
@@ -74,9 +89,15 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
     if not path.is_file():
         known = ", ".join(available_stacks(root)) or "none"
         raise StackConfigError(f"unknown stack {stack!r}: no {path.relative_to(root)} (stacks: {known})")
-    stack_file = yaml.safe_load(path.read_text()) or {}
+    stack_file = _read_yaml(path, root)
+    stack_values = stack_file.get("config") or {}
+    if not isinstance(stack_values, dict):
+        raise StackConfigError(
+            f"{path.relative_to(root)}: config must map keys to values (such as rlinf-eks:gpuNodes: {{nodeCount: 2}}), "
+            f"got {type(stack_values).__name__} {stack_values!r:.60}"
+        )
     secret_keys: set[str] = set()
-    for key, value in (stack_file.get("config") or {}).items():
+    for key, value in stack_values.items():
         qualified = _qualify(key, project)
         if isinstance(value, dict) and set(value) == {"secure"}:
             # Encrypted with the stack's secrets provider: unreadable offline, and never needed in clear.
@@ -88,7 +109,10 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise StackConfigError(f"--set {item!r}: expected KEY=VALUE, such as gpuNodes.nodeCount=2")
-        set_path(values, _qualify(key, project), parse_scalar(raw))
+        try:
+            set_path(values, _qualify(key, project), parse_scalar(raw))
+        except StackConfigError as err:
+            raise StackConfigError(f"--set {item!r}: {err}") from None
     return StackConfig(project=project, stack=stack, values=values, secret_keys=secret_keys)
 
 
@@ -115,7 +139,7 @@ def set_path(values: dict[str, Any], qualified_key: str, value: Any) -> None:
     for name, index, quoted in _SEGMENT.findall(path):
         segments.append(int(index) if index else quoted or name)
     if not segments or not isinstance(segments[0], str):
-        raise StackConfigError(f"--set {qualified_key!r}: not a config key path")
+        raise StackConfigError(f"{path!r} is not a config key path; it starts with a key name, such as gpuNodes.nodeCount")
     top = f"{namespace}:{segments[0]}"
     rest = segments[1:]
     if not rest:
@@ -136,6 +160,10 @@ def set_path(values: dict[str, Any], qualified_key: str, value: Any) -> None:
         node = child
 
 
+def _list_at(qualified_key: str) -> str:
+    return qualified_key.split(":", 1)[-1].rsplit("[", 1)[0]
+
+
 def _has(node: Any, key: str | int) -> bool:
     return (isinstance(node, dict) and key in node) or (isinstance(node, list) and isinstance(key, int) and key < len(node))
 
@@ -143,12 +171,12 @@ def _has(node: Any, key: str | int) -> bool:
 def _assign(node: Any, key: str | int, value: Any, where: str) -> None:
     if isinstance(node, list):
         if not isinstance(key, int) or key > len(node):
-            raise StackConfigError(f"--set {where!r}: list index {key} is past the end ({len(node)} items)")
+            raise StackConfigError(f"list index {key} is past the end of {_list_at(where)} ({len(node)} items): use [{len(node)}] to append")
         if key == len(node):
             node.append(value)
         else:
             node[key] = value
     elif isinstance(key, int):
-        raise StackConfigError(f"--set {where!r}: [{key}] indexes an object")
+        raise StackConfigError(f"[{key}] indexes an object, not a list: use a key name, such as .nodeCount")
     else:
         node[key] = value
