@@ -110,6 +110,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
             bucket_name=storage.bucket_name,
             tags=tags,
             k8s_opts=k8s,
+            client_security_group_id=cluster.cluster_security_group_id,  # every GPU node carries it
         )
     operator = None
     if settings.kuberay.enabled:

@@ -161,6 +161,10 @@ class SharedFilesystem(pulumi.ComponentResource):
     """FSx for Lustre (PERSISTENT_2) in the GPU subnet, linked to the checkpoint bucket, mounted by
     pods through the FSx CSI driver as the claim ``shared-fs`` in the workload namespace.
 
+    ``client_security_group_id``: the security group the client nodes carry (the cluster security
+    group); it is given ingress on the Lustre ports from the file servers. Defaults to None (no
+    rule: the caller opens the clients itself).
+
     Outputs: ``file_system_id``, ``claim_name``, ``mount_name``, ``dns_name``.
     """
 
@@ -182,6 +186,7 @@ class SharedFilesystem(pulumi.ComponentResource):
         bucket_name: pulumi.Input[str],
         tags: Mapping[str, str],
         k8s_opts: pulumi.ResourceOptions,
+        client_security_group_id: Optional[pulumi.Input[str]] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:SharedFilesystem", name, None, opts)
@@ -214,6 +219,22 @@ class SharedFilesystem(pulumi.ComponentResource):
         aws.vpc.SecurityGroupEgressRule(
             f"{name}-lustre-to-vpc", security_group_id=group.id, ip_protocol="-1", cidr_ipv4=cidr, opts=child
         )
+        # Lustre servers also open connections to clients (LNet is bidirectional: lock callbacks,
+        # reconnects), so the clients' group must admit the Lustre ports from the file servers
+        # (FSx for Lustre user guide, "Lustre client VPC security group rules"); without it
+        # clients get evicted and I/O on /fsx hangs.
+        if client_security_group_id is not None:
+            for low, high in LUSTRE_PORTS:
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-lustre-{low}-{high}-to-clients",
+                    security_group_id=client_security_group_id,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    referenced_security_group_id=group.id,
+                    description="FSx for Lustre: LNet from the file servers",
+                    opts=child,
+                )
 
         filesystem = aws.fsx.LustreFileSystem(
             f"{name}-lustre",

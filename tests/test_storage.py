@@ -18,7 +18,7 @@ def _bucket(name=None):
     return run_component(lambda: CheckpointStorage("checkpoints", bucket_name=name, tags={"project": "rlinf-eks"}))
 
 
-def _shared(**fs):
+def _shared(client_security_group_id=None, **fs):
     def program():
         SharedFilesystem(
             "shared-fs",
@@ -31,6 +31,7 @@ def _shared(**fs):
             bucket_name="ckpt-bucket",
             tags={"project": "rlinf-eks"},
             k8s_opts=pulumi.ResourceOptions(),
+            client_security_group_id=client_security_group_id,
         )
 
     return run_component(program)
@@ -180,3 +181,15 @@ def test_given_shared_filesystem_when_built_then_pv_and_pvc_are_valid_kubernetes
     for type_ in ("kubernetes:core/v1:PersistentVolume", "kubernetes:core/v1:PersistentVolumeClaim"):
         manifest = one(resources, type_)["inputs"]
         kubernetes_validate.validate(manifest, "1.33", strict=True)
+
+
+def test_given_client_security_group_when_built_then_clients_admit_lustre_ports_from_the_file_servers():
+    resources = _shared(client_security_group_id="sg-0clients")
+    lustre_sg = one(resources, "aws:ec2/securityGroup:SecurityGroup", "shared-fs-lustre")["id"]
+    to_clients = [
+        r["inputs"]
+        for r in resources.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r["inputs"]["securityGroupId"] == "sg-0clients"
+    ]
+    assert sorted((r["fromPort"], r["toPort"]) for r in to_clients) == [(988, 988), (1018, 1023)]
+    assert all(r["referencedSecurityGroupId"] == lustre_sg and r["ipProtocol"] == "tcp" for r in to_clients)
