@@ -197,3 +197,37 @@ def test_given_bad_input_when_diffed_then_exit_2_naming_the_problem(tmp_path, ca
     assert message in capsys.readouterr().err
     with pytest.raises(PlanError):
         load_plan(bad)
+
+
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+
+def _script(nnodes: int) -> str:
+    return "#!/bin/bash\n# Rendered by rlinf-eks. Do not edit in the cluster.\n" + f"NNODES={nnodes}\n" + "echo start\n" * 50
+
+
+def test_given_a_script_change_when_rendered_then_the_changed_lines_show_not_the_common_head():
+    old = {"project": "p", "stack": "s", "resources": [resource(CONFIG_MAP, "launch", {"data": {"launch.sh": _script(1)}})], "outputs": {}}
+    new = copy.deepcopy(old)
+    new["resources"][0]["inputs"]["data"]["launch.sh"] = _script(2)
+    text = render_markdown(diff_plans(old, new))
+    assert "`inputs.data[\"launch.sh\"]`: text changed" in text
+    block = text.split("```diff\n", 1)[1].split("```", 1)[0]
+    assert [line.strip() for line in block.rstrip().splitlines()] == ["@@ -3 +3 @@", "-NNODES=1", "+NNODES=2"]
+    assert "Rendered by rlinf-eks" not in text
+
+
+def test_given_a_long_command_line_change_when_rendered_then_the_changed_words_show():
+    words = " ".join(f"key{i}=v" for i in range(40))
+    old = {"project": "p", "stack": "s", "resources": [], "outputs": {"entrypoint": f"python -m train nnodes=1 {words}"}}
+    new = {**old, "outputs": {"entrypoint": f"python -m train nnodes=2 {words}"}}
+    text = render_markdown(diff_plans(old, new))
+    block = text.split("```diff\n", 1)[1].split("```", 1)[0]
+    assert block.rstrip().splitlines() == ["  -nnodes=1", "  +nnodes=2"]
+
+
+def test_given_text_with_backticks_when_rendered_then_the_fence_is_longer_than_any_backtick_run():
+    old = {"project": "p", "stack": "s", "resources": [], "outputs": {"s": "a\n```b"}}
+    new = {**old, "outputs": {"s": "a\n```c"}}
+    text = render_markdown(diff_plans(old, new))
+    assert "````diff" in text

@@ -12,6 +12,7 @@ a secret is therefore invisible to this diff; the real preview shows it as ``[se
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -259,6 +260,40 @@ def _value(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_MAX_TEXT_DIFF_LINES = 40
+
+
+def _is_text(value: Any) -> bool:
+    """Text too long for one line of the report: a script, or a long command line."""
+    return isinstance(value, str) and ("\n" in value or len(value) > 120)
+
+
+def _pieces(old: str, new: str) -> tuple[list[str], list[str]]:
+    """Lines of a multi-line text; the words of a long one-line text (a command line)."""
+    if "\n" in old or "\n" in new:
+        return old.splitlines(), new.splitlines()
+    return old.split(" "), new.split(" ")
+
+
+def _change_lines(change: Change, indent: str) -> list[str]:
+    """One changed value as Markdown list lines. A long text on both sides (a launch script, a
+    command line) shows the lines (or words) that changed, as a diff block, instead of the first
+    characters of each side, which are usually the same."""
+    if not (_is_text(change.old) and _is_text(change.new)):
+        return [f"{indent}- `{change.path}`: `{_value(change.old)}` → `{_value(change.new)}`"]
+    old, new = _pieces(change.old, change.new)
+    by_line = "\n" in change.old or "\n" in change.new
+    # hunk headers give line numbers; for the words of a command line they would only be noise
+    skip = ("---", "+++") if by_line else ("---", "+++", "@@")
+    body = [line for line in difflib.unified_diff(old, new, lineterm="", n=0) if not line.startswith(skip)]
+    shown = body[:_MAX_TEXT_DIFF_LINES]
+    if len(body) > len(shown):
+        shown.append(f"... {len(body) - len(shown)} more lines")
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", "\n".join(shown))), default=0))
+    pad = indent + "  "
+    return [f"{indent}- `{change.path}`: text changed", f"{pad}{fence}diff", *(pad + line for line in shown), f"{pad}{fence}"]
+
+
 def render_markdown(diff: PlanDiff) -> str:
     """The diff as Markdown text, readable in a PR comment, a job summary or a terminal."""
     lines = [f"### Offline infrastructure diff: `{diff.base}` → `{diff.new}`", ""]
@@ -291,11 +326,13 @@ def render_markdown(diff: PlanDiff) -> str:
         lines.append("#### ~ update")
         for rc in diff.updated:
             lines.append(f"- `{rc.type}` **{rc.name}**")
-            lines.extend(f"  - `{c.path}`: `{_value(c.old)}` → `{_value(c.new)}`" for c in rc.changes)
+            for change in rc.changes:
+                lines.extend(_change_lines(change, "  "))
         lines.append("")
     if diff.outputs:
         lines.append("#### outputs")
-        lines.extend(f"- `{c.path}`: `{_value(c.old)}` → `{_value(c.new)}`" for c in diff.outputs)
+        for change in diff.outputs:
+            lines.extend(_change_lines(change, ""))
         lines.append("")
     return "\n".join(lines)
 
