@@ -143,6 +143,18 @@ def kube_reserved_memory_mib(instance: InstanceType) -> int:
     return 255 + 11 * max_pods(instance)
 
 
+# Firmware, the hypervisor and the kernel's own page structures take a share of the advertised RAM
+# that grows with the machine, so the kubelet's memory capacity (MemTotal) is below it. Karpenter
+# assumes 7.5% until a node has reported (aws/karpenter-provider-aws VM_MEMORY_OVERHEAD_PERCENT,
+# default 0.075). A pod sized to the advertised RAM is Pending forever on a real node.
+VM_MEMORY_OVERHEAD_FRACTION = 0.075
+
+
+def memory_capacity_mib(instance: InstanceType) -> int:
+    """The memory a node reports to the kubelet: the advertised RAM less the VM overhead."""
+    return int(instance.memory_gib * GIB_MIB * (1 - VM_MEMORY_OVERHEAD_FRACTION))
+
+
 EVICTION_HARD_MIB = 100  # kubelet evictionHard memory.available on EKS AMIs
 
 # What the node's own DaemonSets request on a GPU node (aws-node, kube-proxy, eks-pod-identity-agent,
@@ -174,11 +186,13 @@ class PodShape:
 def allocatable(instance: InstanceType, hugepages_2mi_mib: int = 0) -> tuple[int, int]:
     """(millicpu, memory MiB) that the kubelet offers to pods on one node.
 
-    Memory set aside as 2 MiB hugepages is not offered as ordinary memory.
+    The kubelet's memory capacity is the guest's MemTotal, below the advertised RAM
+    (:func:`memory_capacity_mib`). Memory set aside as 2 MiB hugepages is not offered as ordinary
+    memory.
     """
     millicpu = instance.vcpu * 1000 - kube_reserved_millicpu(instance.vcpu)
     memory = (
-        instance.memory_gib * GIB_MIB
+        memory_capacity_mib(instance)
         - kube_reserved_memory_mib(instance)
         - EVICTION_HARD_MIB
         - hugepages_2mi_mib

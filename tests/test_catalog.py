@@ -63,3 +63,11 @@ def test_pod_shape_always_fits_the_node_and_uses_all_gpus(name, hugepages_gib, s
     assert 0 < shape.memory_mib <= alloc_mem - catalog.DAEMONSET_MEMORY_MIB
     assert shape.shm_mib <= shape.memory_mib
     assert shape.gpus == row.gpus and shape.efa == row.max_efa
+
+
+def test_given_a_p5_when_sized_then_the_pod_asks_for_no_more_memory_than_the_guest_kernel_reports():
+    # the kubelet's capacity is MemTotal, which is below the advertised 2048 GiB (Karpenter's
+    # VM_MEMORY_OVERHEAD_PERCENT estimate: 7.5%); a pod sized to the advertised RAM never schedules
+    row = CATALOG["p5.48xlarge"]
+    shape = pod_shape_for(row, hugepages_2mi_mib=5 * 1024, shm_fraction=0.4)
+    assert shape.memory_mib + shape.hugepages_2mi_mib <= row.memory_gib * 1024 * (1 - 0.075)

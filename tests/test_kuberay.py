@@ -159,8 +159,31 @@ def test_given_kuberay_without_shared_filesystem_when_rendered_then_the_head_res
     spec = one(render(kuberay_settings(nodes=1), shared=False), RAY_JOB)["inputs"]["spec"]
     head = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
     assert "workerGroupSpecs" not in spec["rayClusterSpec"]
-    assert [c["name"] for c in head["containers"]] == ["ray-head", "sync-checkpoints"]
-    assert [c["name"] for c in head["initContainers"]] == ["restore-checkpoints"]
+    assert [c["name"] for c in head["containers"]] == ["ray-head"]
+    # the sync is a native sidecar: after the restore, stopped only after the Ray container
+    assert [c["name"] for c in head["initContainers"]] == ["restore-checkpoints", "sync-checkpoints"]
+    assert head["initContainers"][1]["restartPolicy"] == "Always"
+
+
+@pytest.mark.parametrize("cluster", ["embedded", "selector"])
+def test_given_k8s_job_mode_when_rendered_then_the_submitter_runs_a_ray_image_on_the_system_nodes(cluster):
+    # KubeRay's default submitter runs the head's (training) image with no nodeSelector: tens of GB
+    # pulled onto a system node only to run `ray job submit`
+    spec = one(render(kuberay_settings(cluster=cluster)), RAY_JOB)["inputs"]["spec"]
+    submitter = spec["submitterPodTemplate"]["spec"]
+    assert submitter["nodeSelector"] == SYSTEM_NODE_LABELS
+    container = submitter["containers"][0]
+    assert container["image"] == "rayproject/ray:2.49.2"
+    assert "command" not in container  # KubeRay fills in `ray job submit ... -- <entrypoint>`
+    assert container["resources"]["requests"] == container["resources"]["limits"]
+    assert "nvidia.com/gpu" not in container["resources"]["limits"]
+
+
+def test_given_a_submitter_image_or_http_mode_when_rendered_then_the_submitter_follows():
+    spec = one(render(kuberay_settings(submitterImage="ecr.example/ray:2.49.2")), RAY_JOB)["inputs"]["spec"]
+    assert spec["submitterPodTemplate"]["spec"]["containers"][0]["image"] == "ecr.example/ray:2.49.2"
+    spec = one(render(kuberay_settings(submissionMode="HTTPMode")), RAY_JOB)["inputs"]["spec"]
+    assert "submitterPodTemplate" not in spec
 
 
 def test_kuberay_settings_accept_a_plain_mapping():

@@ -161,10 +161,12 @@ def _millicpu(value: str) -> int:
 
 
 def pod_requests(spec: dict[str, Any]) -> tuple[int, int]:
-    """(millicpu, MiB) the scheduler reserves: max(init containers, sum of app containers)."""
-    app_cpu = sum(_millicpu(c["resources"]["requests"]["cpu"]) for c in spec["containers"])
-    app_mem = sum(_quantity_mib(c["resources"]["requests"]["memory"]) for c in spec["containers"])
-    init = spec.get("initContainers", [])
+    """(millicpu, MiB) the scheduler reserves: max(init containers, sum of app containers and
+    sidecars); a sidecar (init container with restartPolicy Always) runs beside the app containers."""
+    sidecars = [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+    app_cpu = sum(_millicpu(c["resources"]["requests"]["cpu"]) for c in spec["containers"] + sidecars)
+    app_mem = sum(_quantity_mib(c["resources"]["requests"]["memory"]) for c in spec["containers"] + sidecars)
+    init = [c for c in spec.get("initContainers", []) if c not in sidecars]
     init_cpu = max([_millicpu(c["resources"]["requests"]["cpu"]) for c in init], default=0)
     init_mem = max([_quantity_mib(c["resources"]["requests"]["memory"]) for c in init], default=0)
     return max(app_cpu, init_cpu), max(app_mem, init_mem)
@@ -300,7 +302,7 @@ def test_given_no_shared_filesystem_when_rendered_then_the_run_is_restored_from_
     res = render(settings(), shared=False, stack="single-node")
     spec = pod_spec(res)
     restore = next(c for c in spec["initContainers"] if c["name"] == "restore-checkpoints")
-    sync = next(c for c in spec["containers"] if c["name"] == "sync-checkpoints")
+    sync = next(c for c in spec["initContainers"] if c["name"] == "sync-checkpoints")
     for container in (restore, sync):
         assert env_of(container)["S3_URI"] == "s3://rlinf-ckpt-bucket/single-node"
         assert container["image"].startswith("public.ecr.aws/aws-cli/aws-cli:2.")
@@ -315,3 +317,19 @@ def test_given_no_shared_filesystem_when_rendered_then_the_run_is_restored_from_
 def test_given_a_grace_period_when_rendered_then_the_pod_gets_it():
     spec = pod_spec(render(settings(workload={"image": "x/y:1", "terminationGracePeriodSeconds": 1800})))
     assert spec["terminationGracePeriodSeconds"] == 1800
+
+
+@pytest.mark.parametrize("version, native", [("1.34", True), ("1.29", True), ("1.28", False)])
+def test_given_no_shared_filesystem_when_rendered_then_the_sync_is_a_native_sidecar_where_the_cluster_has_them(version, native):
+    # a regular sync container is stopped together with the trainer: on SIGTERM it uploads while
+    # the checkpoint is still being written, and it keeps the Job pod Running when the trainer's
+    # container dies without writing its exit code. A native sidecar is stopped after the trainer.
+    spec = pod_spec(render(settings(cluster={"kubernetesVersion": version}), shared=False))
+    init = [c["name"] for c in spec.get("initContainers", [])]
+    app = [c["name"] for c in spec["containers"]]
+    if native:
+        assert "sync-checkpoints" not in app
+        assert init.index("sync-checkpoints") > init.index("restore-checkpoints")
+        assert next(c for c in spec["initContainers"] if c["name"] == "sync-checkpoints")["restartPolicy"] == "Always"
+    else:
+        assert app == ["ray", "sync-checkpoints"] and "sync-checkpoints" not in init

@@ -51,8 +51,10 @@ def test_given_a_stack_when_planned_then_its_training_pods_fit_and_land_on_its_g
                 for t in spec["tolerations"]
             ), taint
         assert spec["nodeSelector"].items() <= group["labels"].items()
-        cpu = sum(_milli(c["resources"]["requests"]["cpu"]) for c in spec["containers"])
-        mem = sum(_mib(c["resources"]["requests"]["memory"]) for c in spec["containers"])
+        # app containers and sidecars (init containers with restartPolicy Always) run side by side
+        running = spec["containers"] + [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+        cpu = sum(_milli(c["resources"]["requests"]["cpu"]) for c in running)
+        mem = sum(_mib(c["resources"]["requests"]["memory"]) for c in running)
         assert cpu <= alloc_cpu - catalog.DAEMONSET_MILLICPU and mem <= alloc_mem - catalog.DAEMONSET_MEMORY_MIB
         assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == str(settings.gpu_nodes.instance.gpus)
 

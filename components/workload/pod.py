@@ -270,12 +270,26 @@ def restore_container(settings: StackSettings, bucket_name: pulumi.Input[str], p
     )
 
 
+def native_sidecars(kubernetes_version: str) -> bool:
+    """Sidecar containers (an init container with ``restartPolicy: Always``, KEP-753) are on by
+    default from Kubernetes 1.29 (beta) and GA in 1.33."""
+    major, minor = (int(part) for part in kubernetes_version.split(".")[:2])
+    return (major, minor) >= (1, 29)
+
+
 def sync_container(settings: StackSettings, bucket_name: pulumi.Input[str], paths: RunPaths) -> core.ContainerArgs:
     """Beside the trainer: upload the run directory every interval, and once more when the trainer
-    ends (its exit code appears in STATE_DIR) or the pod is stopped (SIGTERM). A failed final
-    upload fails the pod: checkpoints that did not reach S3 must not look like success."""
+    ends (its exit code appears in STATE_DIR) or the container is stopped (SIGTERM).
+
+    From Kubernetes 1.29 it is a native sidecar (an init container with ``restartPolicy:
+    Always``): the kubelet stops it only after the trainer's container has exited, so on eviction
+    or deletion the final upload sees the checkpoint the trainer was given the grace period to
+    finish, and a trainer container that dies without writing its exit code cannot leave the Job
+    pod Running forever. Before 1.29 it is a regular container, and a failed final upload fails
+    the pod."""
     return core.ContainerArgs(
         name="sync-checkpoints",
+        restart_policy="Always" if native_sidecars(settings.cluster.kubernetes_version) else None,
         image=settings.workload.checkpoint_sync_image,
         command=["/bin/bash", f"{SCRIPTS_DIR}/sync.sh"],
         env=[*s3_env(bucket_name, paths), core.EnvVarArgs(name="SYNC_INTERVAL_SECONDS", value=str(settings.workload.checkpoint_sync_interval_seconds))],

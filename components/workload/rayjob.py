@@ -15,8 +15,9 @@ from typing import Any, Mapping, Optional
 
 import yaml
 
+from ..cluster import SYSTEM_NODE_LABELS
 from ..config import StackSettings
-from .pod import RayPodShape
+from .pod import RayPodShape, core, guaranteed, to_manifest
 
 RAY_CLUSTER_NAME = "rlinf-cluster"  # <= 53 characters (KubeRay)
 RAY_JOB_NAME = "rlinf-training"  # <= 47 characters (KubeRay)
@@ -43,6 +44,44 @@ def runtime_env_yaml(plain_env: Mapping[str, str], pythonpath: str) -> str:
     the worker's environment (ray-project/ray#36187), so the image's own path stays."""
     env = {**plain_env, "PYTHONPATH": f"{pythonpath}:${{PYTHONPATH}}"}
     return yaml.safe_dump({"env_vars": env}, sort_keys=True, default_flow_style=False)
+
+
+SUBMITTER_CONTAINER = "ray-job-submitter"
+RAY_IMAGE_UID = 1000  # rayproject/ray's Dockerfile: useradd ray --uid 1000; USER 1000
+
+
+def submitter_pod_template(settings: StackSettings) -> dict[str, Any]:
+    """K8sJobMode's submitter pod (``ray job submit`` + ``ray job logs --follow``, KubeRay adds the
+    command and the dashboard address to the first container). KubeRay's default template runs the
+    head's image with no nodeSelector: the tens-of-GB training image pulled onto a system node
+    (20 GiB root volume by default) just to submit. A Ray image of the same version on the system
+    nodes, where the operator runs, does the same."""
+    image = settings.workload.rayjob.submitter_image or f"rayproject/ray:{settings.workload.ray_version}"
+    template = core.PodTemplateSpecArgs(
+        spec=core.PodSpecArgs(
+            restart_policy="Never",
+            node_selector=dict(SYSTEM_NODE_LABELS),
+            # it only talks HTTP to the head's dashboard: no Kubernetes API token, no root (the Ray
+            # images' user is ray, UID 1000)
+            automount_service_account_token=False,
+            security_context=core.PodSecurityContextArgs(
+                run_as_non_root=True, run_as_user=RAY_IMAGE_UID, seccomp_profile=core.SeccompProfileArgs(type="RuntimeDefault")
+            ),
+            containers=[
+                core.ContainerArgs(
+                    name=SUBMITTER_CONTAINER,
+                    image=image,
+                    image_pull_policy="Always",
+                    # KubeRay's default submitter resources (1 CPU / 1Gi limits), requests = limits
+                    resources=guaranteed({"cpu": "1", "memory": "1Gi"}),
+                    security_context=core.SecurityContextArgs(
+                        privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(drop=["ALL"])
+                    ),
+                )
+            ],
+        )
+    )
+    return to_manifest(template)
 
 
 def ray_cluster_spec(
@@ -92,6 +131,8 @@ def ray_job_spec(
         "runtimeEnvYAML": runtime_env,
         "submissionMode": rayjob.submission_mode,
     }
+    if rayjob.submission_mode == "K8sJobMode":
+        spec["submitterPodTemplate"] = submitter_pod_template(settings)
     if rayjob.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = rayjob.active_deadline_seconds
     if cluster_spec is not None:

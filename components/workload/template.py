@@ -79,7 +79,9 @@ def ray_pod_template(
         init_containers.append(preflight_container(settings, resources=ray_resources(inputs.shape), mounts=vols.mounts))
     if not inputs.paths.shared:
         init_containers.append(restore_container(settings, inputs.bucket_name, inputs.paths))
-        containers.append(sync_container(settings, inputs.bucket_name, inputs.paths))
+        sync = sync_container(settings, inputs.bucket_name, inputs.paths)
+        # a native sidecar starts after the restore (init containers run in order)
+        (init_containers if sync.restart_policy == "Always" else containers).append(sync)
     return core.PodTemplateSpecArgs(
         metadata=meta.ObjectMetaArgs(labels=dict(labels), annotations=dict(annotations) if annotations else None),
         spec=core.PodSpecArgs(
