@@ -33,8 +33,11 @@ def _plan(args: argparse.Namespace) -> int:
         if report is not None:
             from .offline.efficiency import render_efficiency
 
+            print()
             print(render_efficiency(report))
+        print()
         print("\n".join(plan_mod.render_outputs(plan.outputs)))
+        print()
     for warning in plan.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {out / plan_mod.PLAN_FILE} and {len(plan.manifests())} manifests in {out / plan_mod.MANIFESTS}")

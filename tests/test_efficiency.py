@@ -355,3 +355,13 @@ def test_given_the_registered_gpu_node_group_then_the_report_reads_its_scaling_e
     assert report["efaInterfaces"]["fraction"] == 1.0 and report["gpus"]["fraction"] == 1.0
     assert report["placement"]["onePlacementGroup"] is True and report["placement"]["placementGroupStrategies"] == ["cluster"]
     assert report["cost"]["perHourIdle"] == pytest.approx(0 if scale_to_zero else 2 * price)
+
+
+def test_render_names_zones_and_groups_plainly_and_counts_pods_in_words():
+    report = efficiency_of(hand_built_plan(nodes=1), instance=P5, region="us-east-1")
+    text = render_efficiency(report)
+    (placement,) = [line for line in text.splitlines() if line.strip().startswith("placement")]
+    assert "[" not in placement and "'" not in placement
+    zones = ", ".join(report["placement"]["availabilityZones"])
+    assert f"one AZ: yes ({zones})" in placement
+    assert report["trainingPods"]["count"] == 1 and "requested by 1 training pod (" in text

@@ -59,6 +59,8 @@ def test_cli_writes_plan_and_one_manifest_per_kubernetes_object(tmp_path, capsys
     assert main(["plan", "multi-node", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "Resources:" in printed and "aws:eks/nodeGroup:NodeGroup" in printed
+    # sections of the printed report are separated by a blank line
+    assert "\n\nEfficiency (" in printed and "\n\nOutputs:\n" in printed
     written = json.loads((tmp_path / "plan.json").read_text())
     kinds = [r for r in written["resources"] if r["type"].startswith("kubernetes:") and not r["type"].startswith(("kubernetes:helm.sh", "pulumi:"))]
     files = sorted(p.name for p in (tmp_path / "manifests").iterdir())

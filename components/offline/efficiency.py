@@ -343,6 +343,10 @@ def _usd(value: Optional[float]) -> str:
     return "unknown" if value is None else f"${value:,.2f}/h"
 
 
+def _names(items: list[Any]) -> str:
+    return ", ".join(str(i) for i in items) or "none"
+
+
 def render_efficiency(report: Mapping[str, Any]) -> str:
     """The report as a few lines for the terminal."""
     nodes, gpus, efa = report["nodes"], report["gpus"], report["efaInterfaces"]
@@ -351,12 +355,12 @@ def render_efficiency(report: Mapping[str, Any]) -> str:
     lines = [
         f"Efficiency ({report['instanceType']} in {report['region']}):",
         f"  nodes        {nodes['whileTraining']} while training (min {nodes['min']}, desired {nodes['desired']}, max {nodes['max']})",
-        f"  GPUs         {gpus['requested']:g} of {gpus['onNodes']} requested by {report['trainingPods']['count']} training pods ({_pct(gpus['fraction'])})",
+        f"  GPUs         {gpus['requested']:g} of {gpus['onNodes']} requested by {report['trainingPods']['count']} training pod{'' if report['trainingPods']['count'] == 1 else 's'} ({_pct(gpus['fraction'])})",
         f"  EFA          {efa['requested']:g} of {efa['attached']} interfaces requested ({_pct(efa['fraction'])})",
         f"  CPU          {cpu['requestedMillicpu'] / 1000:g} of {cpu['allocatableMillicpu'] / 1000:g} allocatable cores ({_pct(cpu['fraction'])})",
         f"  memory       {mem['requestedMiB'] / 1024:g} of {mem['allocatableMiB'] / 1024:.1f} allocatable GiB ({_pct(mem['fraction'])})",
-        f"  placement    one AZ: {'yes' if place['oneAvailabilityZone'] else 'no'} {place['availabilityZones']}; "
-        f"one placement group: {'yes' if place['onePlacementGroup'] else 'no'} {place['placementGroups']}",
+        f"  placement    one AZ: {'yes' if place['oneAvailabilityZone'] else 'no'} ({_names(place['availabilityZones'])}); "
+        f"one placement group: {'yes' if place['onePlacementGroup'] else 'no'} ({_names(place['placementGroups'])})",
     ]
     if cost["onDemandPerNodeHour"] is None:
         lines.append(f"  cost         unknown: {price['reason']}")
