@@ -98,3 +98,18 @@ def test_the_example_fails_loudly_when_a_setting_is_misspelt():
 
     with pytest.raises(Exception, match="node_cuont"):
         run_component(program)
+
+
+def test_the_readme_plan_commands_with_set_run(tmp_path, capsys):
+    """Every `python -m rlinf_eks plan ... --set ...` command quoted inline in the README plans."""
+    import shlex
+
+    from rlinf_eks.__main__ import main
+
+    text = (ROOT / "README.md").read_text()
+    commands = re.findall(r"`python -m rlinf_eks (plan [^`]*--set[^`]*)`", text)
+    commands = [c for c in commands if "KEY=VALUE" not in c]
+    assert commands, "the README shows no concrete --set command"
+    for command in commands:
+        argv = shlex.split(command)
+        assert main([*argv, "--quiet", "--out", str(tmp_path)]) == 0, (command, capsys.readouterr().err)
