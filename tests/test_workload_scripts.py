@@ -83,7 +83,13 @@ def test_given_one_node_when_preflight_then_only_the_node_checks_run():
 FAKE_RAY_CLI = """#!/bin/bash
 echo "$@" >> "$FAKE_RAY_LOG"
 case " $* " in
-  *" --block "*) exit "${FAKE_BLOCK_STATUS:-0}" ;;
+  *" --block "*)
+    if [ -n "${FAKE_BLOCK_SECONDS:-}" ]; then
+      sleep "$FAKE_BLOCK_SECONDS" >/dev/null 2>&1 & raylet=$!
+      trap 'kill "$raylet"; echo raylet-stopped >> "$FAKE_RAY_LOG"; exit 0' TERM
+      wait "$raylet"
+    fi
+    exit "${FAKE_BLOCK_STATUS:-0}" ;;
 esac
 exit 0
 """
@@ -113,6 +119,25 @@ def fake_ray(tmp_path: Path) -> dict[str, str]:
         "PYTHONPATH": str(tmp_path / "py"),
         "FAKE_RAY_LOG": str(tmp_path / "ray.log"),
     }
+
+
+def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 6379, timeout: int = 60, grace: int = 900) -> Path:
+    script = scripts.manual_launch(
+        nnodes=2,
+        gpus_per_node=8,
+        cpus_per_node=180,
+        object_store_bytes=1 << 30,
+        head_host=head_host,
+        ray_port=port,
+        join_timeout_seconds=timeout,
+        grace_seconds=grace,
+        run_dir=str(tmp_path),
+        state_dir=str(tmp_path / "state"),
+        trainer_pythonpath="/workspace",
+        trainer_script=str(tmp_path / "trainer.sh"),
+    )
+    (tmp_path / "launch.sh").write_text(script)
+    return tmp_path / "launch.sh"
 
 
 def run_launch(tmp_path: Path, env: dict[str, str], *, index: int, head_host: str = "127.0.0.1", port: int = 6379, timeout: int = 60) -> subprocess.CompletedProcess:
@@ -177,3 +202,34 @@ def test_given_a_live_head_when_ray_on_a_worker_fails_then_the_worker_fails(tmp_
     assert "while the head still runs" in result.stderr
 
 
+
+
+def test_given_a_checkpoint_being_written_when_a_worker_gets_sigterm_then_ray_stops_only_after_the_writes_settle(tmp_path, fake_ray):
+    # Job deletion or a drain sends SIGTERM to every pod at once; stopping Ray on a worker at once
+    # kills its ranks mid-way through their checkpoint shards while the head waits for them
+    import signal
+    import time
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+        launch = write_launch(tmp_path, port=port, grace=6)  # settle budget: grace / 2 = 3 s
+        proc = subprocess.Popen(
+            [BASH, str(launch)],
+            env={**fake_ray, "FAKE_BLOCK_SECONDS": "30", "JOB_COMPLETION_INDEX": "1", "HOME": str(tmp_path)},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        log = Path(fake_ray["FAKE_RAY_LOG"])
+        deadline = time.monotonic() + 20
+        while "--block" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        (tmp_path / "global_step_10.pt").write_text("shard being written")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    assert "raylet-stopped" in log.read_text()
+    assert elapsed >= 2.5, f"Ray stopped {elapsed:.1f}s after SIGTERM, before the checkpoint settled: {err}"
+    assert proc.returncode == 0, err

@@ -118,7 +118,9 @@ run_worker() {
   done
   ray start --address="${HEAD_HOST}:${RAY_PORT}" "${ray_node_flags[@]}" --block &
   raylet=$!
-  trap 'kill -TERM "${raylet}" 2>/dev/null' TERM INT
+  # Every pod of the Job gets SIGTERM at once: this node's ranks may be writing their shards of the
+  # checkpoint the head is letting settle, so stop Ray here only once the writes have settled too.
+  trap 'log "SIGTERM: letting checkpoint writes under ${RUN_DIR} settle, then stopping Ray on this node"; settle_checkpoints; kill -TERM "${raylet}" 2>/dev/null' TERM INT
   wait "${raylet}"; rc=$?
   while kill -0 "${raylet}" 2>/dev/null; do wait "${raylet}"; rc=$?; done
   # The head decides the Job: the success policy completes it when index 0 succeeds, and
