@@ -118,6 +118,12 @@ def test_given_a_node_group_change_that_recreates_nodes_when_diffed_then_warned(
     assert "gpu-nodes" in diff.warnings[0]
 
 
+def test_given_a_training_job_spec_change_when_diffed_then_the_restart_of_the_run_is_warned():
+    new = edited(base_plan(), "rlinf-job", lambda r: r["inputs"]["spec"]["template"]["spec"]["containers"][0].update(image="img:2"))
+    warnings = diff_plans(base_plan(), new).warnings
+    assert len(warnings) == 1 and "replaces the training run" in warnings[0] and "rlinf-job" in warnings[0]
+
+
 def test_given_a_launch_template_change_when_diffed_then_the_node_roll_is_warned():
     new = edited(base_plan(), "gpu-launch-template", lambda r: r["inputs"]["metadataOptions"].update(httpPutResponseHopLimit=2))
     assert any("launch template version" in w for w in diff_plans(base_plan(), new).warnings)

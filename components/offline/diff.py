@@ -184,6 +184,13 @@ def _under(path: str, prefixes: Iterable[str]) -> bool:
     return any(path == p or path.startswith(p + ".") or path.startswith(p + "[") for p in prefixes)
 
 
+# Changes that recreate the training run itself.
+_RESTARTS: dict[str, tuple[str, ...]] = {
+    "kubernetes:batch/v1:Job": ("spec",),
+    "kubernetes:ray.io/v1:RayJob": ("spec",),
+}
+
+
 def replacement_warnings(rc: ResourceChange) -> list[str]:
     """Why a change would replace or roll the GPU nodes or the cluster (empty when it does not)."""
     if rc.kind == "delete":
@@ -210,6 +217,14 @@ def replacement_warnings(rc: ResourceChange) -> list[str]:
     upgraded = sorted({p for p in inputs if _under(p, _UPGRADES.get(rc.type, ()))})
     if upgraded:
         warnings.append(f"upgrades the control plane (then the node groups roll): {', '.join(upgraded)}")
+    restarted = sorted({p for p in inputs if _under(p, _RESTARTS.get(rc.type, ()))})
+    if restarted:
+        # A Job's pod template is immutable, so pulumi-kubernetes deletes and recreates the Job
+        # (a RayJob's spec changes are likewise applied by recreating it): the run restarts.
+        warnings.append(
+            "replaces the training run (running pods stop; the new run resumes from the latest checkpoint): "
+            + ", ".join(restarted)
+        )
     if rc.type == _LAUNCH_TEMPLATE and inputs:
         # Any launch template change makes a new version; the node group follows latestVersion,
         # so its nodes roll (and a name change replaces the template, so the node group too).
