@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pulumi
@@ -233,3 +235,21 @@ def test_given_a_checkpoint_being_written_when_a_worker_gets_sigterm_then_ray_st
     assert "raylet-stopped" in log.read_text()
     assert elapsed >= 2.5, f"Ray stopped {elapsed:.1f}s after SIGTERM, before the checkpoint settled: {err}"
     assert proc.returncode == 0, err
+
+
+def test_given_a_head_waiting_for_its_peers_when_stopped_then_it_exits_at_once(tmp_path, fake_ray):
+    launch = write_launch(tmp_path, timeout=60)
+    env = {**fake_ray, "FAKE_NODES": "1", "FAKE_GPUS": "8", "JOB_COMPLETION_INDEX": "0", "HOME": str(tmp_path)}
+    proc = subprocess.Popen([BASH, str(launch)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)  # the head is up and waiting for the second node
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=20)
+        elapsed = time.monotonic() - start
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert elapsed < 5, f"took {elapsed:.1f}s to stop: bash as PID 1 held the pod"
+    assert "stopped before training started" in err
+

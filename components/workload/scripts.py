@@ -41,8 +41,10 @@ except OSError:
 PY
 }
 
+# Runs as a background job (`wait_for_cluster &`): exec makes that job python itself, so the
+# stop trap's `kill` reaches it.
 wait_for_cluster() {
-  python3 - "${NNODES}" "${GPUS_PER_NODE}" "${JOIN_TIMEOUT_SECONDS}" "${HEAD_HOST}" <<'PY'
+  exec python3 - "${NNODES}" "${GPUS_PER_NODE}" "${JOIN_TIMEOUT_SECONDS}" "${HEAD_HOST}" <<'PY'
 import sys, time
 import ray
 
@@ -93,9 +95,15 @@ while time.monotonic() < deadline and time.time() - newest() < 30:
 PY
 }
 
+# Until training starts a stop request ends the pod at once: bash as PID 1 ignores SIGTERM
+# without a trap, which would hold a pod that is still waiting for its peers for the whole grace
+# period. (Waits run in the background so that `wait` returns as soon as the signal arrives.)
+trap 'log "stopped before training started"; kill $(jobs -p) 2>/dev/null; ray stop --force >/dev/null 2>&1; finish 143' TERM INT
+
 run_head() {
   ray start --head --port="${RAY_PORT}" --dashboard-host=0.0.0.0 "${ray_node_flags[@]}" || { log "ray start --head failed"; finish 1; }
-  wait_for_cluster || finish 3
+  wait_for_cluster &
+  wait "$!" || finish 3
   export RAY_ADDRESS="${RAY_ADDRESS:-127.0.0.1:${RAY_PORT}}"
   bash "${TRAINER_SCRIPT}" &
   trainer=$!
