@@ -506,7 +506,9 @@ class StorageSettings(_Model):
 class PreflightSettings(_Model):
     enabled: bool = False
     """Check GPUs, EFA devices and all-reduce bandwidth on every node before training starts."""
-    image: str = "public.ecr.aws/hpc-cloud/nccl-tests:latest"
+    image: str = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
+    """An nccl-tests image with libfabric, aws-ofi-nccl and Open MPI (awsome-distributed-training's
+    build, pinned: its tag names CUDA, EFA installer, aws-ofi-nccl, NCCL and nccl-tests versions)."""
     min_bus_bandwidth_fraction: float = Field(0.5, gt=0, le=1)
     """Fail unless all_reduce_perf bus bandwidth reaches this fraction of the network line rate."""
 
