@@ -409,6 +409,11 @@ class RayJobSettings(_Model):
     default): the RayJob carries its own cluster and shuts it down when it ends, releasing the GPUs."""
     ttl_seconds_after_finished: int = Field(600, ge=0)
     active_deadline_seconds: Optional[int] = Field(None, ge=1)
+    pre_running_deadline_seconds: Optional[int] = Field(3600, ge=1)
+    """Fail the RayJob (and, embedded, delete its cluster, releasing the GPUs) when it is not
+    Running this long after it starts: nodes that never come, a failing preflight init container
+    retried in CrashLoopBackOff, an image that cannot be pulled. Defaults to one hour (scale-up from
+    zero plus a tens-of-GB image pull); null disables it. Needs KubeRay 1.6.0 or newer."""
     backoff_limit: int = Field(0, ge=0)
     submission_mode: Literal["K8sJobMode", "HTTPMode", "SidecarMode"] = "K8sJobMode"
     submitter_image: Optional[str] = None

@@ -122,6 +122,25 @@ def test_given_selector_when_rendered_then_the_rayjob_targets_rlinf_cluster_with
     assert cluster["inputs"]["spec"]["workerGroupSpecs"][0]["maxReplicas"] == 2
 
 
+@pytest.mark.parametrize(
+    "version, rayjob, expected",
+    [
+        ("1.7.0", {}, 3600),  # the default: a job that never reaches Running fails within the hour
+        ("1.7.0", {"preRunningDeadlineSeconds": 900}, 900),
+        ("1.7.0", {"preRunningDeadlineSeconds": None}, None),
+        ("1.5.1", {}, None),  # the field is new in KubeRay 1.6.0: an older CRD would prune it
+    ],
+)
+def test_given_a_rayjob_stuck_before_running_then_the_pre_running_deadline_fails_it(version, rayjob, expected):
+    s = settings(
+        gpuNodes={"nodeCount": 2},
+        kuberay={"enabled": True, "version": version},
+        workload={"image": "x/rlinf:v0.3", "launcher": "kuberay", "rayjob": rayjob},
+    )
+    spec = one(render(s), RAY_JOB)["inputs"]["spec"]
+    assert spec.get("preRunningDeadlineSeconds") == expected
+
+
 def test_given_kuberay_when_rendered_then_names_fit_kuberay_limits():
     res = render(kuberay_settings(cluster="selector"))
     assert len(one(res, RAY_JOB)["inputs"]["metadata"]["name"]) <= 47

@@ -135,6 +135,9 @@ def ray_job_spec(
         spec["submitterPodTemplate"] = submitter_pod_template(settings)
     if rayjob.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = rayjob.active_deadline_seconds
+    if rayjob.pre_running_deadline_seconds is not None and _kuberay_at_least(settings.kuberay.version, (1, 6, 0)):
+        # An older operator's CRD lacks the field, and the API server would prune it silently.
+        spec["preRunningDeadlineSeconds"] = rayjob.pre_running_deadline_seconds
     if cluster_spec is not None:
         spec["rayClusterSpec"] = dict(cluster_spec)
         spec["shutdownAfterJobFinishes"] = True
@@ -143,3 +146,9 @@ def ray_job_spec(
     else:
         spec["clusterSelector"] = {"ray.io/cluster": RAY_CLUSTER_NAME}
     return spec
+
+
+def _kuberay_at_least(version: str, minimum: tuple[int, int, int]) -> bool:
+    parts = tuple(int(p) for p in version.lstrip("v").split(".")[:3] if p.isdigit())
+    return parts >= minimum
+
