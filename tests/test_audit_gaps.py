@@ -25,3 +25,24 @@ def test_given_a_p5_when_sized_then_allocatable_memory_leaves_out_kube_reserved_
     _, memory = catalog.allocatable(p5, hugepages_2mi_mib=5120)
     # kube-reserved (255 + 11 * 250 = 3005 MiB) + evictionHard (100 MiB) + hugepages (5120 MiB)
     assert memory == capacity - 3005 - 100 - 5120
+
+
+# checkov's CKV_K8S_25 / CKV_K8S_37 (added capabilities) are skipped per pod for the training pods
+# (policy/checkov-skips.yaml, for the Ray container's IPC_LOCK), so they no longer see a sidecar or
+# checkpoint container that adds a capability; the existing workload test renders only with a shared
+# filesystem, where the checkpoint sync sidecar is absent.
+@pytest.mark.parametrize("shared", [True, False])
+def test_given_any_storage_when_rendered_then_only_the_efa_containers_add_a_capability_and_only_ipc_lock(shared):
+    from tests.test_workload import multi_node, pod_spec, render
+
+    spec = pod_spec(render(multi_node(preflight={"enabled": True}), shared=shared))
+    helpers = spec["containers"][1:] + spec.get("initContainers", [])
+    if not shared:
+        assert helpers, "without a shared filesystem the checkpoint restore/sync containers must be rendered"
+    # the EFA users (the Ray container and the NCCL preflight) pin memory: IPC_LOCK, nothing else
+    efa_users = {spec["containers"][0]["name"], "preflight"}
+    for container in spec["containers"] + spec.get("initContainers", []):
+        ctx = container.get("securityContext", {})
+        assert not ctx.get("privileged") and ctx.get("allowPrivilegeEscalation") is False, container["name"]
+        added = set(ctx.get("capabilities", {}).get("add", []))
+        assert added <= ({"IPC_LOCK"} if container["name"] in efa_users else set()), (container["name"], added)
