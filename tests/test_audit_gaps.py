@@ -46,3 +46,40 @@ def test_given_any_storage_when_rendered_then_only_the_efa_containers_add_a_capa
         assert not ctx.get("privileged") and ctx.get("allowPrivilegeEscalation") is False, container["name"]
         added = set(ctx.get("capabilities", {}).get("add", []))
         assert added <= ({"IPC_LOCK"} if container["name"] in efa_users else set()), (container["name"], added)
+
+
+# --- Hydra overrides: which keys the user's overrides touch (trainers/base.py) ---------------------
+# Mutations no test caught: `overridden` matching the exact key only (not a key below it), or not
+# stripping Hydra's ~ / + / ++ prefixes; integer sizes given as +key= / ++key= being ignored.
+
+
+def _trainer_settings(*overrides: str):
+    from tests.harness import settings
+
+    return settings(workload={"image": "example.com/t:1", "trainer": {"dialect": "rlinf-embodied", "overrides": list(overrides)}})
+
+
+@pytest.mark.parametrize(
+    "override, key, expected",
+    [
+        ("cluster.component_placement.actor=0-7", "cluster.component_placement", True),  # a key below it
+        ("~cluster.component_placement", "cluster.component_placement", True),  # deleted
+        ("+cluster.component_placement={actor:0-7}", "cluster.component_placement", True),
+        ("++runner.resume_dir=/fsx/keep", "runner.resume_dir", True),
+        ("cluster.component_placement_extra=1", "cluster.component_placement", False),  # a sibling, not below
+        ("runner=x", "runner.resume_dir", False),
+    ],
+)
+def test_given_a_hydra_override_when_checked_then_it_touches_its_key_and_the_keys_below_it(override, key, expected):
+    from rlinf_eks.trainers.base import overridden
+
+    assert overridden(_trainer_settings(override), key) is expected
+
+
+@pytest.mark.parametrize("prefix", ["", "+", "++"])
+def test_given_an_integer_size_override_with_any_hydra_prefix_then_it_is_the_effective_size(prefix):
+    from rlinf_eks.trainers.base import effective_sizes
+
+    sizes = effective_sizes(_trainer_settings(f"{prefix}data.train_batch_size=64"), {"data.train_batch_size": 256})
+    assert sizes["data.train_batch_size"].value == 64
+    assert sizes["data.train_batch_size"].path == "workload.trainer.overrides[0]"
