@@ -83,3 +83,23 @@ def test_given_an_integer_size_override_with_any_hydra_prefix_then_it_is_the_eff
     sizes = effective_sizes(_trainer_settings(f"{prefix}data.train_batch_size=64"), {"data.train_batch_size": 256})
     assert sizes["data.train_batch_size"].value == 64
     assert sizes["data.train_batch_size"].path == "workload.trainer.overrides[0]"
+
+
+# test_workload / test_workload_stacks assert ``nodeSelector.items() <= labels.items()``, which an
+# empty (or missing-key) selector passes: dropping the seed's ``role: gpu-training`` selector went
+# unnoticed.
+@pytest.mark.parametrize("stack", ["single-node", "multi-node", "multi-node-kuberay"])
+def test_given_a_stack_when_planned_then_every_training_pod_selects_the_gpu_node_labels(stack):
+    from rlinf_eks.gpu_nodes import GPU_NODE_LABELS
+    from tests.harness import one, plan_stack
+    from tests.test_workload_stacks import pod_templates
+
+    plan = plan_stack(stack)
+    labels = one(plan, "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")["inputs"]["labels"]
+    templates = pod_templates(plan)
+    assert templates, "no training pods"
+    for template in templates:
+        selector = template["spec"].get("nodeSelector") or {}
+        assert selector, "training pod without a nodeSelector"
+        assert selector.items() >= GPU_NODE_LABELS.items(), selector  # the seed's role: gpu-training
+        assert selector.items() <= labels.items(), (selector, labels)
