@@ -208,7 +208,7 @@ def test_given_the_gpu_node_group_when_rendered_then_the_pods_tolerate_its_taint
             t["key"] == taint["key"] and t["effect"] == taint["effect"] and (t["operator"] == "Exists" or t.get("value") == taint["value"])
             for t in spec["tolerations"]
         ), taint
-    assert spec["nodeSelector"].items() <= gpu_nodes.node_labels(s.gpu_nodes).items()
+    assert spec["nodeSelector"] and spec["nodeSelector"].items() <= gpu_nodes.node_labels(s.gpu_nodes).items()
     assert spec["serviceAccountName"] == "training-sa"
 
 

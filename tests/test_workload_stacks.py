@@ -50,7 +50,7 @@ def test_given_a_stack_when_planned_then_its_training_pods_fit_and_land_on_its_g
                 t["key"] == taint["key"] and t["effect"] == EKS_EFFECT[taint["effect"]] and (t["operator"] == "Exists" or t["value"] == taint["value"])
                 for t in spec["tolerations"]
             ), taint
-        assert spec["nodeSelector"].items() <= group["labels"].items()
+        assert spec["nodeSelector"] and spec["nodeSelector"].items() <= group["labels"].items()
         # app containers and sidecars (init containers with restartPolicy Always) run side by side
         running = spec["containers"] + [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
         cpu = sum(_milli(c["resources"]["requests"]["cpu"]) for c in running)
