@@ -192,7 +192,6 @@ def test_given_a_bucket_outside_checkpoint_storage_then_checkpoint_rules_do_not_
 
 
 def k8s(kind: str, name: str, spec: dict, api: str = "v1") -> dict:
-    group = api.rsplit("/", 1)
     type_ = f"kubernetes:{api if '/' in api else 'core/' + api}:{kind}"
     return res(type_, name, {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "rlinf"}, "spec": spec})
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest

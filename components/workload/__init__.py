@@ -29,7 +29,6 @@ from .pod import (
     SECRET_ENV,
     STATE_DIR,
     RunPaths,
-    core,
     meta,
     plain_env,
     pod_shape,
