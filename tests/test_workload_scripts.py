@@ -143,23 +143,9 @@ def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 63
 
 
 def run_launch(tmp_path: Path, env: dict[str, str], *, index: int, head_host: str = "127.0.0.1", port: int = 6379, timeout: int = 60) -> subprocess.CompletedProcess:
-    script = scripts.manual_launch(
-        nnodes=2,
-        gpus_per_node=8,
-        cpus_per_node=180,
-        object_store_bytes=1 << 30,
-        head_host=head_host,
-        ray_port=port,
-        join_timeout_seconds=timeout,
-        grace_seconds=900,
-        run_dir=str(tmp_path),
-        state_dir=str(tmp_path / "state"),
-        trainer_pythonpath="/workspace",
-        trainer_script=str(tmp_path / "trainer.sh"),
-    )
-    (tmp_path / "launch.sh").write_text(script)
+    launch = write_launch(tmp_path, head_host=head_host, port=port, timeout=timeout)
     return subprocess.run(
-        [BASH, str(tmp_path / "launch.sh")],
+        [BASH, str(launch)],
         env={**env, "JOB_COMPLETION_INDEX": str(index), "HOME": str(tmp_path)},
         capture_output=True,
         text=True,

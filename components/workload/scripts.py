@@ -44,7 +44,7 @@ PY
 # Runs as a background job (`wait_for_cluster &`): exec makes that job python itself, so the
 # stop trap's `kill` reaches it.
 wait_for_cluster() {
-  exec python3 - "${NNODES}" "${GPUS_PER_NODE}" "${JOIN_TIMEOUT_SECONDS}" "${HEAD_HOST}" <<'PY'
+  exec python3 - "${NNODES}" "${GPUS_PER_NODE}" "${JOIN_TIMEOUT_SECONDS}" "${HEAD_HOST}:${RAY_PORT}" <<'PY'
 import sys, time
 import ray
 
@@ -64,7 +64,7 @@ while True:
             f"rlinf-eks: the Ray cluster did not form within {timeout}s: {len(alive)} of {nodes_wanted} "
             f"nodes and {gpus} of {gpus_wanted} GPUs joined. Check that every pod of the Job is Running "
             f"(kubectl get pods -l batch.kubernetes.io/job-name=training), that the GPU node group has "
-            f"{nodes_wanted} ready nodes, and that the workers reach {head}:6379."
+            f"{nodes_wanted} ready nodes, and that the workers reach {head}."
         )
     time.sleep(5)
 ray.shutdown()
