@@ -68,6 +68,16 @@ _ROWS: tuple[InstanceType, ...] = (
 
 CATALOG: Mapping[str, InstanceType] = {row.name: row for row in _ROWS}
 
+# The instance types EC2 sells as Capacity Blocks for ML (EC2 User Guide "Capacity Blocks for ML",
+# supported instance types; AWS PCS "Using Capacity Blocks" adds P6-B300): a CAPACITY_BLOCK node
+# group of any other type waits for a reservation that cannot exist.
+CAPACITY_BLOCK_TYPES: frozenset[str] = frozenset({
+    "p4d.24xlarge", "p4de.24xlarge",
+    "p5.4xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+    "p6-b200.48xlarge", "p6-b300.48xlarge", "p6e-gb200.36xlarge",
+    "trn1.32xlarge", "trn2.48xlarge",
+})
+
 
 class UnknownInstanceType(KeyError):
     def __init__(self, name: str):
