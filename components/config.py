@@ -8,14 +8,20 @@ what would be valid, before any resource is created.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
+import math
 import re
-from typing import Any, Literal, Mapping, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
+    StrictBool,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -24,7 +30,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from . import catalog
+from . import aws_names, catalog
 
 PROJECT = "rlinf-eks"
 
@@ -36,6 +42,186 @@ _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
 
 
 _FAILED_SECTIONS = "failedSections"  # validation context: top-level keys whose own validation failed
+_STACK = "stack"  # validation context: the Pulumi stack name, for the names derived from it
+
+
+# Pydantic's lax mode reads `nodeCount: true` as 1 and `efa: "yes"` as true; a YAML slip must
+# fail instead. YAML integers stay valid for floats (gpuMemoryUtilization: 1).
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("float_type", "must be a number, not a boolean")
+    return value
+
+
+Int = Annotated[int, Strict()]
+Bool = StrictBool
+Float = Annotated[float, BeforeValidator(_no_bool)]
+
+
+def _close(value: str, valid: Any) -> str:
+    """' (did you mean X?)' for a near miss among ``valid``, else ''."""
+    match = difflib.get_close_matches(value, sorted(valid), n=1, cutoff=0.8)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def _aws_id(kind: str, what: str, hint: str = "") -> Any:
+    """An EC2 resource id of one kind: ``<kind>-`` and 8 or 17 hex digits (the EC2 API's id forms)."""
+
+    def check(value: str) -> str:
+        if not re.fullmatch(rf"{kind}-([0-9a-f]{{8}}|[0-9a-f]{{17}})", value):
+            raise PydanticCustomError("id", "{text}", {"text": f"not {what} id such as {kind}-0123456789abcdef0{hint}"})
+        return value
+
+    return AfterValidator(check)
+
+
+VpcId = Annotated[str, _aws_id("vpc", "a VPC", "; leave vpcId out to create a new VPC")]
+SubnetId = Annotated[str, _aws_id("subnet", "a subnet")]
+
+
+def _ec2_type(value: str) -> str:
+    if value not in aws_names.EC2_INSTANCE_TYPES:
+        raise PydanticCustomError(
+            "instance_type",
+            "{text}",
+            {"text": f"not an EC2 instance type{_close(value, aws_names.EC2_INSTANCE_TYPES)} (botocore {aws_names.BOTOCORE_VERSION}'s list)"},
+        )
+    return value
+
+
+Ec2InstanceType = Annotated[str, AfterValidator(_ec2_type)]
+
+# A chart version is SemVer 2 (Helm requires it: helm.sh/docs/topics/charts "Charts and Versioning").
+_SEMVER = r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?"
+
+
+def _chart_version(prefix: str = "") -> Any:
+    def check(value: str) -> str:
+        if not re.fullmatch(re.escape(prefix) + _SEMVER, value):
+            raise PydanticCustomError("version", "{text}", {"text": f"not a chart version: {prefix}MAJOR.MINOR.PATCH, such as {prefix}1.7.0"})
+        return value
+
+    return AfterValidator(check)
+
+
+ChartVersion = Annotated[str, _chart_version()]
+
+
+def _absolute_path(value: str) -> str:
+    # Kubernetes rejects a relative volumeMount.mountPath and one with ':' (ValidateVolumeMounts);
+    # '..' would leave the mount, and '/' would hide the image's root.
+    if not value.startswith("/") or ".." in value.split("/") or ":" in value or value.rstrip("/") == "":
+        raise PydanticCustomError("path", "an absolute path inside the pod below /, without '..' or ':', such as /fsx")
+    return value
+
+
+AbsolutePath = Annotated[str, AfterValidator(_absolute_path)]
+
+# Kubernetes label syntax (apimachinery validation IsQualifiedName / IsValidLabelValue): an
+# optional DNS-subdomain prefix (<= 253) and a name of <= 63 alphanumerics, '-', '_', '.', starting
+# and ending alphanumeric; values likewise (<= 63, may be empty).
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# The kubelet refuses to register a node whose --node-labels use the kubernetes.io or k8s.io
+# namespaces except the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes (KEP-0000
+# "Bounding Self-Labeling Kubelets", enforced by NodeRestriction); EKS passes node group labels
+# to the kubelet that way.
+_RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
+_ALLOWED_LABEL_PREFIXES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+# EKS's CreateNodegroup labels: key and value 1-63 characters (botocore eks labelKey, labelValue).
+_EKS_LABEL_MAX = 63
+
+
+def label_problem(key: str, value: Any) -> str | None:
+    """Why ``key: value`` cannot be a label of an EKS managed node group, or None."""
+    prefix, slash, name = key.rpartition("/")
+    if not isinstance(value, str):
+        return f"the value must be a string, got {type(value).__name__} {value!r}"
+    if not key or len(name) > 63 or not _LABEL_NAME.fullmatch(name) or (slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))):
+        return (
+            "not a Kubernetes label key: [prefix/]name, the prefix a lowercase DNS subdomain, the name at most "
+            "63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+        )
+    if len(key) > _EKS_LABEL_MAX:
+        return f"EKS node group label keys are at most {_EKS_LABEL_MAX} characters ({len(key)})"
+    domain = prefix.lower()
+    if any(domain == d or domain.endswith("." + d) for d in _RESERVED_LABEL_DOMAINS) and domain not in _ALLOWED_LABEL_PREFIXES:
+        return (
+            "kubernetes.io and k8s.io labels are reserved: the kubelet will not set them on its own node "
+            "(only the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes); use your own prefix, such as example.com/"
+        )
+    if not value or len(value) > _EKS_LABEL_MAX or not _LABEL_NAME.fullmatch(value):
+        return (
+            f"not an EKS node label value: 1 to {_EKS_LABEL_MAX} letters, digits, '-', '_' or '.', starting and ending "
+            "with a letter or digit"
+        )
+    return None
+
+
+# AWS tags (botocore TagKey 1-128, TagValue 0-256; the aws: prefix is reserved for AWS's own tags,
+# "Tag naming limits and requirements" in the Tagging AWS Resources guide).
+def tag_problem(key: str, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return f"a tag value is a string, got {type(value).__name__} {value!r}"
+    if not 1 <= len(key) <= 128:
+        return f"a tag key is 1 to 128 characters ({len(key)})"
+    if key.lower().startswith("aws:"):
+        return "tag keys starting with aws: are reserved for AWS"
+    if len(value) > 256:
+        return f"a tag value is at most 256 characters ({len(value)})"
+    return None
+
+
+# EKS CreateCluster name (botocore eks ClusterName: 1-100, ^[0-9A-Za-z][A-Za-z0-9\-_]*); node group
+# names follow the same characters, at most 63 (EKS CreateNodegroup).
+_EKS_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]*")
+EKS_CLUSTER_NAME_MAX = 100
+EKS_NODEGROUP_NAME_MAX = 63
+SYSTEM_NODEGROUP_SUFFIX = "-system"
+"""The system node group is named <cluster>-system (cluster.py)."""
+
+
+def cluster_name_problem(name: str, creates_node_group: bool) -> str | None:
+    if not _EKS_NAME.fullmatch(name) or len(name) > EKS_CLUSTER_NAME_MAX:
+        return f"an EKS cluster name is 1 to {EKS_CLUSTER_NAME_MAX} letters, digits, '-' or '_', starting with a letter or digit"
+    if creates_node_group and len(name + SYSTEM_NODEGROUP_SUFFIX) > EKS_NODEGROUP_NAME_MAX:
+        return (
+            f"the system node group {name + SYSTEM_NODEGROUP_SUFFIX!r} would be {len(name + SYSTEM_NODEGROUP_SUFFIX)} characters; EKS allows "
+            f"{EKS_NODEGROUP_NAME_MAX}, so a new cluster's name is at most {EKS_NODEGROUP_NAME_MAX - len(SYSTEM_NODEGROUP_SUFFIX)}"
+        )
+    return None
+
+
+# S3 User Guide, "General purpose bucket naming rules".
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def bucket_problem(name: str) -> str | None:
+    """Why S3 would refuse ``name`` for a general purpose bucket, or None."""
+    if not _BUCKET.fullmatch(name):
+        return "an S3 bucket name is 3 to 63 lowercase letters, digits, '.' or '-', starting and ending with a letter or digit"
+    if ".." in name:
+        return "an S3 bucket name has no two adjacent periods"
+    if re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", name):
+        return "an S3 bucket name must not look like an IP address"
+    for prefix in _BUCKET_PREFIXES:
+        if name.startswith(prefix):
+            return f"S3 reserves bucket names starting with {prefix}"
+    for suffix in _BUCKET_SUFFIXES:
+        if name.endswith(suffix):
+            return f"S3 reserves bucket names ending with {suffix} (access point, Multi-Region, directory and table buckets)"
+    return None
+
+
+def _az_problem(zone: str, region: str) -> str | None:
+    """An AZ is its region and a letter (us-east-1a); a Local Zone is <region>-<zone>-<n><letter>."""
+    if re.fullmatch(re.escape(region) + r"[a-z]", zone) or re.fullmatch(re.escape(region) + r"-[a-z]+-\d+[a-z]", zone):
+        return None
+    if zone in aws_names.REGIONS:
+        return f"{zone} is a region, not an Availability Zone: use {zone}a (and aws:region {zone})"
+    return f"not an Availability Zone of region {region}: use {region} and a letter, such as {region}a"
 
 
 def _rule(path: str, value: Any, message: str) -> PydanticCustomError:
@@ -59,7 +245,7 @@ class _Model(BaseModel):
 class NetworkSettings(_Model):
     """The VPC: a new one (default) or an existing one given by id and subnets."""
 
-    vpc_id: Optional[str] = None
+    vpc_id: Optional[VpcId] = None
     """An existing VPC. Defaults to None: a new VPC is created."""
     cidr: str = "10.0.0.0/16"
     """CIDR of a new VPC. Defaults to 10.0.0.0/16."""
@@ -68,9 +254,9 @@ class NetworkSettings(_Model):
     GPU AZ and the next AZ of the region."""
     nat_gateways: Literal["single", "one-per-az"] = "single"
     """One NAT gateway for the VPC (cheaper) or one per AZ (survives an AZ outage). Defaults to single."""
-    private_subnet_ids: list[str] = Field(default_factory=list)
+    private_subnet_ids: list[SubnetId] = Field(default_factory=list)
     """With vpcId: the cluster's private subnets (at least two AZs)."""
-    gpu_subnet_id: Optional[str] = None
+    gpu_subnet_id: Optional[SubnetId] = None
     """With vpcId: the private subnet of the GPU nodes, in the GPU AZ."""
 
     @field_validator("cidr")
@@ -79,10 +265,34 @@ class NetworkSettings(_Model):
         try:
             net = ipaddress.ip_network(value)
         except ValueError:
-            raise PydanticCustomError("cidr", "not a CIDR block such as 10.0.0.0/16") from None
+            try:
+                host = ipaddress.ip_network(value, strict=False)
+            except ValueError:
+                raise PydanticCustomError("cidr", "not a CIDR block such as 10.0.0.0/16") from None
+            raise PydanticCustomError("cidr", "{text}", {"text": f"has host bits set: the network is {host}"}) from None
+        if net.version != 4:
+            raise PydanticCustomError("cidr", "a VPC's primary CIDR block is IPv4, such as 10.0.0.0/16")
+        # AWS: a VPC's IPv4 block is /16 to /28 (VPC User Guide, "VPC CIDR blocks").
+        if not 16 <= net.prefixlen <= 28:
+            raise PydanticCustomError("cidr", "AWS allows VPC CIDR blocks from /16 (65,536 addresses) to /28")
         if net.prefixlen > 20:
-            raise PydanticCustomError("cidr", "too small: a VPC for GPU nodes needs /20 or larger")
+            raise PydanticCustomError("cidr", "too small: a VPC for GPU nodes needs /20 or larger (every pod and EFA card takes a VPC IP)")
         return value
+
+    @model_validator(mode="after")
+    def _subnets_fit(self) -> "NetworkSettings":
+        # network.subnet_plan: one private block per AZ plus a spare one carved into the public
+        # subnets; AWS's smallest subnet is /28.
+        if not self.create:
+            return self
+        azs = max(len(set(self.availability_zones)), 2)
+        private = ipaddress.ip_network(self.cidr).prefixlen + math.ceil(math.log2(azs + 1))
+        public = max(private + math.ceil(math.log2(azs)), 24)
+        if public > 28:
+            raise _rule("cidr", self.cidr, f"cannot hold a private and a public subnet in each of {azs} AZs (subnets are /28 or larger)")
+        if len(self.availability_zones) != len(set(self.availability_zones)):
+            raise _rule("availabilityZones", self.availability_zones, "lists an AZ twice")
+        return self
 
     @property
     def create(self) -> bool:
@@ -95,16 +305,16 @@ class NetworkSettings(_Model):
 class SystemNodeSettings(_Model):
     """The small on-demand node group for operators and device plugins."""
 
-    instance_type: str = "m6i.xlarge"
+    instance_type: Ec2InstanceType = "m6i.xlarge"
     """Defaults to m6i.xlarge."""
-    count: int = Field(2, ge=1, le=10)
+    count: Int = Field(2, ge=1, le=10)
     """Defaults to 2."""
 
 
 class ClusterSettings(_Model):
     """The EKS cluster: a new one (default) or an existing one given by name."""
 
-    existing: bool = False
+    existing: Bool = False
     """Attach to an existing cluster (by ``name``) instead of creating one. Its kubeconfig comes from
     the secret key ``rlinf-eks:kubeconfig``. Defaults to false."""
     name: Optional[str] = None
@@ -113,7 +323,7 @@ class ClusterSettings(_Model):
     """Kubernetes minor version. Defaults to 1.34."""
     endpoint_public_access_cidrs: list[str] = Field(default_factory=list)
     """CIDRs allowed to reach the public API endpoint. Empty (the default): private endpoint only."""
-    allow_public_endpoint_from_anywhere: bool = False
+    allow_public_endpoint_from_anywhere: Bool = False
     """Explicit opt-in needed for 0.0.0.0/0 in endpointPublicAccessCidrs. Defaults to false."""
     admin_role_arns: list[str] = Field(default_factory=list)
     """IAM roles given cluster-admin access entries."""
@@ -172,6 +382,10 @@ class ClusterSettings(_Model):
             )
         if self.existing and not self.name:
             raise _rule("name", self.name, "an existing cluster must be named")
+        if self.name is not None:
+            problem = cluster_name_problem(self.name, creates_node_group=not self.existing)
+            if problem:
+                raise _rule("name", self.name, problem)
         return self
 
 
@@ -181,15 +395,15 @@ class ClusterSettings(_Model):
 class InstanceOverrides(_Model):
     """Figures of an instance type, for a type the catalog lacks or to correct a figure."""
 
-    gpus: Optional[int] = Field(None, ge=1)
+    gpus: Optional[Int] = Field(None, ge=1)
     gpu_model: Optional[str] = None
-    gpu_memory_gib: Optional[int] = Field(None, ge=1)
-    vcpu: Optional[int] = Field(None, ge=1)
-    memory_gib: Optional[int] = Field(None, ge=1)
-    network_cards: Optional[int] = Field(None, ge=1)
-    max_efa: Optional[int] = Field(None, ge=0)
-    bandwidth_gbps: Optional[int] = Field(None, ge=1)
-    gpudirect_rdma: Optional[bool] = None
+    gpu_memory_gib: Optional[Int] = Field(None, ge=1)
+    vcpu: Optional[Int] = Field(None, ge=1)
+    memory_gib: Optional[Int] = Field(None, ge=1)
+    network_cards: Optional[Int] = Field(None, ge=1)
+    max_efa: Optional[Int] = Field(None, ge=0)
+    bandwidth_gbps: Optional[Int] = Field(None, ge=1)
+    gpudirect_rdma: Optional[Bool] = None
 
     def given(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -208,27 +422,27 @@ class PlacementGroupSettings(_Model):
 class GpuNodeSettings(_Model):
     """The EKS managed node group of EFA GPU nodes."""
 
-    instance_type: str = "p5.48xlarge"
+    instance_type: Ec2InstanceType = "p5.48xlarge"
     """Defaults to p5.48xlarge."""
     instance_overrides: Optional[InstanceOverrides] = None
-    node_count: int = Field(1, ge=1, le=512)
+    node_count: Int = Field(1, ge=1, le=512)
     """Nodes the training run uses (desired size). Defaults to 1."""
-    max_nodes: Optional[int] = Field(None, ge=1, le=512)
+    max_nodes: Optional[Int] = Field(None, ge=1, le=512)
     """Upper bound of the node group. Defaults to nodeCount."""
-    scale_to_zero: bool = False
+    scale_to_zero: Bool = False
     """Let the node group idle at zero nodes (needs the cluster autoscaler). Defaults to false."""
     capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = "ON_DEMAND"
     capacity_reservation_id: Optional[str] = None
     """An On-Demand Capacity Reservation (with ON_DEMAND) or the Capacity Block (with CAPACITY_BLOCK)."""
     placement_group: PlacementGroupSettings = Field(default_factory=PlacementGroupSettings)
-    efa: bool = True
+    efa: Bool = True
     """Wire every network card with EFA. Defaults to true."""
     ami_type: Literal["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA"] = "AL2023_x86_64_NVIDIA"
-    root_volume_gib: int = Field(200, ge=100, le=16384)
+    root_volume_gib: Int = Field(200, ge=100, le=16384)
     """Encrypted gp3 root volume. Defaults to 200 GiB."""
-    local_nvme_raid0: bool = False
+    local_nvme_raid0: Bool = False
     """Stripe the instance-store NVMe disks as RAID0 for kubelet and containerd (AL2023 only)."""
-    hugepages_gib: int = Field(5, ge=0, le=64)
+    hugepages_gib: Int = Field(5, ge=0, le=64)
     """2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels."""
@@ -239,6 +453,31 @@ class GpuNodeSettings(_Model):
         if value is not None and not re.fullmatch(r"cr-[0-9a-f]{8,17}", value):
             raise PydanticCustomError("id", "a capacity reservation id such as cr-0123456789abcdef0")
         return value
+
+    def _label_rules(self) -> list[PydanticCustomError]:
+        errors = []
+        for key, value in self.labels.items():
+            problem = label_problem(key, value)
+            if problem:
+                errors.append(_rule(f"labels[{key!r}]", value, problem))
+        if self.labels:
+            from .gpu_nodes import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels  # lazy: gpu_nodes imports this module
+
+            # The training pods select role: gpu-training and the EFA device plugin selects the EFA
+            # label; a label of the same key with another value leaves them Pending.
+            built_in = node_labels(self.model_copy(update={"labels": {}}), autoscaled=True)
+            for key, value in self.labels.items():
+                if key in built_in and value != built_in[key] and key != AUTOSCALER_GPU_LABEL:
+                    errors.append(
+                        _rule(
+                            f"labels[{key!r}]",
+                            value,
+                            f"overrides the built-in node label {key}={built_in[key]} that "
+                            + ("the EFA device plugin selects" if key == EFA_LABEL else "the training pods select")
+                            + "; they would never schedule. Use another key",
+                        )
+                    )
+        return errors
 
     @property
     def instance(self) -> catalog.InstanceType:
@@ -279,6 +518,15 @@ class GpuNodeSettings(_Model):
         if self.efa and not instance.efa_capable:
             efa_types = sorted(name for name, row in catalog.CATALOG.items() if row.efa_capable)
             errors.append(_rule("efa", True, f"{self.instance_type} has no EFA; set efa: false or use one of {', '.join(efa_types)}"))
+        if self.capacity_type == "CAPACITY_BLOCK" and self.instance_type not in catalog.CAPACITY_BLOCK_TYPES:
+            errors.append(
+                _rule(
+                    "capacityType",
+                    "CAPACITY_BLOCK",
+                    f"EC2 sells no Capacity Blocks of {self.instance_type}; they exist for "
+                    + ", ".join(sorted(catalog.CAPACITY_BLOCK_TYPES)),
+                )
+            )
         if self.capacity_type == "CAPACITY_BLOCK" and not self.capacity_reservation_id:
             errors.append(_rule("capacityReservationId", None, "capacityType CAPACITY_BLOCK needs the Capacity Block's reservation id"))
         if self.capacity_type == "SPOT" and self.capacity_reservation_id:
@@ -300,6 +548,7 @@ class GpuNodeSettings(_Model):
             errors.append(_rule("maxNodes", self.max_nodes, f"must be at least nodeCount ({self.node_count})"))
         if self.local_nvme_raid0 and self.ami_type != "AL2023_x86_64_NVIDIA":
             errors.append(_rule("localNvmeRaid0", True, "the NVMe RAID0 is set up by nodeadm, on AL2023 AMIs only"))
+        errors.extend(self._label_rules())
         _raise_all(errors)
         return self
 
@@ -308,32 +557,39 @@ class GpuNodeSettings(_Model):
 
 
 class KubeRaySettings(_Model):
-    enabled: bool = False
+    enabled: Bool = False
     """Install the KubeRay operator. Defaults to false."""
-    version: str = "1.7.0"
+    version: ChartVersion = "1.7.0"
     """kuberay-operator chart version. Defaults to 1.7.0 (the CRDs this project validates against)."""
     namespace: str = "ray-system"
 
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not _DNS_1035.match(value) or len(value) > 63:
+            raise PydanticCustomError("dns", "a Kubernetes namespace: lowercase letters, digits and '-', at most 63")
+        return value
+
 
 class DevicePluginSettings(_Model):
-    nvidia_version: str = "0.18.0"
+    nvidia_version: ChartVersion = "0.18.0"
     """nvidia-device-plugin chart version (not installed on Bottlerocket, which ships its own).
     Defaults to 0.18.0 (0.18.1 was released but not published to the chart repository,
     NVIDIA/k8s-device-plugin #1588)."""
-    efa_version: str = "v0.5.20"
+    efa_version: Annotated[str, _chart_version("v")] = "v0.5.20"
     """aws-efa-k8s-device-plugin chart version; this chart's versions carry a leading v.
     Defaults to v0.5.20 (plugin image v0.5.13)."""
 
 
 class AutoscalerSettings(_Model):
-    enabled: bool = False
+    enabled: Bool = False
     """Install the Cluster Autoscaler so GPU nodes exist only while a job needs them."""
-    version: str = "9.53.0"
+    version: ChartVersion = "9.53.0"
     """cluster-autoscaler chart version. Defaults to 9.53.0 (app 1.34.2)."""
     image_tag: str = "v1.34.2"
     """Cluster Autoscaler image tag; its minor must equal the cluster's Kubernetes minor
     (the autoscaler embeds that release's scheduler). Defaults to v1.34.2."""
-    scale_down_unneeded_minutes: int = Field(10, ge=1, le=1440)
+    scale_down_unneeded_minutes: Int = Field(10, ge=1, le=1440)
     """How long a node must be unneeded before it is removed. Defaults to 10."""
     expander: Literal["least-waste", "random", "most-pods", "priority"] = "least-waste"
     """Which node group to grow when several fit. Defaults to least-waste. (The price expander
@@ -367,10 +623,10 @@ _DEFAULT_CONFIG_NAME: dict[str, str] = {
 class RolloutSettings(_Model):
     backend: RolloutBackend = "hf"
     """hf (HuggingFace, the default and the one VLA models support), vllm or sglang."""
-    tensor_parallel_size: int = Field(1, ge=1)
-    gpu_memory_utilization: float = Field(0.5, gt=0, le=1)
-    max_num_batched_tokens: int = Field(8192, ge=1)
-    enforce_eager: bool = True
+    tensor_parallel_size: Int = Field(1, ge=1)
+    gpu_memory_utilization: Float = Field(0.5, gt=0, le=1)
+    max_num_batched_tokens: Int = Field(8192, ge=1)
+    enforce_eager: Bool = True
 
 
 class TrainerSettings(_Model):
@@ -378,14 +634,14 @@ class TrainerSettings(_Model):
     """verl-ppo (the seed's main_ppo.py layout, SimpleVLA-RL), rlinf-embodied or rlinf-reasoning (RLinf v0.3)."""
     config_name: Optional[str] = None
     """Hydra config name. Defaults per dialect: ppo_trainer, maniskill_ppo_openvlaoft, qwen2.5-1.5b-grpo-fsdp."""
-    workdir: str = "/workspace"
+    workdir: AbsolutePath = "/workspace"
     """The trainer's checkout inside the image; first on PYTHONPATH."""
     model_path: Optional[str] = None
     """Model (SFT checkpoint) path inside the pod."""
     experiment_name: str = "rlinf"
     overrides: list[str] = Field(default_factory=list)
     """Extra Hydra overrides, appended after the generated ones."""
-    batch: dict[str, int] = Field(default_factory=dict)
+    batch: dict[str, Int] = Field(default_factory=dict)
     """Batch and environment sizes (trainer keys to integers) checked against world-size rules."""
 
     @property
@@ -407,14 +663,14 @@ class RayJobSettings(_Model):
     cluster: Literal["selector", "embedded"] = "embedded"
     """selector: submit to the long-lived RayCluster rlinf-cluster (the seed's form); embedded (the
     default): the RayJob carries its own cluster and shuts it down when it ends, releasing the GPUs."""
-    ttl_seconds_after_finished: int = Field(600, ge=0)
-    active_deadline_seconds: Optional[int] = Field(None, ge=1)
-    pre_running_deadline_seconds: Optional[int] = Field(3600, ge=1)
+    ttl_seconds_after_finished: Int = Field(600, ge=0)
+    active_deadline_seconds: Optional[Int] = Field(None, ge=1)
+    pre_running_deadline_seconds: Optional[Int] = Field(3600, ge=1)
     """Fail the RayJob (and, embedded, delete its cluster, releasing the GPUs) when it is not
     Running this long after it starts: nodes that never come, a failing preflight init container
     retried in CrashLoopBackOff, an image that cannot be pulled. Defaults to one hour (scale-up from
     zero plus a tens-of-GB image pull); null disables it. Needs KubeRay 1.6.0 or newer."""
-    backoff_limit: int = Field(0, ge=0)
+    backoff_limit: Int = Field(0, ge=0)
     submission_mode: Literal["K8sJobMode", "HTTPMode", "SidecarMode"] = "K8sJobMode"
     submitter_image: Optional[str] = None
     """K8sJobMode: the image of the submitter pod, which only runs ``ray job submit`` from the
@@ -423,7 +679,7 @@ class RayJobSettings(_Model):
 
 
 class WorkloadSettings(_Model):
-    enabled: bool = True
+    enabled: Bool = True
     """Create the training workload. Defaults to true."""
     namespace: str = "rlinf"
     launcher: Literal["manual", "kuberay"] = "manual"
@@ -437,17 +693,17 @@ class WorkloadSettings(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables of every Ray pod."""
     mlflow_tracking_uri: Optional[str] = None
-    shm_fraction: float = Field(0.4, gt=0, lt=1)
+    shm_fraction: Float = Field(0.4, gt=0, lt=1)
     """Share of the pod's memory backing /dev/shm (Ray's object store). Defaults to 0.4."""
-    join_timeout_seconds: int = Field(1200, ge=60)
+    join_timeout_seconds: Int = Field(1200, ge=60)
     """How long pod 0 waits for every node to join Ray before failing. Defaults to 20 minutes."""
-    termination_grace_period_seconds: int = Field(900, ge=30)
+    termination_grace_period_seconds: Int = Field(900, ge=30)
     """Time to flush a checkpoint on eviction. Defaults to 15 minutes."""
     rayjob: RayJobSettings = Field(default_factory=RayJobSettings)
     checkpoint_sync_image: str = "public.ecr.aws/aws-cli/aws-cli:2.32.9"
     """Without the shared filesystem: the image (with the AWS CLI) that restores the run directory
     from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to aws-cli 2.32.9."""
-    checkpoint_sync_interval_seconds: int = Field(300, ge=30)
+    checkpoint_sync_interval_seconds: Int = Field(300, ge=30)
     """Without the shared filesystem: seconds between uploads of the run directory to S3 (plus one
     final upload when the trainer ends or the pod is stopped). Defaults to 5 minutes."""
 
@@ -485,13 +741,13 @@ class WorkloadSettings(_Model):
 
 
 class SharedFilesystemSettings(_Model):
-    enabled: Optional[bool] = None
+    enabled: Optional[Bool] = None
     """FSx for Lustre shared by all training pods. Defaults to on when nodeCount > 1 (multi-node FSDP
     writes a checkpoint shard per rank under the log path)."""
-    storage_capacity_gib: int = Field(1200, ge=1200)
+    storage_capacity_gib: Int = Field(1200, ge=1200)
     """Defaults to 1200 GiB (the smallest PERSISTENT_2 size)."""
     throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 250
-    mount_path: str = "/fsx"
+    mount_path: AbsolutePath = "/fsx"
     """Where pods mount it; checkpoints, logs and models live below. Defaults to /fsx."""
 
     @field_validator("storage_capacity_gib")
@@ -507,14 +763,22 @@ class StorageSettings(_Model):
     """Checkpoint bucket name. Defaults to a generated unique name."""
     shared_filesystem: SharedFilesystemSettings = Field(default_factory=SharedFilesystemSettings)
 
+    @field_validator("bucket_name")
+    @classmethod
+    def _bucket(cls, value: Optional[str]) -> Optional[str]:
+        problem = bucket_problem(value) if value is not None else None
+        if problem:
+            raise PydanticCustomError("bucket", "{text}", {"text": problem})
+        return value
+
 
 class PreflightSettings(_Model):
-    enabled: bool = False
+    enabled: Bool = False
     """Check GPUs, EFA devices and all-reduce bandwidth on every node before training starts."""
     image: str = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
     """An nccl-tests image with libfabric, aws-ofi-nccl and Open MPI (awsome-distributed-training's
     build, pinned: its tag names CUDA, EFA installer, aws-ofi-nccl, NCCL and nccl-tests versions)."""
-    min_bus_bandwidth_fraction: float = Field(0.5, gt=0, le=1)
+    min_bus_bandwidth_fraction: Float = Field(0.5, gt=0, le=1)
     """Fail unless all_reduce_perf bus bandwidth reaches this fraction of the network line rate."""
 
 
@@ -541,8 +805,20 @@ class StackSettings(_Model):
     @field_validator("region")
     @classmethod
     def _region(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", value):
-            raise PydanticCustomError("region", "an AWS region such as us-east-1")
+        if value in aws_names.REGIONS:
+            return value
+        if isinstance(value, str) and value[:-1] in aws_names.REGIONS:
+            raise PydanticCustomError("region", "{text}", {"text": f"an Availability Zone, not a region: use {value[:-1]}"})
+        raise PydanticCustomError(
+            "region", "{text}", {"text": f"not an AWS region{_close(value, aws_names.REGIONS)}, such as us-east-1 (botocore {aws_names.BOTOCORE_VERSION}'s list)"}
+        )
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        problems = [f"{key!r}: {problem}" for key, item in value.items() if (problem := tag_problem(key, item))]
+        if problems:
+            raise PydanticCustomError("tags", "{text}", {"text": "; ".join(problems)})
         return value
 
     @property
@@ -574,12 +850,19 @@ class StackSettings(_Model):
             gpu = instance = None  # type: ignore[assignment]
         if not valid("workload"):
             wl = None  # type: ignore[assignment]
-        if valid("region", "availabilityZone") and self.availability_zone and not self.availability_zone.startswith(self.region):
-            errors.append(_rule("availabilityZone", self.availability_zone, f"must be an AZ of region {self.region}, such as {self.region}a"))
+        if valid("region", "availabilityZone") and self.availability_zone:
+            problem = _az_problem(self.availability_zone, self.region)
+            if problem:
+                errors.append(_rule("availabilityZone", self.availability_zone, problem))
+        errors.extend(self._name_rules((info.context or {}).get(_STACK), valid))
         if not valid("network", "region", "availabilityZone"):
             pass
         elif self.network.create:
             azs = self.network.availability_zones
+            for index, zone in enumerate(azs):
+                problem = _az_problem(zone, self.region)
+                if problem:
+                    errors.append(_rule(f"network.availabilityZones[{index}]", zone, problem))
             if azs and len(set(azs)) < 2:
                 errors.append(_rule("network.availabilityZones", azs, "the EKS control plane needs subnets in at least two AZs"))
             if azs and self.gpu_az not in azs:
@@ -607,6 +890,22 @@ class StackSettings(_Model):
             errors.extend(self._node_rules(gpu, wl, valid))
         _raise_all(errors)
         return self
+
+    def _name_rules(self, stack: Optional[str], valid: Any) -> list[PydanticCustomError]:
+        """Names derived from the stack name (program.build): the cluster rlinf-<stack>, its system
+        node group rlinf-<stack>-system, and the stack tag; unknown (None) outside a stack."""
+        errors: list[PydanticCustomError] = []
+        if stack is None or not valid("cluster"):
+            return errors
+        if self.cluster.name is None:
+            derived = f"rlinf-{stack}"
+            problem = cluster_name_problem(derived, creates_node_group=not self.cluster.existing)
+            if problem:
+                errors.append(_rule("cluster.name", None, f"defaults to {derived!r} from the stack name {stack!r}, but {problem}; set cluster.name"))
+        problem = tag_problem("stack", stack)
+        if problem:
+            errors.append(_rule("tags", {"stack": stack}, f"every resource is tagged with the stack name, but {problem}"))
+        return errors
 
     def _workload_rules(self, wl: "WorkloadSettings", gpu: Any, instance: Any, valid: Any) -> list[PydanticCustomError]:
         """Rules of the workload section with KubeRay and, when ``gpu`` is given, the GPU nodes."""
@@ -750,25 +1049,31 @@ def describe(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
             continue
         value = _lookup(data, loc)
         message = item["msg"]
+        if item["type"] == "int_type":
+            message = "must be an integer" + (", not a boolean" if isinstance(value, bool) else " (unquoted, no decimal point)")
+        elif item["type"] == "bool_type":
+            message = "must be true or false (a YAML boolean, unquoted)"
         if item["type"] == "literal_error":
             message = message.replace("Input should be", "must be one of")
         problems.append(f"{prefix}={value!r}: {message}")
     return problems
 
 
-def parse(data: Mapping[str, Any]) -> StackSettings:
-    """Validate a plain mapping (camelCase keys) into StackSettings, or raise ConfigError."""
+def parse(data: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
+    """Validate a plain mapping (camelCase keys) into StackSettings, or raise ConfigError.
+
+    ``stack`` (the Pulumi stack name) lets the names derived from it be checked too."""
     try:
-        return StackSettings.model_validate(dict(data))
+        return StackSettings.model_validate(dict(data), context={_STACK: stack})
     except ValidationError as err:
-        raise ConfigError(describe(err, data) + _rules_of_valid_sections(err, data)) from None
+        raise ConfigError(describe(err, data) + _rules_of_valid_sections(err, data, stack)) from None
 
 
 # Stands in for a workload section that failed, so the other sections' rules can still run.
 _WORKLOAD_STAND_IN = {"image": "stand-in"}
 
 
-def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
+def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any], stack: Optional[str] = None) -> list[str]:
     """The cross-section rules that only read sections which validated.
 
     Pydantic runs StackSettings' rules only once every field is valid, so a typo in one section
@@ -782,7 +1087,7 @@ def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any]) -> l
     if "workload" in failed:
         rest["workload"] = _WORKLOAD_STAND_IN
     try:
-        StackSettings.model_validate(rest, context={_FAILED_SECTIONS: failed})
+        StackSettings.model_validate(rest, context={_FAILED_SECTIONS: failed, _STACK: stack})
     except ValidationError as again:
         return [line for line in describe(again, rest) if not line.startswith(tuple(failed))]
     return []
@@ -792,7 +1097,7 @@ SECRET_KEYS = ("hfToken", "wandbApiKey", "kubeconfig")
 """Secret keys of the project namespace: read as secrets by program.Secrets, not by StackSettings."""
 
 
-def settings_from_config(values: Mapping[str, Any]) -> StackSettings:
+def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
     """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
     the engine passes them, or already structured), or raise ConfigError.
 
@@ -822,7 +1127,7 @@ def settings_from_config(values: Mapping[str, Any]) -> StackSettings:
         for key in sorted(unknown)
     ]
     try:
-        settings = parse(data)
+        settings = parse(data, stack)
     except ConfigError as err:
         raise ConfigError(problems + err.problems) from None
     if problems:
@@ -835,4 +1140,6 @@ def from_pulumi_config() -> StackSettings:
     misspelt top-level key fails `pulumi up` too, instead of being ignored)."""
     from pulumi.runtime import config as runtime_config
 
-    return settings_from_config({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()})
+    import pulumi
+
+    return settings_from_config({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}, pulumi.get_stack())

@@ -45,7 +45,7 @@ def test_placement_group_unless_capacity_is_reserved(gpu, expected):
 def test_unknown_type_with_every_figure_given_is_accepted():
     figures = {"gpus": 8, "gpuModel": "X", "gpuMemoryGib": 96, "vcpu": 192, "memoryGib": 2048,
                "networkCards": 16, "maxEfa": 16, "bandwidthGbps": 3200, "gpudirectRdma": True}
-    s = settings(gpuNodes={"instanceType": "p9.48xlarge", "instanceOverrides": figures})
+    s = settings(gpuNodes={"instanceType": "p6-b300.48xlarge", "instanceOverrides": figures})
     assert s.gpu_nodes.instance.max_efa == 16 and s.gpu_nodes.instance.source == "stack config"
 
 
@@ -59,8 +59,11 @@ def test_overrides_correct_a_known_type():
 BAD = [
     ("node count zero", {"gpuNodes": {"nodeCount": 0}}, ["gpuNodes.nodeCount=0", "greater than or equal to 1"]),
     ("node count not a number", {"gpuNodes": {"nodeCount": "two"}}, ["gpuNodes.nodeCount='two'"]),
-    ("unknown instance type", {"gpuNodes": {"instanceType": "p9.huge"}}, ["gpuNodes.instanceType='p9.huge'", "p5.48xlarge"]),
-    ("unknown type, partial figures", {"gpuNodes": {"instanceType": "p9.huge", "instanceOverrides": {"gpus": 8}}}, ["gpuNodes.instanceOverrides", "every figure"]),
+    ("not an EC2 instance type", {"gpuNodes": {"instanceType": "p9.huge"}}, ["gpuNodes.instanceType='p9.huge'", "not an EC2 instance type"]),
+    ("EC2 instance type misspelt", {"gpuNodes": {"instanceType": "p5.48xlarg"}}, ["gpuNodes.instanceType='p5.48xlarg'", "did you mean p5.48xlarge?"]),
+    ("EC2 type the catalog lacks", {"gpuNodes": {"instanceType": "p6-b300.48xlarge"}}, ["gpuNodes.instanceType='p6-b300.48xlarge'", "p5.48xlarge", "instanceOverrides"]),
+    ("unknown type, partial figures", {"gpuNodes": {"instanceType": "p6-b300.48xlarge", "instanceOverrides": {"gpus": 8}}}, ["gpuNodes.instanceOverrides", "every figure"]),
+    ("system node type not in EC2", {"cluster": {"systemNodes": {"instanceType": "m6i.huge"}}}, ["cluster.systemNodes.instanceType='m6i.huge'", "not an EC2 instance type"]),
     ("EFA on a type without EFA", {"gpuNodes": {"instanceType": "g5.2xlarge"}}, ["gpuNodes.efa=True", "g5.2xlarge has no EFA"]),
     ("misspelt node key", {"gpuNodes": {"nodecount": 2}}, ["gpuNodes.nodecount", "unknown key (did you mean nodeCount?)", "maxNodes"]),
     ("misspelt top-level key", {"gpuNode": {"nodeCount": 2}}, ["gpuNode", "unknown key", "gpuNodes"]),
@@ -104,8 +107,8 @@ BAD = [
     ("VPC CIDR", {"network": {"cidr": "10.0.0.0/24"}}, ["network.cidr='10.0.0.0/24'", "/20"]),
     ("VPC CIDR shape", {"network": {"cidr": "ten"}}, ["network.cidr='ten'", "CIDR"]),
     ("NAT gateways", {"network": {"natGateways": "two"}}, ["network.natGateways='two'", "'single' or 'one-per-az'"]),
-    ("existing VPC without subnets", {"network": {"vpcId": "vpc-1"}}, ["network.privateSubnetIds", "network.gpuSubnetId"]),
-    ("subnets without existing VPC", {"network": {"privateSubnetIds": ["subnet-1", "subnet-2"]}}, ["network.privateSubnetIds", "network.vpcId"]),
+    ("existing VPC without subnets", {"network": {"vpcId": "vpc-0123456789abcdef0"}}, ["network.privateSubnetIds", "network.gpuSubnetId"]),
+    ("subnets without existing VPC", {"network": {"privateSubnetIds": ["subnet-0123456789abcdef1", "subnet-0123456789abcdef2"]}}, ["network.privateSubnetIds", "network.vpcId"]),
     ("existing cluster without a name", {"cluster": {"existing": True}}, ["cluster.name", "must be named"]),
     ("existing cluster in a new VPC", {"cluster": {"existing": True, "name": "c"}}, ["network.vpcId", "existing cluster"]),
     ("public endpoint open to the world", {"cluster": {"endpointPublicAccessCidrs": ["0.0.0.0/0"]}}, ["cluster.endpointPublicAccessCidrs", "allowPublicEndpointFromAnywhere"]),
@@ -120,6 +123,78 @@ BAD = [
     ("workload missing", {"workload": None}, ["workload=None"]),
     ("tags not a mapping", {"tags": "team=robotics"}, ["tags='team=robotics'", "dictionary"]),
     ("misspelt rollout key", {"workload": {"image": "i", "rollout": {"backnd": "vllm"}}}, ["workload.rollout.backnd", "did you mean backend?"]),
+    # S3 bucket naming rules
+    ("bucket name too short", {"storage": {"bucketName": "ab"}}, ["storage.bucketName='ab'", "3 to 63"]),
+    ("bucket name uppercase", {"storage": {"bucketName": "My-Checkpoints"}}, ["storage.bucketName='My-Checkpoints'", "lowercase"]),
+    ("bucket name too long", {"storage": {"bucketName": "a" * 64}}, ["storage.bucketName='" + "a" * 64 + "'", "3 to 63"]),
+    ("bucket name with adjacent periods", {"storage": {"bucketName": "my..bucket"}}, ["storage.bucketName='my..bucket'", "adjacent periods"]),
+    ("bucket name an IP address", {"storage": {"bucketName": "192.168.5.4"}}, ["storage.bucketName='192.168.5.4'", "IP address"]),
+    ("bucket name xn-- prefix", {"storage": {"bucketName": "xn--checkpoints"}}, ["storage.bucketName='xn--checkpoints'", "starting with xn--"]),
+    ("bucket name sthree- prefix", {"storage": {"bucketName": "sthree-checkpoints"}}, ["storage.bucketName='sthree-checkpoints'", "sthree-"]),
+    ("bucket name -s3alias suffix", {"storage": {"bucketName": "ckpt-s3alias"}}, ["storage.bucketName='ckpt-s3alias'", "ending with -s3alias"]),
+    ("bucket name --ol-s3 suffix", {"storage": {"bucketName": "ckpt--ol-s3"}}, ["storage.bucketName='ckpt--ol-s3'", "ending with --ol-s3"]),
+    ("bucket name ends with a hyphen", {"storage": {"bucketName": "ckpt-"}}, ["storage.bucketName='ckpt-'", "ending with a letter or digit"]),
+    # node labels
+    ("label with kubernetes.io prefix", {"gpuNodes": {"labels": {"kubernetes.io/role": "gpu"}}}, ["gpuNodes.labels['kubernetes.io/role']='gpu'", "reserved"]),
+    ("label with a kubernetes.io subdomain", {"gpuNodes": {"labels": {"topology.kubernetes.io/zone": "z"}}}, ["gpuNodes.labels['topology.kubernetes.io/zone']", "reserved"]),
+    ("label with k8s.io prefix", {"gpuNodes": {"labels": {"k8s.io/team": "ml"}}}, ["gpuNodes.labels['k8s.io/team']='ml'", "reserved"]),
+    ("label overriding role", {"gpuNodes": {"labels": {"role": "training"}}}, ["gpuNodes.labels['role']='training'", "role=gpu-training", "never schedule"]),
+    ("label overriding the EFA label", {"gpuNodes": {"labels": {"vpc.amazonaws.com/efa.present": "false"}}}, ["gpuNodes.labels['vpc.amazonaws.com/efa.present']='false'", "EFA device plugin"]),
+    ("label key syntax", {"gpuNodes": {"labels": {"team name": "ml"}}}, ["gpuNodes.labels['team name']", "not a Kubernetes label key"]),
+    ("label key too long for EKS", {"gpuNodes": {"labels": {"example.com/" + "k" * 60: "v"}}}, ["gpuNodes.labels['example.com/" + "k" * 60 + "']", "at most 63"]),
+    ("label value syntax", {"gpuNodes": {"labels": {"team": "ml/rl"}}}, ["gpuNodes.labels['team']='ml/rl'", "label value"]),
+    ("label value empty (EKS needs 1)", {"gpuNodes": {"labels": {"team": ""}}}, ["gpuNodes.labels['team']=''", "1 to 63"]),
+    # AWS tags
+    ("tag key with aws: prefix", {"tags": {"aws:team": "ml"}}, ["tags=", "'aws:team'", "reserved for AWS"]),
+    ("tag value over 256", {"tags": {"team": "x" * 257}}, ["'team'", "at most 256 characters (257)"]),
+    ("tag key over 128", {"tags": {"k" * 129: "v"}}, ["1 to 128 characters (129)"]),
+    # EKS names
+    ("cluster name with a dot", {"cluster": {"name": "rlinf.prod"}}, ["cluster.name='rlinf.prod'", "EKS cluster name"]),
+    ("cluster name starting with a hyphen", {"cluster": {"name": "-rlinf"}}, ["cluster.name='-rlinf'", "starting with a letter or digit"]),
+    ("new cluster name too long for <cluster>-system", {"cluster": {"name": "c" * 57}}, ["cluster.name='" + "c" * 57 + "'", "-system", "at most 56"]),
+    ("existing cluster name over 100", {"cluster": {"existing": True, "name": "c" * 101}, "network": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0123456789abcdef1", "subnet-0123456789abcdef2"], "gpuSubnetId": "subnet-0123456789abcdef1"}}, ["cluster.name='" + "c" * 101 + "'", "1 to 100"]),
+    # VPC CIDR
+    ("VPC CIDR larger than /16", {"network": {"cidr": "10.0.0.0/8"}}, ["network.cidr='10.0.0.0/8'", "/16", "/28"]),
+    ("VPC CIDR beyond /28", {"network": {"cidr": "10.0.0.0/30"}}, ["network.cidr='10.0.0.0/30'", "/16", "/28"]),
+    ("VPC CIDR with host bits", {"network": {"cidr": "10.0.1.0/16"}}, ["network.cidr='10.0.1.0/16'", "10.0.0.0/16"]),
+    ("VPC CIDR IPv6", {"network": {"cidr": "fd00::/56"}}, ["network.cidr='fd00::/56'", "IPv4"]),
+    ("VPC CIDR too small for the AZs", {"region": "us-east-1", "network": {"cidr": "10.0.0.0/20", "availabilityZones": [f"us-east-1{c}" for c in "abcdefghijklmnopqrstuvwxyz"] * 10}}, ["network.cidr='10.0.0.0/20'", "cannot hold"]),
+    ("VPC AZ listed twice", {"network": {"availabilityZones": ["us-east-1a", "us-east-1b", "us-east-1a"]}}, ["network.availabilityZones", "twice"]),
+    # regions and AZs
+    ("unknown region", {"region": "us-east-9"}, ["region='us-east-9'", "not an AWS region", "us-east-1"]),
+    ("region misspelt", {"region": "eu-wset-1"}, ["region='eu-wset-1'", "did you mean eu-west-1?"]),
+    ("region given as an AZ", {"region": "us-west-2a"}, ["region='us-west-2a'", "Availability Zone, not a region: use us-west-2"]),
+    ("AZ given as a region", {"availabilityZone": "us-east-1"}, ["availabilityZone='us-east-1'", "a region, not an Availability Zone", "us-east-1a"]),
+    ("AZ of the wrong shape", {"availabilityZone": "us-east-1-a"}, ["availabilityZone='us-east-1-a'", "us-east-1a"]),
+    ("VPC AZ outside the region", {"network": {"availabilityZones": ["us-east-1a", "us-west-2b"]}}, ["network.availabilityZones[1]='us-west-2b'", "region us-east-1"]),
+    # ids of the wrong kind
+    ("vpcId is a subnet id", {"network": {"vpcId": "subnet-0123456789abcdef0"}}, ["network.vpcId='subnet-0123456789abcdef0'", "vpc-0123456789abcdef0"]),
+    ("vpcId empty", {"network": {"vpcId": ""}}, ["network.vpcId=''", "VPC id"]),
+    ("subnet id is a security group id", {"network": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["sg-0123456789abcdef0", "subnet-0123456789abcdef1"], "gpuSubnetId": "subnet-0123456789abcdef1"}}, ["network.privateSubnetIds[0]='sg-0123456789abcdef0'", "subnet-0123456789abcdef0"]),
+    ("GPU subnet id is a VPC id", {"network": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0123456789abcdef1", "subnet-0123456789abcdef2"], "gpuSubnetId": "vpc-0123456789abcdef0"}}, ["network.gpuSubnetId='vpc-0123456789abcdef0'", "subnet id"]),
+    # Capacity Blocks
+    ("Capacity Block of a type EC2 does not sell so", {"gpuNodes": {"instanceType": "g6e.48xlarge", "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0"}}, ["gpuNodes.capacityType='CAPACITY_BLOCK'", "no Capacity Blocks of g6e.48xlarge", "p5en.48xlarge"]),
+    # chart versions
+    ("kuberay version not a version", {"kuberay": {"version": "latest"}}, ["kuberay.version='latest'", "MAJOR.MINOR.PATCH"]),
+    ("kuberay version with a v", {"kuberay": {"version": "v1.7.0"}}, ["kuberay.version='v1.7.0'", "such as 1.7.0"]),
+    ("nvidia plugin version", {"devicePlugins": {"nvidiaVersion": "0.18"}}, ["devicePlugins.nvidiaVersion='0.18'", "MAJOR.MINOR.PATCH"]),
+    ("EFA plugin version without its v", {"devicePlugins": {"efaVersion": "0.5.20"}}, ["devicePlugins.efaVersion='0.5.20'", "vMAJOR.MINOR.PATCH"]),
+    ("autoscaler chart version", {"autoscaler": {"version": "9.x"}}, ["autoscaler.version='9.x'", "MAJOR.MINOR.PATCH"]),
+    ("kuberay namespace", {"kuberay": {"namespace": "Ray_System"}}, ["kuberay.namespace='Ray_System'", "namespace"]),
+    # booleans where integers go, and vice versa
+    ("node count true", {"gpuNodes": {"nodeCount": True}}, ["gpuNodes.nodeCount=True", "must be an integer"]),
+    ("max nodes false", {"gpuNodes": {"maxNodes": False}}, ["gpuNodes.maxNodes=False", "must be an integer"]),
+    ("node count a float", {"gpuNodes": {"nodeCount": 2.0}}, ["gpuNodes.nodeCount=2.0", "must be an integer"]),
+    ("node count a numeric string", {"gpuNodes": {"nodeCount": "2"}}, ["gpuNodes.nodeCount='2'", "must be an integer"]),
+    ("batch size true", {"workload": {"image": "i", "trainer": {"batch": {"data.train_batch_size": True}}}}, ["workload.trainer.batch.data.train_batch_size=True", "must be an integer"]),
+    ("efa a string", {"gpuNodes": {"efa": "yes"}}, ["gpuNodes.efa='yes'", "true or false"]),
+    ("efa an integer", {"gpuNodes": {"efa": 1}}, ["gpuNodes.efa=1", "true or false"]),
+    ("GPU memory utilization true", {"workload": {"image": "i", "rollout": {"gpuMemoryUtilization": True}}}, ["workload.rollout.gpuMemoryUtilization=True", "not a boolean"]),
+    # paths inside pods
+    ("relative mount path", {"storage": {"sharedFilesystem": {"mountPath": "fsx"}}}, ["storage.sharedFilesystem.mountPath='fsx'", "absolute path"]),
+    ("mount path with ..", {"storage": {"sharedFilesystem": {"mountPath": "/fsx/../etc"}}}, ["storage.sharedFilesystem.mountPath='/fsx/../etc'", "'..'"]),
+    ("mount path /", {"storage": {"sharedFilesystem": {"mountPath": "/"}}}, ["storage.sharedFilesystem.mountPath='/'", "below /"]),
+    ("relative trainer workdir", {"workload": {"image": "i", "trainer": {"workdir": "workspace"}}}, ["workload.trainer.workdir='workspace'", "absolute path"]),
 ]
 
 
@@ -141,6 +216,42 @@ def test_bad_config_is_rejected_naming_the_key_and_what_is_valid(sections, expec
 
 def test_the_bad_input_table_is_large():
     assert len(BAD) >= 30
+
+
+@pytest.mark.parametrize(
+    "good",
+    [
+        {"gpuNodes": {"labels": {"team": "ml", "example.com/run": "a.b_c-1", "node.kubernetes.io/pool": "gpu", "role": "gpu-training"}}},
+        {"tags": {"team": "ml", "cost-center": "x" * 256, "k" * 128: ""}},
+        {"storage": {"bucketName": "my.checkpoints-2026"}},
+        {"cluster": {"name": "c" * 56}},
+        {"availabilityZone": "us-east-1-bos-1a", "network": {"availabilityZones": ["us-east-1-bos-1a", "us-east-1b"]}},
+        {"region": "eu-west-1"},
+        {"network": {"cidr": "10.0.0.0/20"}},
+        {"workload": {"image": "i", "rollout": {"gpuMemoryUtilization": 1}}},
+        {"gpuNodes": {"instanceType": "p4d.24xlarge", "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0"}},
+        {"kuberay": {"version": "1.7.0-rc.1"}},
+    ],
+)
+def test_values_at_the_edge_of_the_rules_are_accepted(good):
+    parse(_data(good))
+
+
+@pytest.mark.parametrize(
+    "stack, sections, expected",
+    [
+        ("my.stack", {}, ["cluster.name=None", "'rlinf-my.stack'", "set cluster.name"]),
+        ("s" * 51, {}, ["cluster.name=None", "-system", "at most 56"]),
+        ("s" * 257, {"cluster": {"name": "rlinf"}}, ["every resource is tagged with the stack name", "at most 256"]),
+    ],
+)
+def test_names_derived_from_the_stack_name_are_checked(stack, sections, expected):
+    with pytest.raises(ConfigError) as err:
+        parse(_data(sections), stack=stack)
+    for text in expected:
+        assert text in str(err.value), f"{text!r} not in:\n{err.value}"
+    parse(_data(sections), stack="dev")
+    parse(_data({"cluster": {"name": "rlinf"}}), stack="s" * 51)  # a named cluster does not derive from the stack
 
 
 def test_every_problem_of_a_section_is_reported_at_once():

@@ -79,10 +79,11 @@ def test_given_public_subnets_when_network_built_then_they_carry_the_elb_tag_and
 
 
 def test_given_existing_vpc_when_network_built_then_nothing_is_created_and_outputs_come_from_config():
-    existing = {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-1", "subnet-2"], "gpuSubnetId": "subnet-1"}
+    vpc, one_, two = "vpc-0123456789abcdef0", "subnet-0123456789abcdef1", "subnet-0123456789abcdef2"
+    existing = {"vpcId": vpc, "privateSubnetIds": [one_, two], "gpuSubnetId": one_}
     run, outputs = _outputs(network=existing)
     assert [r.type for r in run.registrations] == ["rlinf-eks:index:Network"]
-    assert outputs == {"vpc": "vpc-0abc", "cidr": "10.0.0.0/16", "private": ["subnet-1", "subnet-2"], "gpu": "subnet-1"}
+    assert outputs == {"vpc": vpc, "cidr": "10.0.0.0/16", "private": [one_, two], "gpu": one_}
 
 
 def test_default_availability_zones_pair_the_gpu_az_with_the_next_letter():

@@ -36,7 +36,9 @@ def stack_configs(draw) -> dict[str, Any]:
     kuberay = draw(st.booleans())
     autoscale = draw(st.booleans())
     tp = draw(st.sampled_from([d for d in (1, 2, 4, 8) if instance.gpus % d == 0]))
-    reservation = draw(st.sampled_from([None, "ON_DEMAND", "CAPACITY_BLOCK"]))
+    # EC2 sells Capacity Blocks of a few types only (catalog.CAPACITY_BLOCK_TYPES)
+    blocks = ["CAPACITY_BLOCK"] if instance.name in catalog.CAPACITY_BLOCK_TYPES else []
+    reservation = draw(st.sampled_from([None, "ON_DEMAND", *blocks]))
     world = nodes * instance.gpus
     minor = draw(st.sampled_from(sorted(AUTOSCALER_TAGS)))
     gpu: dict[str, Any] = {"instanceType": instance.name, "nodeCount": nodes, "scaleToZero": autoscale and draw(st.booleans())}

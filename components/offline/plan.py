@@ -67,7 +67,7 @@ def manifest_file_name(obj: dict[str, Any]) -> str:
 
 def settings_of(stack_config: StackConfig) -> config_mod.StackSettings:
     """Validate the stack's config exactly as the program will (raises ConfigError)."""
-    return config_mod.settings_from_config(stack_config.values)
+    return config_mod.settings_from_config(stack_config.values, stack_config.stack)
 
 
 SECRET_KEYS = config_mod.SECRET_KEYS
