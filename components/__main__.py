@@ -21,12 +21,16 @@ def _plan(args: argparse.Namespace) -> int:
     try:
         root = project_root()
         stack_config = load(root, args.stack, args.set)
+        out = Path(args.out) if args.out else root / "build" / args.stack
+        plan_mod.prepare_output(out)
         plan = plan_mod.make_plan(stack_config)
+        written = plan_mod.write(plan, out)
+    except plan_mod.OutputError as err:
+        print(f"error: --out: {err}", file=sys.stderr)
+        return 2
     except (ConfigError, StackConfigError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else root / "build" / args.stack
-    plan_mod.write(plan, out)
     if not args.quiet:
         print(plan_mod.render_tree(plan))
         report = plan_mod.efficiency_of_plan(plan)
@@ -38,7 +42,7 @@ def _plan(args: argparse.Namespace) -> int:
         print()
         print("\n".join(plan_mod.render_outputs(plan.outputs)))
         print()
-    for warning in plan.warnings:
+    for warning in [*plan.warnings, *written]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {out / plan_mod.PLAN_FILE} and {len(plan.manifests())} manifests in {out / plan_mod.MANIFESTS}")
     violations = plan_mod.violations_of_plan(plan)

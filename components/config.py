@@ -1097,6 +1097,27 @@ SECRET_KEYS = ("hfToken", "wandbApiKey", "kubeconfig")
 """Secret keys of the project namespace: read as secrets by program.Secrets, not by StackSettings."""
 
 
+# Namespaces of the providers this program uses: their keys (kubernetes:cluster, aws:profile) are
+# theirs even where a name matches one of this project's keys.
+PROVIDER_NAMESPACES = frozenset({"aws", "eks", "kubernetes", "pulumi"})
+
+
+def foreign_project_key(key: str, project: str = PROJECT) -> Optional[str]:
+    """Why ``key`` looks like this project's key under a wrong namespace (``rlinf:gpuNodes``, a
+    misspelt project), which the program would silently never read; None for other keys."""
+    namespace, sep, name = key.partition(":")
+    if not sep or namespace == project or namespace in PROVIDER_NAMESPACES:
+        return None
+    top = re.split(r"[.\[]", name, maxsplit=1)[0]
+    similar = difflib.SequenceMatcher(None, namespace, project).ratio() >= 0.75
+    if top in TOP_LEVEL_KEYS or top in SECRET_KEYS or similar:
+        return (
+            f"{key}: namespace {namespace!r} is not this project's ({project}), so the program would never read it; "
+            f"use {project}:{name} (or leave the namespace out)"
+        )
+    return None
+
+
 def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
     """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
     the engine passes them, or already structured), or raise ConfigError.
@@ -1126,6 +1147,7 @@ def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None)
         f"{key}: unknown key{_did_you_mean(key[len(prefix):], [*TOP_LEVEL_KEYS, *SECRET_KEYS])}; valid keys: {valid}"
         for key in sorted(unknown)
     ]
+    problems += [problem for key in sorted(values) if (problem := foreign_project_key(key))]
     try:
         settings = parse(data, stack)
     except ConfigError as err:

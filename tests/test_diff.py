@@ -192,15 +192,24 @@ def test_given_different_plans_when_diffed_then_exit_1_and_markdown_on_stdout(tm
 @pytest.mark.parametrize(
     "content, message",
     [(None, "no such plan"), ("{not json", "not JSON"), ('{"stack": "x"}', "not an offline plan"),
-     ('{"resources": [{"urn": "u"}]}', "lacks urn, type or name")],
+     ('{"resources": [{"urn": "u"}]}', "lacks urn, type or name"),
+     ('{"resources": [{"urn": 1, "type": "t", "name": "n"}]}', "resources[0].urn is 1, not a string"),
+     ('{"resources": [{"urn": "u", "type": null, "name": "n"}]}', "resources[0].type is null, not a string"),
+     ('{"resources": [{"urn": "u", "type": "t", "name": ["n"]}]}', "resources[0].name is [\"n\"], not a string"),
+     ('{"resources": [{"urn": "u", "type": "t", "name": "n", "inputs": []}]}', "resources[0].inputs is list, not an object"),
+     ('{"resources": [], "outputs": 3}', "outputs is int, not an object"),
+     (b"\xff\xfe{}", "not JSON")],
 )
 def test_given_bad_input_when_diffed_then_exit_2_naming_the_problem(tmp_path, capsys, content, message):
     good = write_plan(tmp_path / "good", base_plan())
     bad = tmp_path / "bad.json"
-    if content is not None:
+    if isinstance(content, bytes):
+        bad.write_bytes(content)
+    elif content is not None:
         bad.write_text(content)
     assert main(["diff", str(good), str(bad)]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
     with pytest.raises(PlanError):
         load_plan(bad)
 

@@ -46,6 +46,14 @@ def load_plan(path: str | Path) -> dict[str, Any]:
     for index, resource in enumerate(data["resources"]):
         if not isinstance(resource, dict) or not {"urn", "type", "name"} <= set(resource):
             raise PlanError(f"{file}: resources[{index}] lacks urn, type or name")
+        for key in ("urn", "type", "name"):
+            if not isinstance(resource[key], str):
+                raise PlanError(f"{file}: resources[{index}].{key} is {json.dumps(resource[key])}, not a string")
+        for key in ("inputs", "options"):
+            if not isinstance(resource.get(key, {}), dict):
+                raise PlanError(f"{file}: resources[{index}].{key} is {type(resource[key]).__name__}, not an object")
+    if not isinstance(data.get("outputs", {}), dict):
+        raise PlanError(f"{file}: outputs is {type(data['outputs']).__name__}, not an object")
     return data
 
 

@@ -7,7 +7,8 @@ repository: extend, never rename) and prints a preview-like tree.
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,13 @@ from .stack_config import StackConfig
 PLAN_FILE = "plan.json"
 MANIFESTS = "manifests"
 EFFICIENCY_FILE = "efficiency.json"
+WRITTEN_FILE = ".rlinf-eks-manifests"
+"""In DIR: the manifest files the last plan wrote, one a line: the only files a plan removes."""
+_MANIFEST_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml")
+
+
+class OutputError(ValueError):
+    """An --out folder the plan cannot write."""
 
 # Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).
 _NOT_MANIFESTS = ("kubernetes:helm.sh/", "pulumi:providers:")
@@ -90,18 +98,54 @@ def make_plan(stack_config: StackConfig) -> Plan:
     return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings, settings)
 
 
-def write(plan: Plan, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / PLAN_FILE).write_text(plan.dumps())
-    manifests = out / MANIFESTS
-    if manifests.exists():
-        shutil.rmtree(manifests)
-    manifests.mkdir()
-    for file_name, obj in plan.manifests().items():
-        (manifests / file_name).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
-    report = efficiency_of_plan(plan)
-    if report is not None:
-        (out / EFFICIENCY_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+def prepare_output(out: Path) -> None:
+    """Make ``out`` and ``out/manifests`` and prove they are writable, or raise OutputError
+    (before the plan runs, so a bad --out costs nothing)."""
+    for folder in (out, out / MANIFESTS):
+        if folder.exists() and not folder.is_dir():
+            raise OutputError(f"{folder} is a file, not a folder")
+    try:
+        (out / MANIFESTS).mkdir(parents=True, exist_ok=True)
+        probe = out / f".{WRITTEN_FILE}.{os.getpid()}.probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise OutputError(f"cannot write in {out}: {err.strerror or err}") from None
+
+
+def _previously_written(out: Path) -> set[str]:
+    try:
+        lines = (out / WRITTEN_FILE).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    # Only plain manifest names: the list never lets a plan reach outside manifests/.
+    return {line for line in lines if _MANIFEST_NAME.fullmatch(line)}
+
+
+def write(plan: Plan, out: Path) -> list[str]:
+    """Write plan.json, manifests/ and efficiency.json into ``out``; return warnings.
+
+    A file in manifests/ is removed only when the previous plan wrote it (listed in
+    ``.rlinf-eks-manifests``) and this plan does not; any other file there is left alone and
+    named in a warning. Raises OutputError when ``out`` cannot be written.
+    """
+    try:
+        prepare_output(out)
+        manifests = out / MANIFESTS
+        files = plan.manifests()
+        (out / PLAN_FILE).write_text(plan.dumps())
+        for file_name, obj in files.items():
+            (manifests / file_name).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
+        for stale in sorted(_previously_written(out) - set(files)):
+            (manifests / stale).unlink(missing_ok=True)
+        (out / WRITTEN_FILE).write_text("".join(f"{name}\n" for name in files))
+        report = efficiency_of_plan(plan)
+        if report is not None:
+            (out / EFFICIENCY_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    except OSError as err:
+        raise OutputError(f"cannot write in {out}: {err.strerror or err} ({getattr(err, 'filename', '') or out})") from None
+    foreign = sorted(p.name for p in manifests.iterdir() if p.name not in files)
+    return [f"{manifests / name}: not written by this plan, left in place" for name in foreign]
 
 
 def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ..config import PROJECT
+from ..config import PROJECT, foreign_project_key
 
 SECRET_PLACEHOLDER = "[secret]"
 
@@ -59,7 +59,19 @@ def _read_yaml(path: Path, root: Path) -> dict[str, Any]:
     """A YAML file holding a mapping, or a StackConfigError naming the file, line and problem."""
     where = path.relative_to(root) if path.is_relative_to(root) else path
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        raw = path.read_bytes()
+    except OSError as err:
+        raise StackConfigError(f"{where}: cannot be read: {err.strerror or err}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        # YAML 1.2 and the Pulumi CLI read stack files as UTF-8.
+        line = raw[: err.start].count(b"\n") + 1
+        raise StackConfigError(
+            f"{where} line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); save the file as UTF-8"
+        ) from None
+    try:
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -67,7 +79,29 @@ def _read_yaml(path: Path, root: Path) -> dict[str, Any]:
         raise StackConfigError(f"{where}{line}: not valid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise StackConfigError(f"{where}: must be a mapping with a config: key; got {type(data).__name__} {data!r:.60}")
+    problem = _non_string_key(data)
+    if problem:
+        raise StackConfigError(f"{where}: {problem}")
     return data
+
+
+def _non_string_key(node: Any, path: str = "") -> str | None:
+    """The first mapping key that is not a string (YAML reads `1:`, `true:` or `null:` as such),
+    which Pulumi's config (JSON objects) cannot hold."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if not isinstance(key, str):
+                shown = "null" if key is None else json.dumps(key) if isinstance(key, (bool, int, float)) else repr(key)
+                return f"{path or 'the top level'}: key {shown} is a {type(key).__name__}, not a string; quote it ('{shown}':)"
+            found = _non_string_key(value, f"{path}.{key}" if path else key)
+            if found:
+                return found
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            found = _non_string_key(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
 
 
 def _qualify(key: str, project: str) -> str:
@@ -90,7 +124,12 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
         known = ", ".join(available_stacks(root)) or "none"
         raise StackConfigError(f"unknown stack {stack!r}: no {path.relative_to(root)} (stacks: {known})")
     stack_file = _read_yaml(path, root)
-    stack_values = stack_file.get("config") or {}
+    if stack_file.get("config") is None:
+        raise StackConfigError(
+            f"{path.relative_to(root)}: has no config: key (keys: {', '.join(map(str, stack_file)) or 'none'}); the settings "
+            "live under it, such as config: {rlinf-eks:workload: {image: ...}}"
+        )
+    stack_values = stack_file["config"]
     if not isinstance(stack_values, dict):
         raise StackConfigError(
             f"{path.relative_to(root)}: config must map keys to values (such as rlinf-eks:gpuNodes: {{nodeCount: 2}}), "
@@ -110,7 +149,11 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
         if not sep or not key:
             raise StackConfigError(f"--set {item!r}: expected KEY=VALUE, such as gpuNodes.nodeCount=2")
         try:
-            set_path(values, _qualify(key, project), parse_scalar(raw))
+            qualified = _qualify(key, project)
+            problem = foreign_project_key(qualified, project)
+            if problem:
+                raise StackConfigError(problem)
+            set_path(values, qualified, parse_scalar(raw))
         except StackConfigError as err:
             raise StackConfigError(f"--set {item!r}: {err}") from None
     return StackConfig(project=project, stack=stack, values=values, secret_keys=secret_keys)
@@ -129,17 +172,48 @@ def parse_scalar(raw: str) -> Any:
 
 
 # Path segments as `pulumi config set --path` reads them: name, [index], or ["key.with.dots"].
-_SEGMENT = re.compile(r'([^.\[\]"]+)|\[(\d+)\]|\["([^"]+)"\]')
+_NAME = re.compile(r'[^.\[\]"]+')
+_INDEX = re.compile(r"\[(\d+)\]")
+_QUOTED = re.compile(r'\["((?:[^"\\]|\\.)*)"\]')
+
+
+def parse_path(path: str) -> list[str | int]:
+    """The segments of a ``--path`` key, or StackConfigError naming where it is malformed."""
+    segments: list[str | int] = []
+    at = 0
+
+    def malformed(why: str) -> StackConfigError:
+        return StackConfigError(
+            f"{path!r} is a malformed key path at character {at + 1} ({why}); paths are names joined by '.', "
+            'list indexes [0] and quoted keys ["a.b"], such as workload.trainer.batch["actor.global_batch_size"]'
+        )
+
+    while at < len(path):
+        if segments and path[at] == ".":
+            at += 1
+            if at == len(path) or path[at] in ".[":
+                raise malformed("a name must follow '.'")
+        if path[at] == "[":
+            match = _INDEX.match(path, at) or _QUOTED.match(path, at)
+            if not match:
+                raise malformed("'[' opens a list index such as [0] or a quoted key such as [\"a.b\"], closed by ']'")
+            index, quoted = (match.group(1), None) if match.re is _INDEX else (None, match.group(1))
+            segments.append(int(index) if index is not None else re.sub(r"\\(.)", r"\1", quoted or ""))
+        else:
+            match = _NAME.match(path, at)
+            if not match or (segments and path[at - 1] not in "."):
+                raise malformed(f"unexpected {path[at]!r}")
+            segments.append(match.group(0))
+        at = match.end()
+    if not segments or not isinstance(segments[0], str):
+        raise StackConfigError(f"{path!r} is not a config key path; it starts with a key name, such as gpuNodes.nodeCount")
+    return segments
 
 
 def set_path(values: dict[str, Any], qualified_key: str, value: Any) -> None:
     """Set ``ns:top.a.b[0]`` in ``values``, creating objects and lists on the way."""
     namespace, _, path = qualified_key.partition(":")
-    segments: list[str | int] = []
-    for name, index, quoted in _SEGMENT.findall(path):
-        segments.append(int(index) if index else quoted or name)
-    if not segments or not isinstance(segments[0], str):
-        raise StackConfigError(f"{path!r} is not a config key path; it starts with a key name, such as gpuNodes.nodeCount")
+    segments = parse_path(path)
     top = f"{namespace}:{segments[0]}"
     rest = segments[1:]
     if not rest:
