@@ -122,21 +122,19 @@ AbsolutePath = Annotated[str, AfterValidator(_absolute_path)]
 # and ending alphanumeric; values likewise (<= 63, may be empty).
 _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-# The kubelet refuses to register a node whose --node-labels use the kubernetes.io or k8s.io
-# namespaces except the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes (KEP-0000
-# "Bounding Self-Labeling Kubelets", enforced by NodeRestriction); EKS passes node group labels
-# to the kubelet that way.
+# The kubelet refuses to start with --node-labels in the kubernetes.io or k8s.io namespaces other
+# than the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes (and the few labels it sets
+# itself), and the NodeRestriction admission plugin rejects them (sig-auth enhancement "Bounding
+# Self-Labeling Kubelets"); EKS hands node group labels to the kubelet that way.
 _RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
 _ALLOWED_LABEL_PREFIXES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 # EKS's CreateNodegroup labels: key and value 1-63 characters (botocore eks labelKey, labelValue).
 _EKS_LABEL_MAX = 63
 
 
-def label_problem(key: str, value: Any) -> str | None:
+def label_problem(key: str, value: str) -> str | None:
     """Why ``key: value`` cannot be a label of an EKS managed node group, or None."""
     prefix, slash, name = key.rpartition("/")
-    if not isinstance(value, str):
-        return f"the value must be a string, got {type(value).__name__} {value!r}"
     if not key or len(name) > 63 or not _LABEL_NAME.fullmatch(name) or (slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))):
         return (
             "not a Kubernetes label key: [prefix/]name, the prefix a lowercase DNS subdomain, the name at most "
@@ -160,9 +158,7 @@ def label_problem(key: str, value: Any) -> str | None:
 
 # AWS tags (botocore TagKey 1-128, TagValue 0-256; the aws: prefix is reserved for AWS's own tags,
 # "Tag naming limits and requirements" in the Tagging AWS Resources guide).
-def tag_problem(key: str, value: Any) -> str | None:
-    if not isinstance(value, str):
-        return f"a tag value is a string, got {type(value).__name__} {value!r}"
+def tag_problem(key: str, value: str) -> str | None:
     if not 1 <= len(key) <= 128:
         return f"a tag key is 1 to 128 characters ({len(key)})"
     if key.lower().startswith("aws:"):
@@ -807,7 +803,7 @@ class StackSettings(_Model):
     def _region(cls, value: str) -> str:
         if value in aws_names.REGIONS:
             return value
-        if isinstance(value, str) and value[:-1] in aws_names.REGIONS:
+        if value[:-1] in aws_names.REGIONS:
             raise PydanticCustomError("region", "{text}", {"text": f"an Availability Zone, not a region: use {value[:-1]}"})
         raise PydanticCustomError(
             "region", "{text}", {"text": f"not an AWS region{_close(value, aws_names.REGIONS)}, such as us-east-1 (botocore {aws_names.BOTOCORE_VERSION}'s list)"}
