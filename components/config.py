@@ -732,6 +732,17 @@ class WorkloadSettings(_Model):
             raise PydanticCustomError("dns", "a DNS-1035 label: lowercase letters, digits and '-', at most 63")
         return value
 
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        # The API server rejects the pod otherwise (apimachinery IsEnvVarName), after the nodes are up.
+        bad = [name for name in value if not re.fullmatch(r"[-._a-zA-Z][-._a-zA-Z0-9]*", name)]
+        if bad:
+            raise PydanticCustomError(
+                "env", "{text}", {"text": f"{', '.join(map(repr, bad))}: environment variable names are letters, digits, '_', '-' or '.', not starting with a digit"}
+            )
+        return value
+
 
 # --- storage ------------------------------------------------------------------------------------
 

@@ -194,6 +194,8 @@ BAD = [
     ("relative mount path", {"storage": {"sharedFilesystem": {"mountPath": "fsx"}}}, ["storage.sharedFilesystem.mountPath='fsx'", "absolute path"]),
     ("mount path with ..", {"storage": {"sharedFilesystem": {"mountPath": "/fsx/../etc"}}}, ["storage.sharedFilesystem.mountPath='/fsx/../etc'", "'..'"]),
     ("mount path /", {"storage": {"sharedFilesystem": {"mountPath": "/"}}}, ["storage.sharedFilesystem.mountPath='/'", "below /"]),
+    ("env name with a blank", {"workload": {"image": "i", "env": {"NCCL DEBUG": "INFO"}}}, ["workload.env=", "'NCCL DEBUG'", "environment variable names"]),
+    ("env name starting with a digit", {"workload": {"image": "i", "env": {"1X": "y"}}}, ["'1X'", "not starting with a digit"]),
     ("relative trainer workdir", {"workload": {"image": "i", "trainer": {"workdir": "workspace"}}}, ["workload.trainer.workdir='workspace'", "absolute path"]),
 ]
 
