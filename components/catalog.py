@@ -68,9 +68,12 @@ _ROWS: tuple[InstanceType, ...] = (
 
 CATALOG: Mapping[str, InstanceType] = {row.name: row for row in _ROWS}
 
-# The instance types EC2 sells as Capacity Blocks for ML (EC2 User Guide "Capacity Blocks for ML",
-# supported instance types; AWS PCS "Using Capacity Blocks" adds P6-B300): a CAPACITY_BLOCK node
-# group of any other type waits for a reservation that cannot exist.
+# The instance types sold as Capacity Blocks for ML: p4d, p5, p5e, p5en, trn1 and trn2 from the
+# EC2 User Guide ("Capacity Blocks for ML"); p4de, p5.4xlarge, p6-b200 and the p6e-gb200
+# UltraServer from SageMaker's ReservedCapacityInstanceType (the same reservations); P6-B300 from
+# AWS PCS "Using Capacity Blocks". Generous on purpose: a type missing here would be refused, a
+# CAPACITY_BLOCK node group of a type absent from all of them waits for a reservation that
+# cannot exist.
 CAPACITY_BLOCK_TYPES: frozenset[str] = frozenset({
     "p4d.24xlarge", "p4de.24xlarge",
     "p5.4xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
