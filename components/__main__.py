@@ -22,7 +22,7 @@ def _plan(args: argparse.Namespace) -> int:
         root = project_root()
         stack_config = load(root, args.stack, args.set)
         out = Path(args.out) if args.out else root / "build" / args.stack
-        plan_mod.prepare_output(out)
+        plan_mod.check_output(out)
         plan = plan_mod.make_plan(stack_config)
         written = plan_mod.write(plan, out)
     except plan_mod.OutputError as err:

@@ -1041,6 +1041,8 @@ def describe(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
     for item in err.errors(include_url=False):
         loc = tuple(p for p in item["loc"] if p not in ("function-after",))
         prefix = _dotted(loc)
+        if loc == ("region",):
+            prefix = "aws:region"  # the one key outside the project namespace
         if item["type"] in ("rule", "rules"):
             for line in item["msg"].split("\n"):
                 problems.append(f"{prefix + '.' if prefix else ''}{line}")

@@ -168,7 +168,7 @@ def test_bad_input_exits_2_with_a_clear_line_and_no_traceback(monkeypatch, capsy
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.startswith("error: ")
-    assert not (tmp_path / "out" / "plan.json").exists()
+    assert not (tmp_path / "out").exists()  # nothing is written for a bad input
 
 
 def test_out_that_is_a_file_exits_2_and_leaves_it(monkeypatch, capsys, tmp_path):
@@ -188,12 +188,13 @@ def test_out_that_cannot_be_written_exits_2(monkeypatch, capsys, tmp_path):
     monkeypatch.chdir(ROOT)
     (tmp_path / "file").write_text("")
     assert main(["plan", "--quiet", "--out", str(tmp_path / "file" / "under")]) == 2
-    assert "error: --out: " in capsys.readouterr().err
+    assert f"error: --out: cannot create {tmp_path}/file/under: {tmp_path}/file is a file" in capsys.readouterr().err
     try:
         Path("/sys/rlinf-eks-probe").mkdir()
     except OSError:  # /sys refuses even root: a real unwritable folder
         assert main(["plan", "--quiet", "--out", "/sys/rlinf-eks-out"]) == 2
-        assert "error: --out: cannot write in /sys/rlinf-eks-out" in capsys.readouterr().err
+        assert "error: --out: cannot create /sys/rlinf-eks-out in /sys: " in capsys.readouterr().err
+        assert not Path("/sys/rlinf-eks-out").exists()
     else:
         Path("/sys/rlinf-eks-probe").rmdir()
 

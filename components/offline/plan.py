@@ -7,8 +7,8 @@ repository: extend, never rename) and prints a preview-like tree.
 from __future__ import annotations
 
 import json
-import os
 import re
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,19 +98,22 @@ def make_plan(stack_config: StackConfig) -> Plan:
     return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings, settings)
 
 
-def prepare_output(out: Path) -> None:
-    """Make ``out`` and ``out/manifests`` and prove they are writable, or raise OutputError
-    (before the plan runs, so a bad --out costs nothing)."""
-    for folder in (out, out / MANIFESTS):
-        if folder.exists() and not folder.is_dir():
-            raise OutputError(f"{folder} is a file, not a folder")
+def check_output(out: Path) -> None:
+    """Raise OutputError unless the plan can be written into ``out``, leaving no trace: run before
+    the plan, so a bad --out costs nothing. (A write that fails later is an OutputError too.)"""
+    for path in (out, out / MANIFESTS):
+        if path.exists() and not path.is_dir():
+            raise OutputError(f"{path} is a file, not a folder")
+    existing = next(folder for folder in (out, *out.absolute().parents) if folder.exists())
+    if not existing.is_dir():
+        raise OutputError(f"cannot create {out}: {existing} is a file")
     try:
-        (out / MANIFESTS).mkdir(parents=True, exist_ok=True)
-        probe = out / f".{WRITTEN_FILE}.{os.getpid()}.probe"
-        probe.write_text("")
-        probe.unlink()
+        # the folder that will receive the first new entry must take a file (as root too: os.access cannot tell)
+        with tempfile.TemporaryFile(dir=existing):
+            pass
     except OSError as err:
-        raise OutputError(f"cannot write in {out}: {err.strerror or err}") from None
+        what = f"cannot write in {out}" if existing == out else f"cannot create {out} in {existing}"
+        raise OutputError(f"{what}: {err.strerror or err}") from None
 
 
 def _previously_written(out: Path) -> set[str]:
@@ -130,8 +133,9 @@ def write(plan: Plan, out: Path) -> list[str]:
     named in a warning. Raises OutputError when ``out`` cannot be written.
     """
     try:
-        prepare_output(out)
+        check_output(out)
         manifests = out / MANIFESTS
+        manifests.mkdir(parents=True, exist_ok=True)
         files = plan.manifests()
         (out / PLAN_FILE).write_text(plan.dumps())
         for file_name, obj in files.items():
