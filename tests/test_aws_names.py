@@ -1,5 +1,7 @@
 """The checked-in AWS name lists match botocore's models (regenerate: python -m rlinf_eks.aws_names)."""
 
+from pathlib import Path
+
 import botocore
 
 from rlinf_eks import aws_names, catalog
@@ -24,3 +26,11 @@ def test_instance_types_equal_the_ec2_enum():
 def test_every_catalog_and_capacity_block_type_is_a_real_ec2_type():
     assert set(catalog.CATALOG) <= aws_names.EC2_INSTANCE_TYPES
     assert catalog.CAPACITY_BLOCK_TYPES <= aws_names.EC2_INSTANCE_TYPES
+
+
+def test_regenerating_reproduces_the_checked_in_file(tmp_path):
+    source = Path(aws_names.__file__)
+    copy = tmp_path / "aws_names.py"
+    copy.write_text(source.read_text().replace("us-east-1 ", "", 1))  # drift the copy
+    aws_names.regenerate(copy)
+    assert copy.read_text() == source.read_text(), REGENERATE
