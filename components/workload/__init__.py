@@ -37,6 +37,7 @@ from .pod import (
     trainer_pythonpath,
 )
 from .preflight import PREFLIGHT_SCRIPT, preflight_script
+from .staging import STAGE_SCRIPT, model_staging, stage_script
 from .template import RayPodInputs, ray_pod_template
 
 __all__ = ["RlinfTraining", "launch_scripts"]
@@ -82,6 +83,8 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
             service=manual.SERVICE_NAME,
             exchange_dir=f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/.preflight" if multi_node else None,
         )
+    if model_staging(settings, shared) is not None:
+        files[STAGE_SCRIPT] = stage_script()
     if not shared:
         files["restore.sh"] = scripts.restore()
         files["sync.sh"] = scripts.sync()
@@ -128,12 +131,15 @@ class RlinfTraining(pulumi.ComponentResource):
         nnodes = settings.gpu_nodes.node_count
         paths = run_paths(settings, pulumi.get_stack(), shared=shared_volume_claim is not None)
         shape = pod_shape(settings, sync=not paths.shared)
+        staging = model_staging(settings, paths.shared)
         self.launch = launch_for(
             settings,
             nnodes=nnodes,
             gpus_per_node=shape.pod.gpus,
             log_dir=paths.log_dir,
             checkpoint_dir=paths.checkpoint_dir,
+            # derived from workload.model.source, never typed twice (else trainer.modelPath)
+            model_path=staging.model_dir if staging is not None else None,
             wandb=wandb_api_key is not None,
         )
         for warning in self.launch.warnings:
@@ -169,6 +175,7 @@ class RlinfTraining(pulumi.ComponentResource):
             bucket_name=bucket_name,
             config_map=LAUNCH_CONFIG_MAP,
             preflight=settings.preflight.enabled,
+            staging=staging,
         )
         # a changed script means a new run: the Job's template changes, so Pulumi replaces the Job
         annotations = {"rlinf-eks/launch-sha256": _fingerprint(files)}
