@@ -76,13 +76,18 @@ def model_read_policy(bucket: str, prefix: str, partition: str = "aws") -> dict[
     below the prefix, get its objects; nothing else in that bucket."""
     bucket_arn = f"arn:{partition}:s3:::{bucket}"
     objects = f"{bucket_arn}/{prefix}/*" if prefix else f"{bucket_arn}/*"
-    list_statement: dict[str, Any] = {"Sid": "ListModel", "Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"], "Resource": bucket_arn}
+    list_statement: dict[str, Any] = {"Sid": "ListModel", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn}
     if prefix:
         # `aws s3 sync s3://bucket/prefix/` lists with the prefix "prefix/"
         list_statement["Condition"] = {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}
     return {
         "Version": "2012-10-17",
-        "Statement": [list_statement, {"Sid": "ReadModel", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": objects}],
+        "Statement": [
+            list_statement,
+            # a separate statement: GetBucketLocation carries no s3:prefix, so the condition would deny it
+            {"Sid": "LocateModelBucket", "Effect": "Allow", "Action": "s3:GetBucketLocation", "Resource": bucket_arn},
+            {"Sid": "ReadModel", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects},
+        ],
     }
 
 
