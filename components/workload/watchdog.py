@@ -74,7 +74,7 @@ while true; do
   if [ -n "${start}" ]; then elapsed=$(( $(date -u +%s) - $(date -u -d "${start}" +%s) )); fi
   if [ "${elapsed}" -ge "${DEADLINE_SECONDS}" ]; then
     # one line per pod that is not running: name, phase, waiting reasons, scheduling reason
-    stuck=$(printf '%s\n' "${pods}" | awk -F'\t' 'NF && $2 != "Running" && $2 != "Succeeded" {gsub(/ +/, " ", $3); printf "%s%s %s%s%s", sep, $1, $2, ($3 ~ /[^ ]/ ? " (" $3 ")" : ""), ($4 != "" && $4 != "True" ? " " $4 : ""); sep="; "}')
+    stuck=$(printf '%s\n' "${pods}" | awk -F'\t' 'NF && $2 != "Running" && $2 != "Succeeded" {gsub(/ +/, " ", $3); gsub(/^ | $/, "", $3); printf "%s%s %s%s%s", sep, $1, $2, ($3 != "" ? " (" $3 ")" : ""), ($4 != "" && $4 != "True" ? " " $4 : ""); sep="; "}')
     reason="${started} of ${EXPECTED_PODS} pods running ${elapsed}s after the job started (deadline ${DEADLINE_SECONDS}s): ${stuck:-no pods created}"
     log "failing job ${JOB_NAME}: ${reason}"
     k annotate job "${JOB_NAME}" --overwrite "${REASON_ANNOTATION}=pre-running deadline exceeded: ${reason}" || log "could not annotate ${JOB_NAME}"
