@@ -12,6 +12,7 @@ import difflib
 import ipaddress
 import math
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import (
@@ -633,7 +634,8 @@ class TrainerSettings(_Model):
     workdir: AbsolutePath = "/workspace"
     """The trainer's checkout inside the image; first on PYTHONPATH."""
     model_path: Optional[str] = None
-    """Model (SFT checkpoint) path inside the pod."""
+    """Model (SFT checkpoint) path inside the pod, for a model baked into the image. Mutually
+    exclusive with workload.model.source (which stages the model and derives this path)."""
     experiment_name: str = "rlinf"
     overrides: list[str] = Field(default_factory=list)
     """Extra Hydra overrides, appended after the generated ones."""
@@ -674,6 +676,132 @@ class RayJobSettings(_Model):
     training image, tens of GB pulled onto a system node)."""
 
 
+
+# Where a model may come from (workload.model.source). Hugging Face repo ids: "Org/Name", letters,
+# digits, "-", "_", "." (huggingface_hub validate_repo_id: no "--" or "..", at most 96 characters).
+_HF_PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_HF_SOURCE = re.compile(rf"hf://(?P<repo>{_HF_PART}/{_HF_PART})(?:@(?P<revision>[A-Za-z0-9][A-Za-z0-9._/-]*))?")
+# S3 general purpose bucket names (S3 user guide, "Bucket naming rules"): 3-63 characters of
+# lowercase letters, digits, "." and "-", starting and ending with a letter or digit.
+_S3_SOURCE = re.compile(r"s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/(?P<prefix>.*))?")
+MODEL_SOURCE_FORMS = "hf://Org/Name, hf://Org/Name@revision (a branch, tag or commit) or s3://bucket/prefix"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A parsed ``workload.model.source``: a Hugging Face repository (``repo``, ``revision``) or
+    an S3 prefix (``bucket``, ``prefix``)."""
+
+    uri: str
+    kind: Literal["hf", "s3"]
+    repo: str = ""
+    revision: Optional[str] = None
+    bucket: str = ""
+    prefix: str = ""
+
+    @property
+    def relative_dir(self) -> str:
+        """Where below the models folder it is staged: one folder per source, so a changed source
+        is never mistaken for an already staged one."""
+        if self.kind == "hf":
+            pinned = f"@{self.revision.replace('/', '_')}" if self.revision else ""
+            return f"hf/{self.repo}{pinned}"
+        return f"s3/{self.bucket}/{self.prefix}" if self.prefix else f"s3/{self.bucket}"
+
+
+def parse_model_source(uri: str) -> ModelSource:
+    """``hf://Org/Name[@revision]`` or ``s3://bucket/prefix``; ValueError says what is wrong."""
+    hf = _HF_SOURCE.fullmatch(uri)
+    if hf:
+        repo = hf.group("repo")
+        if "--" in repo or ".." in repo or len(repo.split("/")[1]) > 96:
+            raise ValueError(f"{repo!r} is not a Hugging Face repo id (no '--' or '..', names of at most 96 characters)")
+        revision = hf.group("revision")
+        if revision is not None and (".." in revision or revision.endswith("/")):
+            raise ValueError(f"{revision!r} is not a branch, tag or commit")
+        return ModelSource(uri, "hf", repo=repo, revision=revision)
+    s3 = _S3_SOURCE.fullmatch(uri)
+    if s3:
+        bucket, prefix = s3.group("bucket"), (s3.group("prefix") or "").strip("/")
+        if ".." in bucket or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", bucket):
+            raise ValueError(f"{bucket!r} is not an S3 bucket name")
+        parts = prefix.split("/") if prefix else []
+        if any(part in ("", ".", "..") for part in parts) or not all(re.fullmatch(r"[\w!.*'()+=@,-]+", p) for p in parts):
+            raise ValueError(f"{prefix!r} is not a plain S3 prefix (folders of letters, digits and -_.!*'()+=@, separated by single '/')")
+        return ModelSource(uri, "s3", bucket=bucket, prefix=prefix)
+    hint = ""
+    match = re.fullmatch(r"https://huggingface\.co/([^/]+/[^/?#]+)/?", uri)
+    if match:
+        hint = f" (did you mean hf://{match.group(1)}?)"
+    elif re.fullmatch(_HF_PART + "/" + _HF_PART, uri):
+        hint = f" (did you mean hf://{uri}?)"
+    elif uri.startswith("s3://"):
+        hint = " (an S3 bucket name is 3 to 63 lowercase letters, digits, '.' and '-')"
+    elif uri.startswith("/"):
+        hint = " (a path inside the image is workload.trainer.modelPath)"
+    raise ValueError(f"not a model source{hint}")
+
+
+class ModelSettings(_Model):
+    """Where the trainer's model comes from, staged into the pods before the trainer starts."""
+
+    source: Optional[str] = None
+    """hf://Org/Name[@revision] (Hugging Face, with the hfToken secret for gated or private
+    repos) or s3://bucket/prefix (read with the training role). Staged once by an init container
+    into <sharedFilesystem.mountPath>/models/... (shared by every pod and every run), else into a
+    node-local emptyDir; the trainer's model path is derived from it. Defaults to None: the
+    trainer config's own path, or workload.trainer.modelPath for a model baked into the image."""
+    size_gib: Int = Field(64, ge=1, le=4096)
+    """Without the shared filesystem: the size limit of the node-local emptyDir the model is staged
+    into (on the root volume, or on the NVMe RAID0 with gpuNodes.localNvmeRaid0). Defaults to 64 GiB
+    (a 7B model in bf16 is about 15 GiB)."""
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            try:
+                parse_model_source(value)
+            except ValueError as err:
+                raise PydanticCustomError("model", "{text}; valid forms: {forms}", {"text": str(err), "forms": MODEL_SOURCE_FORMS}) from None
+        return value
+
+    @property
+    def parsed(self) -> Optional[ModelSource]:
+        return parse_model_source(self.source) if self.source else None
+
+
+class ManualJobSettings(_Model):
+    """Deadlines of the manual launcher's Indexed Job (the RayJob's are in workload.rayjob)."""
+
+    active_deadline_seconds: Optional[Int] = Field(None, ge=1)
+    """Fail the Job, stopping every pod, once it has run this long (the Job's activeDeadlineSeconds).
+    Defaults to None: no limit."""
+    pre_running_deadline_seconds: Optional[Int] = Field(3600, ge=60)
+    """Fail the Job when its pods are not all Running this long after it starts: nodes that never
+    come, an image that cannot be pulled, a pod that cannot be scheduled, a staging or preflight
+    init container that does not finish. Kubernetes Jobs have no such deadline, so a watchdog Job on
+    the system nodes enforces it. Defaults to one hour, like rayjob.preRunningDeadlineSeconds;
+    null disables it (and the watchdog)."""
+    watchdog_image: Optional[str] = None
+    """The watchdog's image: bash and kubectl. Defaults to registry.k8s.io/kubectl at the cluster's
+    Kubernetes minor (that image carries bash since Kubernetes 1.28, kubernetes/kubernetes#119592)."""
+
+    @field_validator("watchdog_image")
+    @classmethod
+    def _watchdog_image(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not _IMAGE.fullmatch(value):
+            raise PydanticCustomError("image", "a container image reference such as registry.k8s.io/kubectl:v1.34.0")
+        return value
+
+    @model_validator(mode="after")
+    def _deadlines(self) -> "ManualJobSettings":
+        ads, pre = self.active_deadline_seconds, self.pre_running_deadline_seconds
+        if ads is not None and pre is not None and pre >= ads:
+            raise _rule("preRunningDeadlineSeconds", pre, f"must be shorter than activeDeadlineSeconds ({ads}), which would end the Job first")
+        return self
+
+
 class WorkloadSettings(_Model):
     enabled: Bool = True
     """Create the training workload. Defaults to true."""
@@ -696,6 +824,10 @@ class WorkloadSettings(_Model):
     termination_grace_period_seconds: Int = Field(900, ge=30)
     """Time to flush a checkpoint on eviction. Defaults to 15 minutes."""
     rayjob: RayJobSettings = Field(default_factory=RayJobSettings)
+    manual: ManualJobSettings = Field(default_factory=ManualJobSettings)
+    """Deadlines of the manual launcher's Job."""
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    """Where the model comes from and how it is staged."""
     checkpoint_sync_image: str = "public.ecr.aws/aws-cli/aws-cli:2.32.9"
     """Without the shared filesystem: the image (with the AWS CLI) that restores the run directory
     from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to aws-cli 2.32.9."""
@@ -742,6 +874,17 @@ class WorkloadSettings(_Model):
                 "env", "{text}", {"text": f"{', '.join(map(repr, bad))}: environment variable names are letters, digits, '_', '-' or '.', not starting with a digit"}
             )
         return value
+
+    @model_validator(mode="after")
+    def _model_source(self) -> "WorkloadSettings":
+        if self.model.source and self.trainer.model_path:
+            raise _rule(
+                "model.source",
+                self.model.source,
+                f"the model path is derived from it, so trainer.modelPath ({self.trainer.model_path!r}) must not be given too: "
+                "keep model.source to stage the model, or trainer.modelPath for a model already inside the image",
+            )
+        return self
 
 
 # --- storage ------------------------------------------------------------------------------------
@@ -895,6 +1038,8 @@ class StackSettings(_Model):
             errors.extend(self._workload_rules(wl, gpu, instance, valid))
         if gpu is not None:
             errors.extend(self._node_rules(gpu, wl, valid))
+        if gpu is not None and wl is not None and valid("storage"):
+            errors.extend(self._model_rules(gpu, wl))
         _raise_all(errors)
         return self
 
@@ -958,6 +1103,31 @@ class StackSettings(_Model):
                 )
             )
         return errors
+
+
+    def _model_rules(self, gpu: GpuNodeSettings, wl: "WorkloadSettings") -> list[PydanticCustomError]:
+        """A node-local model must fit beside the images on the root volume (without the NVMe RAID0,
+        emptyDirs live in the kubelet's directory on the root volume)."""
+        model = wl.model
+        if not model.source or self.shared_filesystem or gpu.local_nvme_raid0:
+            return []
+        room = gpu.root_volume_gib - ROOT_VOLUME_RESERVE_GIB
+        if model.size_gib <= room:
+            return []
+        return [
+            _rule(
+                "workload.model.sizeGib",
+                model.size_gib,
+                f"the node-local model lives on the {gpu.root_volume_gib} GiB root volume, which keeps {ROOT_VOLUME_RESERVE_GIB} GiB "
+                f"for images and the run directory: at most {room}, or raise gpuNodes.rootVolumeGib, set gpuNodes.localNvmeRaid0: true, "
+                "or use the shared filesystem",
+            )
+        ]
+
+
+# Root volume space kept for the container images (training images are tens of GB) and the run
+# directory when a node-local model is staged beside them.
+ROOT_VOLUME_RESERVE_GIB = 100
 
 
 def _raise_all(errors: list[PydanticCustomError]) -> None:

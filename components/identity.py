@@ -1,6 +1,6 @@
 """Who the training pods are to AWS: the workload namespace, the service account ``training-sa``
-(the seed's name) and its IRSA role, which may read and write the checkpoint bucket and nothing
-else.
+(the seed's name) and its IRSA role, which may read and write the checkpoint bucket, read the
+model's S3 prefix when the model comes from S3, and nothing else.
 
 IRSA rather than Pod Identity: it also works on an existing cluster that lacks the Pod Identity
 agent, and the trust is readable in one document (pinned to this namespace and account).
@@ -62,8 +62,38 @@ def checkpoint_bucket_policy(bucket_arn: str) -> dict[str, Any]:
     }
 
 
+def partition_of(region: str) -> str:
+    """The ARN partition of a region (China and GovCloud have their own)."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def model_read_policy(bucket: str, prefix: str, partition: str = "aws") -> dict[str, Any]:
+    """Read-only access to the model's prefix (workload.model.source s3://bucket/prefix): list
+    below the prefix, get its objects; nothing else in that bucket."""
+    bucket_arn = f"arn:{partition}:s3:::{bucket}"
+    objects = f"{bucket_arn}/{prefix}/*" if prefix else f"{bucket_arn}/*"
+    list_statement: dict[str, Any] = {"Sid": "ListModel", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn}
+    if prefix:
+        # `aws s3 sync s3://bucket/prefix/` lists with the prefix "prefix/"
+        list_statement["Condition"] = {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            list_statement,
+            # a separate statement: GetBucketLocation carries no s3:prefix, so the condition would deny it
+            {"Sid": "LocateModelBucket", "Effect": "Allow", "Action": "s3:GetBucketLocation", "Resource": bucket_arn},
+            {"Sid": "ReadModel", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects},
+        ],
+    }
+
+
 class TrainingIdentity(pulumi.ComponentResource):
-    """The workload namespace, ``training-sa`` and its IRSA role scoped to the checkpoint bucket.
+    """The workload namespace, ``training-sa`` and its IRSA role scoped to the checkpoint bucket
+    and, with ``model_bucket`` (an s3:// model source), read-only to ``model_prefix`` in it.
 
     Outputs: ``namespace`` (resolves once the Namespace exists), ``service_account_name``,
     ``role_arn``.
@@ -83,6 +113,9 @@ class TrainingIdentity(pulumi.ComponentResource):
         oidc_issuer: pulumi.Input[str],
         bucket_arn: pulumi.Input[str],
         tags: Mapping[str, str],
+        model_bucket: Optional[str] = None,
+        model_prefix: str = "",
+        partition: str = "aws",
         k8s_opts: pulumi.ResourceOptions,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
@@ -110,6 +143,13 @@ class TrainingIdentity(pulumi.ComponentResource):
             policy=pulumi.Output.from_input(bucket_arn).apply(lambda arn: json.dumps(checkpoint_bucket_policy(arn))),
             opts=child,
         )
+        if model_bucket is not None:
+            aws.iam.RolePolicy(
+                f"{name}-model-read",
+                role=role.id,
+                policy=json.dumps(model_read_policy(model_bucket, model_prefix, partition)),
+                opts=child,
+            )
         account = k8s.core.v1.ServiceAccount(
             f"{name}-service-account",
             metadata=k8s.meta.v1.ObjectMetaArgs(

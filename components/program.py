@@ -37,7 +37,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     from .cluster import Cluster
     from .device_plugins import DevicePlugins
     from .gpu_nodes import EfaGpuNodeGroup
-    from .identity import TrainingIdentity
+    from .identity import TrainingIdentity, partition_of
     from .kuberay import KubeRayOperator
     from .network import Network
     from .storage import CheckpointStorage, SharedFilesystem
@@ -87,6 +87,9 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
             opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[gpu_nodes])),
         )
     storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
+    model = settings.workload.model.parsed if settings.workload.enabled else None
+    # a model in the checkpoint bucket is already readable; another bucket needs its own grant
+    model_bucket = model.bucket if model is not None and model.kind == "s3" and model.bucket != settings.storage.bucket_name else None
     identity = TrainingIdentity(
         "training",
         namespace=settings.workload.namespace,
@@ -95,6 +98,9 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         oidc_issuer=cluster.oidc_issuer,
         bucket_arn=storage.bucket_arn,
         tags=tags,
+        model_bucket=model_bucket,
+        model_prefix=model.prefix if model_bucket else "",
+        partition=partition_of(settings.region),
         k8s_opts=k8s,
     )
     shared_fs = None

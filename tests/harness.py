@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -21,9 +22,30 @@ from rlinf_eks.offline.stack_config import available_stacks, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+REQUIRE_SHARED_ENV = "RLINF_EKS_REQUIRE_SHARED"
+"""Set to 1 (CI, with ../shared checked out) so that tests needing the shared data fail when it is
+missing instead of skipping."""
 STACKS = available_stacks(ROOT)
 
 MINIMAL = {"workload": {"image": "example.com/rlinf:test"}}
+
+
+def shared_required() -> bool:
+    """Whether RLINF_EKS_REQUIRE_SHARED says the shared data must be there."""
+    return os.environ.get(REQUIRE_SHARED_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def require_shared(path: Path, what: str) -> Path:
+    """``path`` below ../shared, or skip the test when it is absent; with RLINF_EKS_REQUIRE_SHARED=1
+    fail instead, so a CI run that lost the shared data cannot pass by skipping what it checks."""
+    import pytest
+
+    if path.exists():
+        return path
+    message = f"{what} not found at {path} (the shared folder is absent)"
+    if shared_required():
+        pytest.fail(f"{message}, and {REQUIRE_SHARED_ENV} says it must be there")
+    pytest.skip(message)
 
 
 def settings(**sections: Any) -> config_mod.StackSettings:

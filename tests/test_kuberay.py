@@ -66,11 +66,9 @@ def test_given_kuberay_settings_when_installed_then_the_chart_is_pinned_in_its_n
 
 
 def test_given_the_operator_values_when_compared_with_the_chart_then_every_key_exists():
-    from tests.harness import SHARED
+    from tests.harness import SHARED, require_shared
 
-    values_file = SHARED / "schemas" / "kuberay" / "helm" / "values.yaml"
-    if not values_file.exists():
-        pytest.skip(f"{values_file} not found (the shared folder is absent)")
+    values_file = require_shared(SHARED / "schemas" / "kuberay" / "helm" / "values.yaml", "the kuberay-operator chart's values")
     chart_values = yaml.safe_load(values_file.read_text())
     from rlinf_eks.kuberay import operator_values
 

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings as hsettings, strate
 from rlinf_eks import catalog, config
 from rlinf_eks.offline.plan import Plan, is_manifest, make_plan
 from rlinf_eks.offline.stack_config import StackConfig
+from tests.harness import shared_required
 from tests.schemas import KUBERAY_SCHEMAS, builtin_errors, crd_errors
 
 EFA_TYPES = sorted(name for name, row in catalog.CATALOG.items() if row.efa_capable)
@@ -91,7 +92,7 @@ def test_any_valid_config_plans_and_every_manifest_validates(data):
     assert any(o["kind"] in ("Job", "RayJob") for o in objects)
     for obj in objects:
         if obj["kind"] in ("RayCluster", "RayJob"):
-            if KUBERAY_SCHEMAS.exists():
+            if KUBERAY_SCHEMAS.exists() or shared_required():  # absent under CI: crd_errors fails
                 assert crd_errors(obj) == [], obj["metadata"]["name"]
         else:
             assert builtin_errors(obj, settings.cluster.kubernetes_version) == [], (obj["kind"], obj["metadata"]["name"])

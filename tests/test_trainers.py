@@ -14,7 +14,7 @@ import pytest
 
 from rlinf_eks.config import ConfigError, StackSettings
 from rlinf_eks.trainers import DIALECTS, check_world_size, launch_for, rlinf_embodied, rlinf_reasoning, verl_ppo
-from tests.harness import SHARED, settings
+from tests.harness import SHARED, require_shared, settings
 
 # the reference configs are upstream's: their Hydra 1.1-era warnings are not ours to fix
 pytestmark = [
@@ -26,9 +26,14 @@ REFERENCE = SHARED / "reference" / "trainers"
 VERL_DIR = REFERENCE / "SimpleVLA-RL" / "verl" / "trainer" / "config"
 EMBODIED_DIR = REFERENCE / "RLinf" / "examples" / "embodiment"
 REASONING_DIR = REFERENCE / "RLinf" / "examples" / "reasoning" / "config" / "math"
-needs_reference = pytest.mark.skipif(
-    not REFERENCE.is_dir(), reason=f"reference trainer configs not present at {REFERENCE} (shared folder absent)"
-)
+
+
+@pytest.fixture
+def reference_trainers() -> Path:
+    return require_shared(REFERENCE, "reference trainer configs")
+
+
+needs_reference = pytest.mark.usefixtures("reference_trainers")
 
 GPUS = 8  # p5.48xlarge, the default instance type
 ROLLOUT = {"hf": {"backend": "hf"}, "vllm": {"backend": "vllm", "tensorParallelSize": 2}, "sglang": {"backend": "sglang", "tensorParallelSize": 2}}

@@ -53,7 +53,7 @@ def multi_node(**extra: Any) -> StackSettings:
 
 
 def pod_spec(resources: list[dict[str, Any]]) -> dict[str, Any]:
-    return one(resources, JOB)["inputs"]["spec"]["template"]["spec"]
+    return one(resources, JOB, "rlinf-job")["inputs"]["spec"]["template"]["spec"]
 
 
 def ray_container(spec: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +96,7 @@ def test_given_a_stack_when_rendered_then_every_builtin_object_validates_strictl
 
 def test_given_n_nodes_when_manual_then_an_indexed_job_of_n_pods_succeeds_with_index_0_and_fails_on_any_failure():
     res = render(multi_node())
-    job = one(res, JOB)
+    job = one(res, JOB, "rlinf-job")
     assert has_inputs(
         job,
         {
@@ -116,7 +116,7 @@ def test_given_n_nodes_when_manual_then_an_indexed_job_of_n_pods_succeeds_with_i
 
 
 def test_given_kubernetes_1_30_when_manual_then_no_success_policy_is_sent():
-    job = one(render(settings(cluster={"kubernetesVersion": "1.30"})), JOB)
+    job = one(render(settings(cluster={"kubernetesVersion": "1.30"})), JOB, "rlinf-job")
     assert "successPolicy" not in job["inputs"]["spec"]
 
 
@@ -124,7 +124,7 @@ def test_given_manual_when_rendered_then_the_headless_service_selects_the_job_po
     res = render(multi_node())
     service = one(res, SERVICE)
     assert has_inputs(service, {"metadata": {"name": "training-svc"}, "spec": {"clusterIP": "None", "publishNotReadyAddresses": True}})
-    labels = one(res, JOB)["inputs"]["spec"]["template"]["metadata"]["labels"]
+    labels = one(res, JOB, "rlinf-job")["inputs"]["spec"]["template"]["metadata"]["labels"]
     assert service["inputs"]["spec"]["selector"].items() <= labels.items()
     assert {p["port"] for p in service["inputs"]["spec"]["ports"]} >= {6379}
 
@@ -140,8 +140,8 @@ def test_given_manual_when_rendered_then_the_pod_runs_the_mounted_launch_script(
 
 
 def test_given_a_changed_script_when_rendered_then_the_job_template_changes():
-    before = one(render(multi_node()), JOB)["inputs"]["spec"]["template"]["metadata"]["annotations"]
-    after = one(render(multi_node(workload={"image": "x/y:1", "joinTimeoutSeconds": 600})), JOB)["inputs"]["spec"]["template"]["metadata"]["annotations"]
+    before = one(render(multi_node()), JOB, "rlinf-job")["inputs"]["spec"]["template"]["metadata"]["annotations"]
+    after = one(render(multi_node(workload={"image": "x/y:1", "joinTimeoutSeconds": 600})), JOB, "rlinf-job")["inputs"]["spec"]["template"]["metadata"]["annotations"]
     assert before["rlinf-eks/launch-sha256"] != after["rlinf-eks/launch-sha256"]
 
 

@@ -18,7 +18,7 @@ EKS_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO
 
 
 def pod_templates(plan) -> list[dict[str, Any]]:
-    templates = [job["inputs"]["spec"]["template"] for job in of_type(plan, "kubernetes:batch/v1:Job")]
+    templates = [job["inputs"]["spec"]["template"] for job in of_type(plan, "kubernetes:batch/v1:Job") if job["name"] != "rlinf-watchdog"]
     clusters = [c["inputs"]["spec"] for c in of_type(plan, "kubernetes:ray.io/v1:RayCluster")]
     clusters += [j["inputs"]["spec"]["rayClusterSpec"] for j in of_type(plan, "kubernetes:ray.io/v1:RayJob") if "rayClusterSpec" in j["inputs"]["spec"]]
     for spec in clusters:

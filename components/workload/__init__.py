@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from ..config import StackSettings
 from ..trainers import TrainerLaunch, launch_for
-from . import manual, rayjob, scripts
+from . import manual, rayjob, scripts, watchdog
 from .pod import (
     APP_LABELS,
     RAY_CONTAINER,
@@ -37,6 +37,7 @@ from .pod import (
     trainer_pythonpath,
 )
 from .preflight import PREFLIGHT_SCRIPT, preflight_script
+from .staging import STAGE_SCRIPT, model_staging, stage_script
 from .template import RayPodInputs, ray_pod_template
 
 __all__ = ["RlinfTraining", "launch_scripts"]
@@ -82,10 +83,23 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
             service=manual.SERVICE_NAME,
             exchange_dir=f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/.preflight" if multi_node else None,
         )
+    if watchdog.enabled(settings):
+        files[watchdog.WATCHDOG_SCRIPT] = watchdog.watchdog_script(
+            namespace=settings.workload.namespace,
+            job_name=manual.JOB_NAME,
+            expected_pods=nnodes,
+            deadline_seconds=settings.workload.manual.pre_running_deadline_seconds,
+        )
+    if model_staging(settings, shared) is not None:
+        files[STAGE_SCRIPT] = stage_script()
     if not shared:
         files["restore.sh"] = scripts.restore()
         files["sync.sh"] = scripts.sync()
     return files
+
+
+def _snake(camel: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
 
 
 def _fingerprint(files: Mapping[str, str]) -> str:
@@ -123,17 +137,21 @@ class RlinfTraining(pulumi.ComponentResource):
         super().__init__("rlinf-eks:index:RlinfTraining", name, None, opts)
         if not isinstance(settings, StackSettings):
             settings = StackSettings.model_validate(settings)
+        self._settings = settings
         wl = settings.workload
         namespace = wl.namespace
         nnodes = settings.gpu_nodes.node_count
         paths = run_paths(settings, pulumi.get_stack(), shared=shared_volume_claim is not None)
         shape = pod_shape(settings, sync=not paths.shared)
+        staging = model_staging(settings, paths.shared)
         self.launch = launch_for(
             settings,
             nnodes=nnodes,
             gpus_per_node=shape.pod.gpus,
             log_dir=paths.log_dir,
             checkpoint_dir=paths.checkpoint_dir,
+            # derived from workload.model.source, never typed twice (else trainer.modelPath)
+            model_path=staging.model_dir if staging is not None else None,
             wandb=wandb_api_key is not None,
         )
         for warning in self.launch.warnings:
@@ -169,6 +187,7 @@ class RlinfTraining(pulumi.ComponentResource):
             bucket_name=bucket_name,
             config_map=LAUNCH_CONFIG_MAP,
             preflight=settings.preflight.enabled,
+            staging=staging,
         )
         # a changed script means a new run: the Job's template changes, so Pulumi replaces the Job
         annotations = {"rlinf-eks/launch-sha256": _fingerprint(files)}
@@ -197,12 +216,51 @@ class RlinfTraining(pulumi.ComponentResource):
             restart_policy="Never",
             subdomain=manual.SERVICE_NAME,
         )
-        k8s.batch.v1.Job(
+        settings = pod_inputs.settings
+        job_spec = manual.job_spec(
+            nnodes=nnodes,
+            template=template,
+            kubernetes_version=settings.cluster.kubernetes_version,
+            active_deadline_seconds=settings.workload.manual.active_deadline_seconds,
+        )
+        job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata=meta.ObjectMetaArgs(name=manual.JOB_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
-            spec=manual.job_spec(nnodes=nnodes, template=template, kubernetes_version=pod_inputs.settings.cluster.kubernetes_version),
+            spec=job_spec,
             # a Job's template is immutable and its name fixed: a new run replaces it, delete first
             opts=pulumi.ResourceOptions(parent=self, depends_on=[service], delete_before_replace=True),
+        )
+        if watchdog.enabled(settings):
+            self._watchdog(name, namespace, job, pulumi.Output.from_input(to_manifest(job_spec)).apply(watchdog.training_job_fingerprint))
+
+    def _watchdog(self, name: str, namespace: str, job: k8s.batch.v1.Job, training_job_sha: pulumi.Output[str]) -> None:
+        """The pre-running deadline of the manual Job (see :mod:`.watchdog`)."""
+        child = pulumi.ResourceOptions(parent=self)
+        labels = dict(watchdog.WATCHDOG_LABELS)
+        metadata = meta.ObjectMetaArgs(name=watchdog.WATCHDOG_NAME, namespace=namespace, labels=labels)
+        account = k8s.core.v1.ServiceAccount(f"{name}-watchdog-sa", metadata=metadata, opts=child)
+        role = k8s.rbac.v1.Role(
+            f"{name}-watchdog-role",
+            metadata=metadata,
+            rules=[k8s.rbac.v1.PolicyRuleArgs(**{_snake(k): v for k, v in rule.items()}) for rule in watchdog.role_rules(manual.JOB_NAME)],
+            opts=child,
+        )
+        binding = k8s.rbac.v1.RoleBinding(
+            f"{name}-watchdog-binding",
+            metadata=metadata,
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=watchdog.WATCHDOG_NAME),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=watchdog.WATCHDOG_NAME, namespace=namespace)],
+            opts=child,
+        )
+        k8s.batch.v1.Job(
+            f"{name}-watchdog",
+            metadata=meta.ObjectMetaArgs(
+                name=watchdog.WATCHDOG_NAME, namespace=namespace, labels=labels, annotations=dict(SKIP_AWAIT)
+            ),
+            spec=watchdog.watchdog_job_spec(
+                self._settings, config_map=LAUNCH_CONFIG_MAP, script_key=watchdog.WATCHDOG_SCRIPT, training_job_sha=training_job_sha
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[job, account, role, binding], delete_before_replace=True),
         )
 
     def _kuberay(

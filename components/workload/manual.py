@@ -7,6 +7,8 @@ Pod ``i`` of the Indexed Job gets the hostname ``training-<i>`` (Job controller)
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pulumi_kubernetes as k8s
 
 from .pod import APP_LABELS, core
@@ -44,7 +46,9 @@ def _minor(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def job_spec(*, nnodes: int, template: core.PodTemplateSpecArgs, kubernetes_version: str) -> k8s.batch.v1.JobSpecArgs:
+def job_spec(
+    *, nnodes: int, template: core.PodTemplateSpecArgs, kubernetes_version: str, active_deadline_seconds: Optional[int] = None
+) -> k8s.batch.v1.JobSpecArgs:
     """One pod per node, all at once.
 
     - ``successPolicy`` (beta and on by default from Kubernetes 1.31, GA in 1.33; KEP-3998): the
@@ -54,6 +58,9 @@ def job_spec(*, nnodes: int, template: core.PodTemplateSpecArgs, kubernetes_vers
     - ``backoffLimit: 0``: any failed pod fails the Job and the controller terminates the rest. A
       retried single index could not rejoin a Ray cluster whose head restarted; a new run resumes
       from the latest checkpoint instead.
+    - ``activeDeadlineSeconds`` (``workload.manual.activeDeadlineSeconds``): the whole run's limit;
+      the Job controller then fails the Job (DeadlineExceeded) and deletes its pods. Pods that never
+      start are the watchdog's (:mod:`.watchdog`): a Job has no pre-running deadline of its own.
     - no ``ttlSecondsAfterFinished``: Pulumi owns the Job; a Job deleted by TTL would be created
       again (and train again) on the next ``pulumi up``.
     """
@@ -65,6 +72,7 @@ def job_spec(*, nnodes: int, template: core.PodTemplateSpecArgs, kubernetes_vers
         parallelism=nnodes,
         completion_mode="Indexed",
         backoff_limit=0,
+        active_deadline_seconds=active_deadline_seconds,
         success_policy=success_policy,
         template=template,
     )

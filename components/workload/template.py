@@ -22,6 +22,7 @@ from .pod import (
     sync_container,
 )
 from .preflight import preflight_container
+from .staging import ModelStaging, models_volume, stage_container
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class RayPodInputs:
     bucket_name: pulumi.Input[str]
     config_map: str
     preflight: bool
+    staging: Optional[ModelStaging] = None
+    """The model staged before the trainer (workload.model.source), None: nothing to stage."""
 
 
 def ray_container(inputs: RayPodInputs, name: str, command: Optional[list[str]], mounts: list[core.VolumeMountArgs]) -> core.ContainerArgs:
@@ -73,10 +76,21 @@ def ray_pod_template(
         shared_mount_path=settings.storage.shared_filesystem.mount_path,
         paths=inputs.paths,
     )
+    staging = inputs.staging
+    local_models = models_volume(staging) if staging is not None else None
+    if local_models is not None:
+        vols.volumes.append(local_models[0])
+        vols.mounts.append(local_models[1])
     containers = [ray_container(inputs, container_name, command, vols.mounts)]
     init_containers: list[core.ContainerArgs] = []
     if inputs.preflight:
         init_containers.append(preflight_container(settings, resources=ray_resources(inputs.shape), mounts=vols.mounts))
+    if staging is not None:
+        # after the preflight: no download onto a node whose GPUs or EFA failed the checks
+        shared_mount = next((m for m in vols.mounts if m.name == "shared"), None)
+        init_containers.append(
+            stage_container(settings, staging, secret_name=inputs.secret_name, secret_keys=inputs.secret_keys, shared_mount=shared_mount)
+        )
     if not inputs.paths.shared:
         init_containers.append(restore_container(settings, inputs.bucket_name, inputs.paths))
         sync = sync_container(settings, inputs.bucket_name, inputs.paths)

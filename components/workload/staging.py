@@ -1,0 +1,226 @@
+"""Model staging: the model named by ``workload.model.source`` is copied into the pods before the
+trainer starts, and the trainer's model path is derived from where it lands.
+
+- With the shared filesystem: ``<mountPath>/models/<hf|s3>/...`` on FSx for Lustre, staged once
+  for every pod and every later run. All pods start together, so the first to create the lock
+  directory (``mkdir`` is atomic on Lustre, as on any POSIX filesystem: no reliance on ``flock``,
+  which depends on the client's mount options) downloads; the others wait for the completion
+  marker. The holder touches a heartbeat in the lock; a lock whose heartbeat stopped (the holder
+  was killed) is taken over, so a dead pod cannot block the next run.
+- Without it (one node): a node-local emptyDir sized ``workload.model.sizeGib``.
+
+The image that stages: the training image for Hugging Face (it has Python and ``huggingface_hub``,
+which ``transformers`` requires), the AWS CLI image of the checkpoint restore for S3 (credentials
+from the training role, IRSA).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ..config import ModelSource, StackSettings
+from .pod import RESTORE_MEMORY_MIB, RESTORE_MILLICPU, SCRIPTS_DIR, _cpu, _mi, core, guaranteed
+from .scripts import render
+
+MODEL_ROOT_LOCAL = "/rlinf-models"
+"""Without the shared filesystem: where the node-local models volume is mounted."""
+MODELS_VOLUME = "models"
+STAGE_SCRIPT = "stage-model.sh"
+STAGE_CONTAINER = "stage-model"
+MARKER = ".rlinf-eks-staged"
+HEARTBEAT_SECONDS = 30
+# Well above the heartbeat: a holder busy writing a large file on a loaded filesystem still beats.
+LOCK_STALE_SECONDS = 300
+POLL_SECONDS = 10
+RETRY_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class ModelStaging:
+    """Where ``source`` is staged: below ``root`` (on FSx when ``shared``, else node-local)."""
+
+    source: ModelSource
+    root: str
+    shared: bool
+    size_gib: int
+
+    @property
+    def model_dir(self) -> str:
+        """The trainer's model path."""
+        return f"{self.root}/{self.source.relative_dir}"
+
+
+def model_staging(settings: StackSettings, shared: bool) -> Optional[ModelStaging]:
+    """The staging of ``workload.model.source``, or None when the stack names no source."""
+    model = settings.workload.model
+    source = model.parsed
+    if source is None:
+        return None
+    root = f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/models" if shared else MODEL_ROOT_LOCAL
+    return ModelStaging(source, root, shared, model.size_gib)
+
+
+STAGE = r"""
+set -euo pipefail
+# MODEL_SOURCE, MODEL_KIND (hf or s3), MODEL_DIR and HF_REPO / HF_REVISION or S3_URI come from the
+# container's env.
+marker="${MODEL_DIR}/${MARKER}"
+lock="${MODEL_DIR}.lock"
+me="${HOSTNAME:-pid-$$}"
+log() { echo "rlinf-eks[stage-model ${me}]: $*" >&2; }
+staged() { [ -f "${marker}" ] && [ "$(cat "${marker}")" = "${MODEL_SOURCE}" ]; }
+
+download_hf() {
+  python3 - <<'PY'
+import inspect
+import os
+
+from huggingface_hub import snapshot_download
+
+kwargs = {"repo_id": os.environ["HF_REPO"], "revision": os.environ.get("HF_REVISION") or None, "local_dir": os.environ["MODEL_DIR"]}
+# huggingface_hub < 0.23 symlinks large files into ~/.cache, which dies with this container
+if "local_dir_use_symlinks" in inspect.signature(snapshot_download).parameters:
+    kwargs["local_dir_use_symlinks"] = False
+snapshot_download(**kwargs)
+PY
+}
+
+download_s3() { aws s3 sync "${S3_URI}/" "${MODEL_DIR}/" --only-show-errors; }
+
+# Both downloads resume: files already complete are skipped on the next attempt.
+download() {
+  local attempt
+  for attempt in 1 2 3; do
+    if "download_${MODEL_KIND}"; then return 0; fi
+    log "download attempt ${attempt} of ${MODEL_SOURCE} failed"
+    if [ "${attempt}" -lt 3 ]; then sleep "${RETRY_SECONDS}"; fi
+  done
+  return 1
+}
+
+hold_lock() {
+  echo "${me}" > "${lock}/owner"
+  touch "${lock}/heartbeat"
+  ( while sleep "${HEARTBEAT_SECONDS}"; do touch "${lock}/heartbeat" 2>/dev/null || exit 0; done ) &
+  beat=$!
+  trap 'kill "${beat}" 2>/dev/null; rm -rf "${lock}"' EXIT
+  trap 'exit 143' TERM INT
+}
+
+lock_age() {
+  local now changed
+  now=$(date +%s)
+  changed=$(stat -c %Y "${lock}/heartbeat" 2>/dev/null || stat -c %Y "${lock}" 2>/dev/null || echo "${now}")
+  echo $(( now - changed ))
+}
+
+mkdir -p "$(dirname "${MODEL_DIR}")"
+waited=0
+until staged; do
+  if mkdir "${lock}" 2>/dev/null; then
+    hold_lock
+    if ! staged; then
+      log "staging ${MODEL_SOURCE} into ${MODEL_DIR}"
+      mkdir -p "${MODEL_DIR}"
+      download || { log "could not stage ${MODEL_SOURCE} into ${MODEL_DIR}"; exit 1; }
+      echo "${MODEL_SOURCE}" > "${marker}.${me}"
+      mv -f "${marker}.${me}" "${marker}"
+    fi
+    break
+  fi
+  age=$(lock_age)
+  owner=$(cat "${lock}/owner" 2>/dev/null || echo "another pod")
+  if [ "${age}" -gt "${LOCK_STALE_SECONDS}" ]; then
+    # rename first: of several waiters only one moves the stale lock away
+    log "the staging lock of ${owner} has not moved for ${age}s: taking over"
+    stale="${lock}.stale.${me}.$$"
+    if mv "${lock}" "${stale}" 2>/dev/null; then rm -rf "${stale}"; fi
+    continue
+  fi
+  if [ $(( waited % 60 )) -eq 0 ]; then log "waiting for ${owner} to stage ${MODEL_SOURCE} (${waited}s)"; fi
+  sleep "${POLL_SECONDS}"
+  waited=$(( waited + POLL_SECONDS ))
+done
+log "${MODEL_SOURCE} is ready at ${MODEL_DIR}"
+"""
+
+
+def stage_script() -> str:
+    """stage-model.sh: stage once, guarded by the completion marker and the lock."""
+    return render(
+        {
+            "MARKER": MARKER,
+            "HEARTBEAT_SECONDS": HEARTBEAT_SECONDS,
+            "LOCK_STALE_SECONDS": LOCK_STALE_SECONDS,
+            "POLL_SECONDS": POLL_SECONDS,
+            "RETRY_SECONDS": RETRY_SECONDS,
+        },
+        STAGE,
+    )
+
+
+def source_env(source: ModelSource) -> dict[str, str]:
+    """What the stage script reads about the source."""
+    if source.kind == "hf":
+        env = {"MODEL_KIND": "hf", "HF_REPO": source.repo}
+        if source.revision:
+            env["HF_REVISION"] = source.revision
+        # the Hub's download counters and telemetry are no business of a training cluster
+        env["HF_HUB_DISABLE_TELEMETRY"] = "1"
+        return env
+    uri = f"s3://{source.bucket}/{source.prefix}" if source.prefix else f"s3://{source.bucket}"
+    return {"MODEL_KIND": "s3", "S3_URI": uri}
+
+
+def models_volume(staging: ModelStaging) -> Optional[tuple[core.VolumeArgs, core.VolumeMountArgs]]:
+    """Without the shared filesystem: the node-local emptyDir, sized so the kubelet evicts a pod
+    whose model outgrows it rather than letting it fill the node's disk."""
+    if staging.shared:
+        return None
+    return (
+        core.VolumeArgs(name=MODELS_VOLUME, empty_dir=core.EmptyDirVolumeSourceArgs(size_limit=f"{staging.size_gib}Gi")),
+        core.VolumeMountArgs(name=MODELS_VOLUME, mount_path=staging.root),
+    )
+
+
+def stage_container(
+    settings: StackSettings,
+    staging: ModelStaging,
+    *,
+    secret_name: Optional[str],
+    secret_keys: Sequence[str],
+    shared_mount: Optional[core.VolumeMountArgs],
+) -> core.ContainerArgs:
+    """The init container that stages the model before the trainer's container starts."""
+    source = staging.source
+    env = [
+        core.EnvVarArgs(name="MODEL_SOURCE", value=source.uri),
+        core.EnvVarArgs(name="MODEL_DIR", value=staging.model_dir),
+        *(core.EnvVarArgs(name=k, value=v) for k, v in source_env(source).items()),
+    ]
+    if source.kind == "hf" and "HF_TOKEN" in secret_keys:
+        # huggingface_hub reads HF_TOKEN; gated and private repositories need it
+        env.append(
+            core.EnvVarArgs(
+                name="HF_TOKEN",
+                value_from=core.EnvVarSourceArgs(secret_key_ref=core.SecretKeySelectorArgs(name=secret_name, key="HF_TOKEN")),
+            )
+        )
+    local = models_volume(staging)
+    data_mount = local[1] if local else shared_mount
+    if data_mount is None:
+        raise ValueError("a model staged on the shared filesystem needs the shared volume's mount")
+    image = settings.workload.image if source.kind == "hf" else settings.workload.checkpoint_sync_image
+    return core.ContainerArgs(
+        name=STAGE_CONTAINER,
+        image=image,
+        command=["/bin/bash", f"{SCRIPTS_DIR}/{STAGE_SCRIPT}"],
+        env=env,
+        # like the checkpoint restore: before the trainer, so its requests cost nothing extra
+        resources=guaranteed({"cpu": _cpu(RESTORE_MILLICPU), "memory": _mi(RESTORE_MEMORY_MIB)}),
+        volume_mounts=[core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True), data_mount],
+        security_context=core.SecurityContextArgs(
+            privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(drop=["ALL"])
+        ),
+    )
