@@ -57,6 +57,16 @@ def ec2_trust_policy() -> str:
     )
 
 
+def endpoint_access(settings: ClusterSettings) -> str:
+    """How `pulumi up` and kubectl reach the API endpoint, in one sentence."""
+    if settings.existing:
+        return "existing cluster: reached as its kubeconfig (rlinf-eks:kubeconfig) says"
+    inside = "private endpoint from inside the VPC"
+    if settings.endpoint_public_access_cidrs:
+        return f"public endpoint from {', '.join(settings.endpoint_public_access_cidrs)} only, and the {inside}"
+    return f"{inside} only (cluster.deployFromVpc: pulumi up and kubectl run in the VPC: VPN, bastion or CodeBuild)"
+
+
 def missing_kubeconfig_error(cluster_name: str) -> ConfigError:
     return ConfigError(
         [
@@ -81,6 +91,8 @@ class Cluster(pulumi.ComponentResource):
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
     provider: k8s.Provider
+    endpoint_access: str
+    """How the API endpoint is reached (plain text, for the plan and the stack outputs)."""
 
     def __init__(
         self,
@@ -100,6 +112,7 @@ class Cluster(pulumi.ComponentResource):
         if settings.existing and existing_kubeconfig is None:
             raise missing_kubeconfig_error(cluster_name)
         super().__init__("rlinf-eks:index:Cluster", name, None, opts)
+        self.endpoint_access = endpoint_access(settings)
         if settings.existing:
             self._attach(name, cluster_name, existing_kubeconfig)  # type: ignore[arg-type]
         else:

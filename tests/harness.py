@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 STACKS = available_stacks(ROOT)
 
-MINIMAL = {"workload": {"image": "example.com/rlinf:test"}}
+MINIMAL = {"workload": {"image": "example.com/rlinf:test"}, "cluster": {"deployFromVpc": True}}
 
 
 def settings(**sections: Any) -> config_mod.StackSettings:

@@ -1,0 +1,176 @@
+"""Issue 9, the first deploy: the path from `pulumi up` to a running trainer has no trap.
+
+- a new cluster's API endpoint is reachable by the `pulumi up` that creates the Kubernetes objects;
+- the GPU nodes are created last and destroyed first;
+- placeholder values are flagged and `--strict` fails on them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rlinf_eks.config import ConfigError, parse
+from tests.harness import MINIMAL, STACKS, plan_stack
+
+GPU_COMPONENT = "rlinf-eks:index:EfaGpuNodeGroup"
+GPU_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def _without_cluster(**cluster: Any) -> dict[str, Any]:
+    data = {k: v for k, v in MINIMAL.items() if k != "cluster"}
+    if cluster:
+        data["cluster"] = cluster
+    return data
+
+
+# --- the API endpoint ---------------------------------------------------------------------------
+
+
+def test_given_a_new_cluster_without_an_endpoint_choice_when_parsed_then_both_keys_are_named():
+    with pytest.raises(ConfigError) as err:
+        parse(_without_cluster())
+    (problem,) = err.value.problems
+    assert problem.startswith("cluster.endpointPublicAccessCidrs=[]: ")
+    assert "cluster.deployFromVpc: true" in problem and "pulumi up" in problem
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [{"deployFromVpc": True}, {"endpointPublicAccessCidrs": ["198.51.100.7/32"]}],
+    ids=["deploy-from-vpc", "public-cidrs"],
+)
+def test_given_an_explicit_endpoint_choice_when_parsed_then_it_is_accepted(cluster):
+    assert parse(_without_cluster(**cluster)).cluster.endpoint_public_access_cidrs == cluster.get("endpointPublicAccessCidrs", [])
+
+
+def test_given_an_existing_cluster_when_parsed_then_no_endpoint_choice_is_needed():
+    data = _without_cluster(existing=True, name="shared")
+    data["network"] = {"vpcId": "vpc-0a1b2c3d", "privateSubnetIds": ["subnet-a", "subnet-b"], "gpuSubnetId": "subnet-a"}
+    assert parse(data).cluster.existing
+
+
+def stack_dir(tmp_path, monkeypatch, stack: str, **config: Any):
+    """A project folder holding ``stack``'s file with top-level project keys replaced (None:
+    removed); the working directory moves there, as `pulumi up` would run in it."""
+    import yaml
+
+    from tests.harness import ROOT
+
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    data = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    for key, value in config.items():
+        data["config"].pop(f"rlinf-eks:{key}", None)
+        if value is not None:
+            data["config"][f"rlinf-eks:{key}"] = value
+    (tmp_path / "stacks" / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_given_no_endpoint_choice_when_planned_then_exit_2_before_anything_is_written(tmp_path, monkeypatch, capsys):
+    from rlinf_eks.__main__ import main
+
+    stack_dir(tmp_path, monkeypatch, "single-node", cluster=None)
+    status = main(["plan", "single-node", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "cluster.endpointPublicAccessCidrs=[]" in err and "cluster.deployFromVpc" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "plan.json").exists()
+
+
+def _plan_with_cluster(cluster: dict[str, Any]):
+    from rlinf_eks.offline.plan import make_plan
+    from rlinf_eks.offline.stack_config import load
+    from tests.harness import ROOT
+
+    config = load(ROOT, "single-node")
+    config.values["rlinf-eks:cluster"] = cluster
+    return make_plan(config)
+
+
+@pytest.mark.parametrize(
+    "cluster, public, access",
+    [
+        (None, True, "public endpoint from 203.0.113.0/24 only, and the private endpoint from inside the VPC"),
+        ({"deployFromVpc": True}, False, "private endpoint from inside the VPC only (cluster.deployFromVpc"),
+    ],
+    ids=["stack-file", "deploy-from-vpc"],
+)
+def test_the_plan_states_how_the_endpoint_is_reached_and_deploys_it_so(cluster, public, access):
+    plan = plan_stack("single-node") if cluster is None else _plan_with_cluster(cluster)
+    assert plan.outputs["apiEndpointAccess"].startswith(access)
+    (eks,) = plan.of_type("eks:index:Cluster")
+    assert eks["inputs"]["endpointPrivateAccess"] is True
+    assert eks["inputs"]["endpointPublicAccess"] is public
+    assert eks["inputs"].get("publicAccessCidrs") == (["203.0.113.0/24"] if public else None)
+
+
+# --- the GPU nodes come last --------------------------------------------------------------------
+
+
+def _under(resource: dict[str, Any], by_urn: dict[str, dict[str, Any]], type_: str) -> bool:
+    """True when ``resource`` is of ``type_`` or has an ancestor of it."""
+    while resource is not None:
+        if resource["type"] == type_:
+            return True
+        resource = by_urn.get(resource["parent"])
+    return False
+
+
+def _waits_for(urn: str, by_urn: dict[str, dict[str, Any]]) -> set[str]:
+    """Everything the resource at ``urn`` transitively waits for: its dependsOn, and its parent
+    (a child is registered only once its parent is, and a component with dependsOn registers only
+    once those are created)."""
+    seen: set[str] = set()
+    todo = [urn]
+    while todo:
+        resource = by_urn.get(todo.pop())
+        if resource is None:
+            continue
+        for dep in [*resource["options"]["dependsOn"], resource["parent"]]:
+            if dep and dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def ordering_problems(resources: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(custom resources the GPU node group does not wait for, resources that depend on it)."""
+    by_urn = {r["urn"]: r for r in resources}
+    (group,) = [r for r in resources if r["type"] == GPU_NODE_GROUP and _under(r, by_urn, GPU_COMPONENT)]
+    waits = _waits_for(group["urn"], by_urn)
+    gpu_urns = {r["urn"] for r in resources if _under(r, by_urn, GPU_COMPONENT)}
+    missing = sorted(r["name"] for r in resources if r["custom"] and r["urn"] not in gpu_urns and r["urn"] not in waits)
+    dependents = sorted(r["name"] for r in resources if r["urn"] not in gpu_urns and gpu_urns & set(r["options"]["dependsOn"]))
+    return missing, dependents
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_gpu_node_group_waits_for_every_other_resource_and_nothing_waits_for_it(stack):
+    """Created last, destroyed first: Kubernetes access, Helm releases, storage, identity and the
+    workload objects all exist before a GPU node bills, and `pulumi destroy` removes the nodes first."""
+    plan = plan_stack(stack)
+    assert sum(r["custom"] for r in plan.resources) > 20
+    missing, dependents = ordering_problems(plan.resources)
+    assert missing == [], f"{stack}: created in parallel with (or after) the GPU nodes: {missing}"
+    assert dependents == [], f"{stack}: destroyed after the GPU nodes (or waiting for them): {dependents}"
+
+
+def test_the_ordering_check_names_what_the_gpu_nodes_do_not_wait_for_and_what_waits_for_them():
+    """The check can fail: cut the node group's edge to the workload, add an edge from the
+    workload to the node group, and it names both."""
+    import copy
+
+    resources = copy.deepcopy(plan_stack("single-node").resources)
+    by_urn = {r["urn"]: r for r in resources}
+    workload = {u for u, r in by_urn.items() if _under(r, by_urn, "rlinf-eks:index:RlinfTraining")}
+    (component,) = [r for r in resources if r["type"] == GPU_COMPONENT]
+    component["options"]["dependsOn"] = [d for d in component["options"]["dependsOn"] if d not in workload]
+    (group,) = [r for r in resources if r["type"] == GPU_NODE_GROUP and _under(r, by_urn, GPU_COMPONENT)]
+    (job,) = [r for r in resources if r["type"] == "kubernetes:batch/v1:Job"]
+    job["options"]["dependsOn"] = [group["urn"]]
+    missing, dependents = ordering_problems(resources)
+    assert "rlinf-job" in missing and dependents == ["rlinf-job"]
