@@ -174,3 +174,72 @@ def test_the_ordering_check_names_what_the_gpu_nodes_do_not_wait_for_and_what_wa
     job["options"]["dependsOn"] = [group["urn"]]
     missing, dependents = ordering_problems(resources)
     assert "rlinf-job" in missing and dependents == ["rlinf-job"]
+
+
+# --- placeholders -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_example_stack_flags_its_placeholder_image_and_cidr(stack):
+    found = {p.path: p for p in plan_stack(stack).placeholders}
+    assert found["workload.image"].value.startswith("123456789012.dkr.ecr.")
+    assert "push it to an ECR repository of your account" in found["workload.image"].what_to_set
+    assert found["cluster.endpointPublicAccessCidrs[0]"].value == "203.0.113.0/24"
+    assert "cluster.deployFromVpc: true" in found["cluster.endpointPublicAccessCidrs[0]"].what_to_set
+
+
+def test_the_capacity_block_stack_flags_its_example_reservation_id():
+    found = {p.path: p.value for p in plan_stack("capacity-block").placeholders}
+    assert found["gpuNodes.capacityReservationId"] == "cr-0123456789abcdef0"
+
+
+@pytest.mark.parametrize(
+    "cluster, image, flagged",
+    [
+        ({"endpointPublicAccessCidrs": ["198.51.100.7/32", "2001:db8::/48"]}, "example.com/rlinf:1",
+         ["cluster.endpointPublicAccessCidrs[0]", "cluster.endpointPublicAccessCidrs[1]"]),
+        ({"endpointPublicAccessCidrs": ["52.94.76.0/24"], "adminRoleArns": ["arn:aws:iam::123456789012:role/Admin"]},
+         "210987654321.dkr.ecr.us-east-1.amazonaws.com/rlinf:v0.3", ["cluster.adminRoleArns[0]"]),
+        # 203.0.112.0/23 is wider than the documentation block: a real range, not flagged
+        ({"endpointPublicAccessCidrs": ["203.0.112.0/23"]}, "ghcr.io/rlinf/rlinf:1234567890120", []),
+        ({"deployFromVpc": True}, "123456789012.dkr.ecr.eu-west-1.amazonaws.com/x:1", ["workload.image"]),
+    ],
+)
+def test_placeholders_are_found_by_value_wherever_they_are(cluster, image, flagged):
+    from rlinf_eks.placeholders import find_placeholders
+
+    settings = parse({"cluster": cluster, "workload": {"image": image}})
+    found = find_placeholders(settings)
+    assert [p.path for p in found] == flagged
+    for p in found:
+        assert str(p).startswith(f"{p.path}={p.value!r}: ")
+
+
+@pytest.mark.parametrize(
+    "flags, status",
+    [([], 0), (["--strict"], 1), (["--strict", "--allow-placeholders"], 0)],
+    ids=["lenient", "strict", "strict-allowing-placeholders"],
+)
+def test_placeholders_are_warned_and_strict_fails_on_them(flags, status, tmp_path, capsys):
+    from rlinf_eks.__main__ import main
+
+    assert main(["plan", "single-node", "--quiet", "--out", str(tmp_path), *flags]) == status
+    err = capsys.readouterr().err
+    assert "placeholder: workload.image='123456789012.dkr.ecr." in err
+    assert "placeholder: cluster.endpointPublicAccessCidrs[0]='203.0.113.0/24'" in err
+    assert "policy violation" not in err  # the status is the placeholders' alone
+    assert ("--strict: failing" in err) is (status == 1)
+
+
+def test_a_stack_with_real_values_passes_strict(tmp_path, monkeypatch, capsys):
+    from rlinf_eks.__main__ import main
+
+    workload = {
+        "launcher": "manual",
+        "image": "210987654321.dkr.ecr.us-east-1.amazonaws.com/rlinf-on-eks/simplevla-rl:0.2",
+        "trainer": {"dialect": "verl-ppo", "modelPath": "/fsx/models/openvla-oft-libero10-sft"},
+        "rollout": {"backend": "hf"},
+    }
+    stack_dir(tmp_path, monkeypatch, "single-node", cluster={"deployFromVpc": True}, workload=workload)
+    assert main(["plan", "single-node", "--quiet", "--strict", "--out", str(tmp_path / "out")]) == 0
+    assert "placeholder" not in capsys.readouterr().err
