@@ -243,3 +243,58 @@ def test_a_stack_with_real_values_passes_strict(tmp_path, monkeypatch, capsys):
     stack_dir(tmp_path, monkeypatch, "single-node", cluster={"deployFromVpc": True}, workload=workload)
     assert main(["plan", "single-node", "--quiet", "--strict", "--out", str(tmp_path / "out")]) == 0
     assert "placeholder" not in capsys.readouterr().err
+
+
+# --- the README's day-2 commands name real things -----------------------------------------------
+
+
+def _day2_commands() -> str:
+    import re
+
+    from tests.harness import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    body = text.split("## Day-2 operations", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(re.findall(r"```bash\n(.*?)```", body, flags=re.S))
+
+
+def test_the_day2_commands_read_real_stack_outputs():
+    import re
+
+    commands = _day2_commands()
+    outputs = set(re.findall(r"pulumi stack output (?:--show-secrets )?(\w+)", commands))
+    assert {"kubeconfig", "clusterName", "checkpointBucket", "sharedFilesystem"} <= outputs
+    for stack in ("single-node", "multi-node"):
+        assert outputs <= set(plan_stack(stack).outputs), stack
+
+
+@pytest.mark.parametrize(
+    "stack, kind, name",
+    [
+        ("single-node", "Job", "training"),
+        ("multi-node-kuberay", "RayJob", "rlinf-training"),
+    ],
+)
+def test_the_day2_commands_name_the_workload_objects_the_stacks_create(stack, kind, name):
+    commands = _day2_commands()
+    objects = [r["inputs"] for r in plan_stack(stack).resources if r["inputs"].get("kind") == kind]
+    (obj,) = objects
+    assert obj["metadata"]["name"] == name and obj["metadata"]["namespace"] == "rlinf"
+    assert f"-n {obj['metadata']['namespace']}" in commands
+    if kind == "Job":
+        assert f"job-name={name}" in commands and f"delete job {name}" in commands
+        assert obj["spec"]["completionMode"] == "Indexed"  # batch.kubernetes.io/job-completion-index
+        containers = [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]]
+        assert "ray" in containers and "-c ray" in commands
+    else:
+        assert f"rayjob {name}" in commands and f"job/{name}" in commands
+        assert obj["spec"]["submissionMode"] == "K8sJobMode"  # the submitter Job has the RayJob's name
+        assert obj["spec"]["shutdownAfterJobFinishes"] is True  # needed to suspend
+
+
+def test_the_day2_destroy_unprotects_the_resources_that_are_protected():
+    commands = _day2_commands()
+    protected = {r["name"] for r in plan_stack("multi-node").resources if r["options"]["protect"]}
+    assert protected == {"checkpoints-bucket", "shared-fs-lustre"}
+    assert all(name in commands for name in protected)
+    assert all(r["options"]["retainOnDelete"] for r in plan_stack("multi-node").resources if r["options"]["protect"])
