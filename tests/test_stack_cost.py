@@ -82,6 +82,8 @@ def test_the_control_plane_costs_six_times_more_in_extended_support(version, on,
     assert plane["perHourIdle"] == rate
     assert plane["price"]["detail"].startswith(tier)
     assert cost["supportTierDate"] == on
+    warned = [w for w in efficiency_report(plan, plan.settings, on_date=on)["warnings"] if "extended support" in w]
+    assert bool(warned) is (rate == pricing.EKS_EXTENDED_PER_HOUR)
 
 
 def test_scale_to_zero_idles_at_the_cost_of_everything_but_the_gpu_nodes():

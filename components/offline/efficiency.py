@@ -392,6 +392,11 @@ def efficiency_of(
         on_date=on_date or datetime.date.today().isoformat(),
     )
 
+    for item in stack_cost["items"]:
+        if item["item"] == "controlPlane" and (item["price"]["detail"] or "").startswith("extended support"):
+            warnings.append(f"control plane in EKS extended support (${item['perHourIdle']}/h instead of "
+                            f"${pricing.EKS_STANDARD_PER_HOUR}/h): {item['price']['detail']}; raise cluster.kubernetesVersion")
+
     non_on_demand = sorted(capacity_types - {"ON_DEMAND"})
     if non_on_demand:
         warnings.append(f"capacity type {', '.join(non_on_demand)}: billed otherwise; the on-demand price is a reference")
