@@ -5,6 +5,9 @@ A new cluster has API authentication with access entries, an IAM OIDC provider (
 Identity agent, a private endpoint (public only for listed CIDRs), control-plane logs, KMS
 envelope encryption of Secrets, no default node group, and a small on-demand system node group
 for operators, CoreDNS and device-plugin controllers.
+
+The stack config requires a choice of how `pulumi up` reaches the endpoint (public CIDRs or
+``deployFromVpc``): the same run creates Kubernetes objects through it (config.StackSettings).
 """
 
 from __future__ import annotations
@@ -61,10 +64,9 @@ def endpoint_access(settings: ClusterSettings) -> str:
     """How `pulumi up` and kubectl reach the API endpoint, in one sentence."""
     if settings.existing:
         return "existing cluster: reached as its kubeconfig (rlinf-eks:kubeconfig) says"
-    inside = "private endpoint from inside the VPC"
     if settings.endpoint_public_access_cidrs:
-        return f"public endpoint from {', '.join(settings.endpoint_public_access_cidrs)} only, and the {inside}"
-    return f"{inside} only (cluster.deployFromVpc: pulumi up and kubectl run in the VPC: VPN, bastion or CodeBuild)"
+        return f"public endpoint from {', '.join(settings.endpoint_public_access_cidrs)} only, and the private endpoint from inside the VPC"
+    return "private endpoint only, from inside the VPC (cluster.deployFromVpc: VPN, bastion, CodeBuild)"
 
 
 def missing_kubeconfig_error(cluster_name: str) -> ConfigError:

@@ -227,7 +227,7 @@ def eks_control_plane(version: str, on: str) -> ServicePrice:
                             f"({', '.join(EKS_STANDARD_SUPPORT_ENDS)})")
     if on > ends:
         return ServicePrice(EKS_EXTENDED_PER_HOUR, AWS_EKS_PRICING, None,
-                            f"extended support: standard support of {version} ended {ends}; upgrade to pay the standard rate")
+                            f"extended support: standard support of {version} ended {ends}")
     return ServicePrice(EKS_STANDARD_PER_HOUR, AWS_EKS_PRICING, None, f"standard support until {ends}")
 
 

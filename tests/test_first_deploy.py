@@ -95,7 +95,7 @@ def _plan_with_cluster(cluster: dict[str, Any]):
     "cluster, public, access",
     [
         (None, True, "public endpoint from 203.0.113.0/24 only, and the private endpoint from inside the VPC"),
-        ({"deployFromVpc": True}, False, "private endpoint from inside the VPC only (cluster.deployFromVpc"),
+        ({"deployFromVpc": True}, False, "private endpoint only, from inside the VPC (cluster.deployFromVpc"),
     ],
     ids=["stack-file", "deploy-from-vpc"],
 )

@@ -394,8 +394,8 @@ def efficiency_of(
 
     for item in stack_cost["items"]:
         if item["item"] == "controlPlane" and (item["price"]["detail"] or "").startswith("extended support"):
-            warnings.append(f"control plane in EKS extended support (${item['perHourIdle']}/h instead of "
-                            f"${pricing.EKS_STANDARD_PER_HOUR}/h): {item['price']['detail']}; raise cluster.kubernetesVersion")
+            warnings.append(f"control plane at ${item['perHourIdle']:.2f}/h instead of ${pricing.EKS_STANDARD_PER_HOUR:.2f}/h, "
+                            f"{item['price']['detail']}: raise cluster.kubernetesVersion to pay the standard rate")
 
     non_on_demand = sorted(capacity_types - {"ON_DEMAND"})
     if non_on_demand:
