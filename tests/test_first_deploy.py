@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -157,6 +158,27 @@ def test_the_gpu_node_group_waits_for_every_other_resource_and_nothing_waits_for
     missing, dependents = ordering_problems(plan.resources)
     assert missing == [], f"{stack}: created in parallel with (or after) the GPU nodes: {missing}"
     assert dependents == [], f"{stack}: destroyed after the GPU nodes (or waiting for them): {dependents}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_nothing_the_gpu_nodes_wait_for_waits_for_a_gpu_pod(stack):
+    """The node group waits for the workload objects, so none may wait for its pods to run:
+    pulumi-kubernetes awaits a Job until it completes and a Service until its selected pods are
+    ready, except with pulumi.com/skipAwait or, for a Service, when it is headless
+    (pulumi-kubernetes#2475). Helm releases wait for their DaemonSets, which are ready with zero
+    GPU nodes (no pod desired), and for Deployments, which run on the system nodes."""
+    plan = plan_stack(stack)
+    for resource in plan.resources:
+        obj = resource["inputs"]
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if obj.get("kind") in ("Job", "RayJob"):
+            assert annotations.get("pulumi.com/skipAwait") == "true", resource["name"]
+        if obj.get("kind") == "Service" and (obj.get("spec") or {}).get("selector"):
+            assert obj["spec"].get("clusterIP") == "None" or annotations.get("pulumi.com/skipAwait") == "true", resource["name"]
+    for release in plan.of_type("kubernetes:helm.sh/v3:Release"):
+        values = json.dumps(release["inputs"].get("values") or {})
+        if release["inputs"]["chart"] in ("kuberay-operator", "cluster-autoscaler"):
+            assert "nvidia.com/gpu" not in values, f"{release['name']} would wait for a GPU node"
 
 
 def test_the_ordering_check_names_what_the_gpu_nodes_do_not_wait_for_and_what_waits_for_them():
