@@ -126,6 +126,9 @@ BAD = [
 def _data(sections):
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in MINIMAL.items()}
     data.update(sections)
+    if isinstance(sections.get("cluster"), dict):
+        # a case's cluster section keeps the endpoint choice every new cluster needs
+        data["cluster"] = {**MINIMAL["cluster"], **sections["cluster"]}
     return data
 
 
