@@ -1,4 +1,6 @@
-"""On-demand prices of the catalog's GPU instance types: a dated table, one row per type and region.
+"""Prices of what a stack bills: On-Demand prices of the catalog's GPU instance types (a dated
+table, one row per type and region), and below, the hourly prices of the rest (EKS control plane,
+system nodes, NAT gateways, public IPv4, FSx for Lustre, gp3 volumes, KMS keys).
 
 Linux, shared tenancy, USD per instance-hour. Every row names its source and the date that source
 carries; a price this project could not source is ``None`` with the reason, never an estimate.
@@ -183,14 +185,12 @@ _FSX_PERSISTENT2_SSD_PER_GB_MONTH: Mapping[str, Mapping[int, float]] = {
 }
 _GP3_PER_GB_MONTH: Mapping[str, float] = {"us-east-1": 0.08, "us-west-2": 0.08}
 
-# System node instance types: standard families, untouched by the June 2025 P4/P5 cut.
+# System node instance types (standard families, untouched by the June 2025 P4/P5 cut), from the
+# us-east-1 snapshot only: no regional figure for them was checked.
 _SYSTEM_ROWS: tuple[PriceRow, ...] = (
-    PriceRow("m6i.xlarge", "us-east-1", 0.192, KARPENTER),
     PriceRow("m6i.large", "us-east-1", 0.096, KARPENTER),
+    PriceRow("m6i.xlarge", "us-east-1", 0.192, KARPENTER),
     PriceRow("m6i.2xlarge", "us-east-1", 0.384, KARPENTER),
-    PriceRow("m6i.xlarge", "us-west-2", 0.192, SKYPILOT),
-    PriceRow("m6i.large", "us-west-2", 0.096, SKYPILOT),
-    PriceRow("m6i.2xlarge", "us-west-2", 0.384, SKYPILOT),
 )
 SYSTEM_PRICES: Mapping[tuple[str, str], PriceRow] = {(row.instance_type, row.region): row for row in _SYSTEM_ROWS}
 
@@ -266,7 +266,11 @@ def gp3_per_gb(region: str) -> ServicePrice:
 
 def instance_hour(instance_type: str, region: str) -> ServicePrice:
     """Per instance-hour On-Demand, of a GPU type (the catalog's table) or a system node type."""
-    row = SYSTEM_PRICES.get((instance_type, region)) or on_demand_price(instance_type, region)
+    row = SYSTEM_PRICES.get((instance_type, region))
+    if row is None and instance_type not in {t for t, _ in PRICES}:
+        priced = ", ".join(f"{t} in {r}" for t, r in SYSTEM_PRICES)
+        return ServicePrice(None, None, f"no On-Demand price of {instance_type} sourced for {region}; priced: {priced}")
+    row = row or on_demand_price(instance_type, region)
     return ServicePrice(row.usd_per_hour, row.source, row.reason, f"as of {row.as_of}" if row.as_of else None)
 
 

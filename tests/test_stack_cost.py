@@ -102,8 +102,9 @@ def test_scale_to_zero_idles_at_the_cost_of_everything_but_the_gpu_nodes():
         # no region priced at all: every item says so
         ("single-node", ("aws:region=eu-west-1", "availabilityZone=eu-west-1a"),
          {"gpuNodes", "gpuNodeVolumes", "systemNodes", "systemNodeVolumes", "natGateways"}),
-        # GPU nodes priced in us-west-2, the shared filesystem not: the total is still unknown
-        ("capacity-block", ("aws:region=us-west-2", "availabilityZone=us-west-2a"), {"sharedFilesystem"}),
+        # GPU nodes (and volumes, NAT) priced in us-west-2, the shared filesystem and the system
+        # nodes not: the total is still unknown
+        ("capacity-block", ("aws:region=us-west-2", "availabilityZone=us-west-2a"), {"sharedFilesystem", "systemNodes"}),
     ],
     ids=["eu-west-1", "us-west-2-fsx"],
 )
@@ -117,6 +118,7 @@ def test_an_item_without_a_price_says_why_and_makes_the_total_unknown(stack, set
     assert cost["totalPerHourWhileTraining"] is None and cost["totalPerHourIdle"] is None and cost["totalPerHourAtMax"] is None
     # the priced items keep their figures: the control plane costs the same in every region
     assert items["controlPlane"]["perHourIdle"] == 0.10
+    assert all(items[name]["perHourIdle"] is not None for name in set(items) - unknown)
     plan = plan_stack(stack, *sets)
     assert "stack cost   unknown: " in render_efficiency(efficiency_report(plan, plan.settings, on_date=BEFORE_1_34_ENDS))
 
