@@ -1,7 +1,7 @@
 """Command line: ``python -m rlinf_eks plan|diff ...``.
 
-Exit status: 0 success, 1 a diff found changes (``diff``) or policy violations under ``--strict``,
-2 bad input (stack config, arguments).
+Exit status: 0 success, 1 a diff found changes (``diff``) or, under ``--strict``, policy violations
+or placeholder values (unless ``--allow-placeholders``), 2 bad input (stack config, arguments).
 """
 
 from __future__ import annotations
@@ -50,7 +50,13 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"policy violation: {violation}", file=sys.stderr)
     if violations:
         print(f"{len(violations)} policy violations{' (--strict: failing)' if args.strict else ''}", file=sys.stderr)
-    return 1 if violations and args.strict else 0
+    for placeholder in plan.placeholders:
+        print(f"placeholder: {placeholder}", file=sys.stderr)
+    placeholders_fail = bool(plan.placeholders) and args.strict and not args.allow_placeholders
+    if plan.placeholders:
+        state = " (--strict: failing; --allow-placeholders to plan example stacks)" if placeholders_fail else ""
+        print(f"{len(plan.placeholders)} placeholders to replace before pulumi up{state}", file=sys.stderr)
+    return 1 if (violations and args.strict) or placeholders_fail else 0
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -73,7 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         help="as `pulumi config set --path KEY VALUE` on a copy of the stack's config, e.g. gpuNodes.nodeCount=4",
     )
     plan.add_argument("--quiet", action="store_true", help="do not print the resource tree")
-    plan.add_argument("--strict", action="store_true", help="exit 1 when a policy (rlinf_eks.policies) is violated")
+    plan.add_argument(
+        "--strict", action="store_true",
+        help="exit 1 when a policy (rlinf_eks.policies) is violated or a placeholder value is left (rlinf_eks.placeholders)",
+    )
+    plan.add_argument(
+        "--allow-placeholders", action="store_true",
+        help="with --strict: report placeholder values but do not fail on them (CI plans of the example stacks)",
+    )
     plan.set_defaults(func=_plan)
 
     diff = commands.add_parser(

@@ -5,6 +5,9 @@ A new cluster has API authentication with access entries, an IAM OIDC provider (
 Identity agent, a private endpoint (public only for listed CIDRs), control-plane logs, KMS
 envelope encryption of Secrets, no default node group, and a small on-demand system node group
 for operators, CoreDNS and device-plugin controllers.
+
+The stack config requires a choice of how `pulumi up` reaches the endpoint (public CIDRs or
+``deployFromVpc``): the same run creates Kubernetes objects through it (config.StackSettings).
 """
 
 from __future__ import annotations
@@ -57,6 +60,15 @@ def ec2_trust_policy() -> str:
     )
 
 
+def endpoint_access(settings: ClusterSettings) -> str:
+    """How `pulumi up` and kubectl reach the API endpoint, in one sentence."""
+    if settings.existing:
+        return "existing cluster: reached as its kubeconfig (rlinf-eks:kubeconfig) says"
+    if settings.endpoint_public_access_cidrs:
+        return f"public endpoint from {', '.join(settings.endpoint_public_access_cidrs)} only, and the private endpoint from inside the VPC"
+    return "private endpoint only, from inside the VPC (cluster.deployFromVpc: VPN, bastion, CodeBuild)"
+
+
 def missing_kubeconfig_error(cluster_name: str) -> ConfigError:
     return ConfigError(
         [
@@ -81,6 +93,8 @@ class Cluster(pulumi.ComponentResource):
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
     provider: k8s.Provider
+    endpoint_access: str
+    """How the API endpoint is reached (plain text, for the plan and the stack outputs)."""
 
     def __init__(
         self,
@@ -100,6 +114,7 @@ class Cluster(pulumi.ComponentResource):
         if settings.existing and existing_kubeconfig is None:
             raise missing_kubeconfig_error(cluster_name)
         super().__init__("rlinf-eks:index:Cluster", name, None, opts)
+        self.endpoint_access = endpoint_access(settings)
         if settings.existing:
             self._attach(name, cluster_name, existing_kubeconfig)  # type: ignore[arg-type]
         else:

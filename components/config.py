@@ -322,6 +322,10 @@ class ClusterSettings(_Model):
     """CIDRs allowed to reach the public API endpoint. Empty (the default): private endpoint only."""
     allow_public_endpoint_from_anywhere: Bool = False
     """Explicit opt-in needed for 0.0.0.0/0 in endpointPublicAccessCidrs. Defaults to false."""
+    deploy_from_vpc: bool = False
+    """Acknowledges that ``pulumi up`` runs inside the cluster's VPC (VPN, bastion, CodeBuild in the
+    VPC), so a private-only endpoint is reachable. A new cluster needs this or
+    endpointPublicAccessCidrs. Defaults to false."""
     admin_role_arns: list[str] = Field(default_factory=list)
     """IAM roles given cluster-admin access entries."""
     log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
@@ -1024,6 +1028,19 @@ class StackSettings(_Model):
                 errors.append(_rule("network.privateSubnetIds", self.network.private_subnet_ids, "an existing VPC needs at least two private subnets (two AZs)"))
             if not self.network.gpu_subnet_id:
                 errors.append(_rule("network.gpuSubnetId", None, f"an existing VPC needs the private subnet of the GPU nodes in {self.gpu_az}"))
+        if valid("cluster") and not self.cluster.existing and not self.cluster.endpoint_public_access_cidrs and not self.cluster.deploy_from_vpc:
+            # The same `pulumi up` that creates the cluster creates the Kubernetes objects through
+            # its API endpoint: a private-only endpoint fails there (after the nodes bill) unless
+            # the deployer is inside the VPC.
+            errors.append(
+                _rule(
+                    "cluster.endpointPublicAccessCidrs",
+                    [],
+                    "a new cluster's API endpoint must be reachable by `pulumi up`: list the deployer's public CIDRs "
+                    "(e.g. [198.51.100.7/32]), or set cluster.deployFromVpc: true if pulumi up runs inside the VPC "
+                    "(VPN, bastion, CodeBuild)",
+                )
+            )
         if valid("cluster", "network") and self.cluster.existing and self.network.create:
             errors.append(_rule("network.vpcId", None, "an existing cluster needs its VPC: set network.vpcId, privateSubnetIds and gpuSubnetId"))
         if valid("autoscaler", "cluster") and self.autoscaler.enabled and self.autoscaler.kubernetes_minor != self.cluster.kubernetes_version:

@@ -1,4 +1,6 @@
-"""On-demand prices of the catalog's GPU instance types: a dated table, one row per type and region.
+"""Prices of what a stack bills: On-Demand prices of the catalog's GPU instance types (a dated
+table, one row per type and region), and below, the hourly prices of the rest (EKS control plane,
+system nodes, NAT gateways, public IPv4, FSx for Lustre, gp3 volumes, KMS keys).
 
 Linux, shared tenancy, USD per instance-hour. Every row names its source and the date that source
 carries; a price this project could not source is ``None`` with the reason, never an estimate.
@@ -129,3 +131,155 @@ def on_demand_price(instance_type: str, region: str) -> PriceRow:
     else:
         reason = f"{instance_type} is not in the price table"
     return PriceRow(instance_type, region, None, None, reason)
+
+
+# --- everything else a stack bills --------------------------------------------------------------
+#
+# Hourly prices of the non-GPU resources a stack creates, USD. A month is 730 hours (the AWS
+# Pricing Calculator's convention), so a per-month price is divided by 730.
+
+HOURS_PER_MONTH = 730
+
+AWS_EKS_PRICING = "aws-eks-pricing-2024-04"
+AWS_EKS_CALENDAR = "aws-eks-calendar-2026-02"
+AWS_VPC_PRICING = "aws-vpc-pricing-2026-02"
+AWS_FSX_PRICING = "aws-fsx-lustre-pricing"
+AWS_KMS_PRICING = "aws-kms-pricing"
+AWS_EBS_PRICING = "aws-ebs-pricing"
+
+SERVICE_SOURCES: Mapping[str, str] = {
+    AWS_EKS_PRICING: "AWS Containers blog 'Amazon EKS extended support for Kubernetes versions pricing' (2024): "
+    "$0.10 per cluster-hour in standard support, $0.60 in extended support, from the April 2024 billing cycle; "
+    "the same in every commercial region (aws.amazon.com/eks/pricing)",
+    AWS_EKS_CALENDAR: "Amazon EKS Kubernetes release calendar (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html, "
+    "as mirrored by endoflife.date/amazon-eks in February 2026): 14 months of standard support, then 12 of extended",
+    AWS_VPC_PRICING: "aws.amazon.com/vpc/pricing: NAT gateway $0.045 per gateway-hour (plus $0.045 per GB processed) in "
+    "us-east-1 and us-west-2; public IPv4 address $0.005 per address-hour in every region since 2024-02-01",
+    AWS_FSX_PRICING: "aws.amazon.com/fsx/lustre/pricing, US East (N. Virginia): Persistent-2 SSD per GB-month by "
+    "throughput tier: 125 MB/s/TiB $0.145, 250 $0.210, 500 $0.340, 1000 $0.600",
+    AWS_KMS_PRICING: "aws.amazon.com/kms/pricing: $1 per customer managed key per month, prorated hourly, every region",
+    AWS_EBS_PRICING: "aws.amazon.com/ebs/pricing: gp3 $0.08 per GB-month (3000 IOPS and 125 MB/s included) in "
+    "us-east-1 and us-west-2",
+}
+
+# End of standard support per EKS minor version (AWS_EKS_CALENDAR). After it a cluster is billed
+# at the extended-support rate until upgraded.
+EKS_STANDARD_SUPPORT_ENDS: Mapping[str, str] = {
+    "1.28": "2024-11-26",
+    "1.29": "2025-03-23",
+    "1.30": "2025-07-23",
+    "1.31": "2025-11-26",
+    "1.32": "2026-03-23",
+    "1.33": "2026-07-29",
+    "1.34": "2026-12-02",
+    "1.35": "2027-03-27",
+}
+EKS_STANDARD_PER_HOUR = 0.10
+EKS_EXTENDED_PER_HOUR = 0.60
+
+_NAT_PER_HOUR: Mapping[str, float] = {"us-east-1": 0.045, "us-west-2": 0.045}
+PUBLIC_IPV4_PER_HOUR = 0.005
+KMS_KEY_PER_MONTH = 1.0
+_FSX_PERSISTENT2_SSD_PER_GB_MONTH: Mapping[str, Mapping[int, float]] = {
+    "us-east-1": {125: 0.145, 250: 0.210, 500: 0.340, 1000: 0.600},
+}
+_GP3_PER_GB_MONTH: Mapping[str, float] = {"us-east-1": 0.08, "us-west-2": 0.08}
+
+# System node instance types (standard families, untouched by the June 2025 P4/P5 cut), from the
+# us-east-1 snapshot only: no regional figure for them was checked.
+_SYSTEM_ROWS: tuple[PriceRow, ...] = (
+    PriceRow("m6i.large", "us-east-1", 0.096, KARPENTER),
+    PriceRow("m6i.xlarge", "us-east-1", 0.192, KARPENTER),
+    PriceRow("m6i.2xlarge", "us-east-1", 0.384, KARPENTER),
+)
+SYSTEM_PRICES: Mapping[tuple[str, str], PriceRow] = {(row.instance_type, row.region): row for row in _SYSTEM_ROWS}
+
+
+@dataclass(frozen=True)
+class ServicePrice:
+    """An hourly price per unit (a cluster, a gateway, a GB of storage), or why there is none."""
+
+    usd_per_unit_hour: Optional[float]
+    source: Optional[str]
+    """A key of SERVICE_SOURCES (or SOURCES for instance prices); None when nothing was sourced."""
+    reason: Optional[str] = None
+    detail: Optional[str] = None
+    """What the price depends on (support tier, throughput tier), for the report."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "usdPerUnitHour": self.usd_per_unit_hour,
+            "source": SERVICE_SOURCES.get(self.source) or SOURCES.get(self.source) if self.source else None,
+            "reason": self.reason,
+            "detail": self.detail,
+        }
+
+
+def _unpriced(what: str, region: str, regions: Mapping[str, object]) -> ServicePrice:
+    return ServicePrice(None, None, f"no {what} price sourced for {region}; priced regions: {', '.join(regions) or 'none'}")
+
+
+def eks_control_plane(version: str, on: str) -> ServicePrice:
+    """Per cluster-hour of an EKS cluster of Kubernetes ``version`` on the ISO date ``on``."""
+    ends = EKS_STANDARD_SUPPORT_ENDS.get(version)
+    if ends is None:
+        return ServicePrice(None, None, f"Kubernetes {version} is not in the EKS release calendar this table carries "
+                            f"({', '.join(EKS_STANDARD_SUPPORT_ENDS)})")
+    if on > ends:
+        return ServicePrice(EKS_EXTENDED_PER_HOUR, AWS_EKS_PRICING, None,
+                            f"extended support: standard support of {version} ended {ends}")
+    return ServicePrice(EKS_STANDARD_PER_HOUR, AWS_EKS_PRICING, None, f"standard support until {ends}")
+
+
+def nat_gateway(region: str) -> ServicePrice:
+    price = _NAT_PER_HOUR.get(region)
+    return ServicePrice(price, AWS_VPC_PRICING, None, "hourly charge only") if price is not None else _unpriced("NAT gateway", region, _NAT_PER_HOUR)
+
+
+def public_ipv4(region: str) -> ServicePrice:
+    return ServicePrice(PUBLIC_IPV4_PER_HOUR, AWS_VPC_PRICING)
+
+
+def kms_key(region: str) -> ServicePrice:
+    return ServicePrice(round(KMS_KEY_PER_MONTH / HOURS_PER_MONTH, 6), AWS_KMS_PRICING)
+
+
+def fsx_lustre_per_gb(region: str, deployment_type: str, storage_type: str, throughput: int) -> ServicePrice:
+    """Per GB-hour of FSx for Lustre storage."""
+    if (deployment_type, storage_type) != ("PERSISTENT_2", "SSD"):
+        return ServicePrice(None, None, f"only PERSISTENT_2 SSD is priced, not {deployment_type} {storage_type}")
+    tiers = _FSX_PERSISTENT2_SSD_PER_GB_MONTH.get(region)
+    if tiers is None:
+        return _unpriced("FSx for Lustre", region, _FSX_PERSISTENT2_SSD_PER_GB_MONTH)
+    if throughput not in tiers:
+        return ServicePrice(None, None, f"no price for {throughput} MB/s/TiB; priced tiers: {', '.join(map(str, tiers))}")
+    return ServicePrice(round(tiers[throughput] / HOURS_PER_MONTH, 8), AWS_FSX_PRICING, None,
+                        f"${tiers[throughput]}/GB-month at {throughput} MB/s/TiB")
+
+
+def gp3_per_gb(region: str) -> ServicePrice:
+    price = _GP3_PER_GB_MONTH.get(region)
+    if price is None:
+        return _unpriced("EBS gp3", region, _GP3_PER_GB_MONTH)
+    return ServicePrice(round(price / HOURS_PER_MONTH, 8), AWS_EBS_PRICING, None, f"${price}/GB-month")
+
+
+def instance_hour(instance_type: str, region: str) -> ServicePrice:
+    """Per instance-hour On-Demand, of a GPU type (the catalog's table) or a system node type."""
+    row = SYSTEM_PRICES.get((instance_type, region))
+    if row is None and instance_type not in {t for t, _ in PRICES}:
+        priced = ", ".join(f"{t} in {r}" for t, r in SYSTEM_PRICES)
+        return ServicePrice(None, None, f"no On-Demand price of {instance_type} sourced for {region}; priced: {priced}")
+    row = row or on_demand_price(instance_type, region)
+    return ServicePrice(row.usd_per_hour, row.source, row.reason, f"as of {row.as_of}" if row.as_of else None)
+
+
+# Billed by use, not by the hour: the report lists them, it cannot price them.
+USAGE_BASED = (
+    "S3: checkpoint storage ($/GB-month), requests and versions kept",
+    "NAT gateway data processing ($0.045/GB in us-east-1), e.g. image and model pulls",
+    "data transfer out of AWS and across AZs",
+    "CloudWatch Logs ingestion and storage of the control-plane logs",
+    "FSx for Lustre backups (incremental, $/GB-month)",
+    "ECR storage of the training image",
+)

@@ -56,35 +56,30 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         existing_kubeconfig=secrets.kubeconfig,
         tags=tags,
     )
-    gpu_nodes = EfaGpuNodeGroup(
-        "gpu",
-        settings=settings.gpu_nodes,
-        cluster_name=cluster.cluster_name,
-        cluster_security_group_id=cluster.cluster_security_group_id,
-        subnet_id=network.gpu_subnet_id,
-        autoscaled=settings.autoscaler.enabled,
-        tags=tags,
-        opts=pulumi.ResourceOptions(depends_on=[cluster]),
-    )
     k8s = pulumi.ResourceOptions(provider=cluster.provider)
-    DevicePlugins(
-        "device-plugins",
-        settings=settings.device_plugins,
-        gpu_nodes=settings.gpu_nodes,
-        opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[gpu_nodes])),
+    # Everything that can fail comes before the GPU nodes and everything is removed after them:
+    # the GPU node group depends on all of it (below) and nothing depends on the node group. A
+    # Helm release waits for its DaemonSets and Deployments: a DaemonSet with zero matching nodes
+    # is ready at once, and the operators run on the system nodes. The training Job/RayJob is not
+    # awaited (pulumi.com/skipAwait): its pods stay Pending until the GPU nodes join.
+    before_gpu: list[pulumi.Resource] = [network, cluster]
+    before_gpu.append(
+        DevicePlugins("device-plugins", settings=settings.device_plugins, gpu_nodes=settings.gpu_nodes, opts=k8s)
     )
     if settings.autoscaler.enabled:
         from .autoscaler import ClusterAutoscaler
 
-        ClusterAutoscaler(
-            "autoscaler",
-            settings=settings.autoscaler,
-            cluster_name=cluster.cluster_name,
-            region=settings.region,
-            oidc_provider_arn=cluster.oidc_provider_arn,
-            oidc_issuer=cluster.oidc_issuer,
-            tags=tags,
-            opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[gpu_nodes])),
+        before_gpu.append(
+            ClusterAutoscaler(
+                "autoscaler",
+                settings=settings.autoscaler,
+                cluster_name=cluster.cluster_name,
+                region=settings.region,
+                oidc_provider_arn=cluster.oidc_provider_arn,
+                oidc_issuer=cluster.oidc_issuer,
+                tags=tags,
+                opts=k8s,
+            )
         )
     storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
     model = settings.workload.model.parsed if settings.workload.enabled else None
@@ -103,6 +98,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         partition=partition_of(settings.region),
         k8s_opts=k8s,
     )
+    before_gpu += [storage, identity]
     shared_fs = None
     if settings.shared_filesystem:
         shared_fs = SharedFilesystem(
@@ -118,18 +114,13 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
             k8s_opts=k8s,
             client_security_group_id=cluster.cluster_security_group_id,  # every GPU node carries it
         )
+        before_gpu.append(shared_fs)
     operator = None
     if settings.kuberay.enabled:
         operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s)
+        before_gpu.append(operator)
 
-    outputs: dict[str, Any] = {
-        "clusterName": cluster.cluster_name,
-        "kubeconfig": pulumi.Output.secret(cluster.kubeconfig),
-        "gpuNodeGroup": gpu_nodes.node_group_name,
-        "placementGroup": gpu_nodes.placement_group_name,
-        "checkpointBucket": storage.bucket_name,
-        "sharedFilesystem": shared_fs.file_system_id if shared_fs else None,
-    }
+    training = None
     if settings.workload.enabled:
         training = RlinfTraining(
             "rlinf",
@@ -140,8 +131,34 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
             hf_token=secrets.hf_token,
             wandb_api_key=secrets.wandb_api_key,
             operator=operator,
-            opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[identity, gpu_nodes])),
+            opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[identity])),
         )
+        # A dependsOn edge (no property dependency) does not make the node group follow a
+        # replacement of the Job: only dependents whose inputs change are replaced with it.
+        before_gpu.append(training)
+
+    gpu_nodes = EfaGpuNodeGroup(
+        "gpu",
+        settings=settings.gpu_nodes,
+        cluster_name=cluster.cluster_name,
+        cluster_security_group_id=cluster.cluster_security_group_id,
+        subnet_id=network.gpu_subnet_id,
+        autoscaled=settings.autoscaler.enabled,
+        tags=tags,
+        # the network too: nodes join only once the private route through the NAT gateway exists
+        opts=pulumi.ResourceOptions(depends_on=before_gpu),
+    )
+
+    outputs: dict[str, Any] = {
+        "clusterName": cluster.cluster_name,
+        "kubeconfig": pulumi.Output.secret(cluster.kubeconfig),
+        "apiEndpointAccess": cluster.endpoint_access,
+        "gpuNodeGroup": gpu_nodes.node_group_name,
+        "placementGroup": gpu_nodes.placement_group_name,
+        "checkpointBucket": storage.bucket_name,
+        "sharedFilesystem": shared_fs.file_system_id if shared_fs else None,
+    }
+    if training is not None:
         outputs["trainingEntrypoint"] = training.entrypoint
     return outputs
 

@@ -27,7 +27,7 @@ REQUIRE_SHARED_ENV = "RLINF_EKS_REQUIRE_SHARED"
 missing instead of skipping."""
 STACKS = available_stacks(ROOT)
 
-MINIMAL = {"workload": {"image": "example.com/rlinf:test"}}
+MINIMAL = {"workload": {"image": "example.com/rlinf:test"}, "cluster": {"deployFromVpc": True}}
 
 
 def shared_required() -> bool:

@@ -203,6 +203,9 @@ BAD = [
 def _data(sections):
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in MINIMAL.items()}
     data.update(sections)
+    if isinstance(sections.get("cluster"), dict):
+        # a case's cluster section keeps the endpoint choice every new cluster needs
+        data["cluster"] = {**MINIMAL["cluster"], **sections["cluster"]}
     return data
 
 
@@ -267,7 +270,7 @@ def test_every_problem_of_a_section_is_reported_at_once():
 
 def test_a_missing_workload_names_the_keys_it_needs():
     with pytest.raises(ConfigError) as err:
-        parse({"gpuNodes": {"nodeCount": 1}})
+        parse({"gpuNodes": {"nodeCount": 1}, "cluster": {"deployFromVpc": True}})
     assert err.value.problems == ["workload: required key is missing; an object with at least: image"]
 
 
@@ -316,6 +319,7 @@ def test_whole_pulumi_config_rejects_an_unknown_project_key_and_ignores_other_na
         "aws:profile": "training",
         "kubernetes:context": "other",
         "rlinf-eks:workload": '{"image": "i"}',
+        "rlinf-eks:cluster": '{"deployFromVpc": true}',
         "rlinf-eks:hfToken": "[secret]",
         "rlinf-eks:gpuNode": '{"nodeCount": 2}',
     }

@@ -410,7 +410,8 @@ def test_given_an_open_endpoint_with_opt_in_when_the_opt_in_is_not_passed_then_t
 def test_given_a_violating_stack_when_planned_then_violations_are_reported_and_strict_fails(tmp_path, capsys, strict, status):
     from rlinf_eks.__main__ import main
 
-    argv = ["plan", "single-node", "--quiet", "--out", str(tmp_path), "--set", "gpuNodes.placementGroup.strategy=none"]
+    # placeholders allowed: the exit status is the policy violation's alone
+    argv = ["plan", "single-node", "--quiet", "--allow-placeholders", "--out", str(tmp_path), "--set", "gpuNodes.placementGroup.strategy=none"]
     assert main(argv + (["--strict"] if strict else [])) == status
     err = capsys.readouterr().err
     assert "policy violation: [efa-node-group] gpu-nodes" in err

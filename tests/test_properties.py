@@ -62,7 +62,8 @@ def stack_configs(draw) -> dict[str, Any]:
     return {
         "region": "us-east-1",
         "availabilityZone": "us-east-1" + draw(st.sampled_from("abc")),
-        "cluster": {"kubernetesVersion": minor},
+        # a new cluster's endpoint must be reachable by pulumi up: one of the two explicit choices
+        "cluster": {"kubernetesVersion": minor, **draw(st.sampled_from([{"deployFromVpc": True}, {"endpointPublicAccessCidrs": ["198.51.100.0/24"]}]))},
         "gpuNodes": gpu,
         "kuberay": {"enabled": kuberay},
         "autoscaler": _autoscaler(autoscale, minor),

@@ -17,6 +17,7 @@ Capacity comes from the catalog (``catalog.allocatable``), prices from ``pricing
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -188,6 +189,119 @@ def _fraction(part: float, whole: float) -> Optional[float]:
     return round(part / whole, 4) if whole > 0 else None
 
 
+# --- what the whole stack bills -----------------------------------------------------------------
+
+EKS_CLUSTERS = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
+NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
+EIP = "aws:ec2/eip:Eip"
+LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+KMS_KEY = "aws:kms/key:Key"
+# A managed node group without a launch template gets a 20 GiB gp2/gp3 root volume (EKS API
+# reference, CreateNodegroup diskSize: "defaults to 20 GiB").
+DEFAULT_NODE_DISK_GIB = 20
+_SCENARIOS = ("whileTraining", "idle", "atMax")
+
+
+def _item(item: str, names: list[str], unit: str, price: Any, quantities: Mapping[str, float]) -> dict[str, Any]:
+    """One cost line: ``quantities`` of ``unit`` per scenario, each at ``price`` (a ServicePrice)."""
+    per_unit = price.usd_per_unit_hour
+
+    def hourly(quantity: float) -> Optional[float]:
+        return round(quantity * per_unit, 4) if per_unit is not None else None
+
+    return {
+        "item": item,
+        "resources": names,
+        "unit": unit,
+        "quantity": {k: quantities[k] for k in _SCENARIOS},
+        "price": price.to_json(),
+        **{f"perHour{k[0].upper()}{k[1:]}": hourly(quantities[k]) for k in _SCENARIOS},
+    }
+
+
+def _constant(count: float) -> dict[str, float]:
+    return {k: count for k in _SCENARIOS}
+
+
+def _template_gib(template: Optional[Mapping[str, Any]]) -> float:
+    mappings = ((template or {}).get("inputs") or {}).get("blockDeviceMappings") or []
+    return float(sum(int((m.get("ebs") or {}).get("volumeSize") or 0) for m in mappings))
+
+
+def stack_cost_of(
+    resources: list[Mapping[str, Any]],
+    *,
+    region: str,
+    gpu_groups: list[dict[str, Any]],
+    gpu_price: Any,
+    gpu_nodes: Mapping[str, int],
+    on_date: str,
+) -> dict[str, Any]:
+    """Every hourly charge of the registered resources, one item per kind, and the totals.
+
+    One rule for what has no price: the item's ``perHour*`` are null and ``price.reason`` says
+    why; a total is null when any item is, and ``totalUnknownReason`` names those items."""
+    of = lambda type_: [r for r in resources if r.get("type") in ((type_,) if isinstance(type_, str) else type_)]  # noqa: E731
+    gpu_ids = {id(entry["group"]) for entry in gpu_groups}
+    items = [
+        _item("gpuNodes", [e["group"].get("name", "?") for e in gpu_groups], "instance-hour", gpu_price, dict(gpu_nodes)),
+    ]
+    gpu_gib = max((_template_gib(e["template"]) for e in gpu_groups), default=0.0)
+    if gpu_gib:
+        items.append(_item("gpuNodeVolumes", [e["group"].get("name", "?") for e in gpu_groups], "GB-hour (gp3)",
+                           pricing.gp3_per_gb(region), {k: v * gpu_gib for k, v in gpu_nodes.items()}))
+    for cluster in of(EKS_CLUSTERS):
+        version = str((cluster.get("inputs") or {}).get("version") or "")
+        items.append(_item("controlPlane", [cluster.get("name", "?")], "cluster-hour",
+                           pricing.eks_control_plane(version, on_date), _constant(1)))
+    templates = _by_id(resources, LAUNCH_TEMPLATE)
+    for group in of(NODE_GROUP_TYPES):
+        if id(group) in gpu_ids:
+            continue
+        inputs = group.get("inputs") or {}
+        template = templates.get((inputs.get("launchTemplate") or {}).get("id") or "")
+        instance_type = _instance_type_of(group, template) or "?"
+        count = int((inputs.get("scalingConfig") or {}).get("desiredSize") or 0)
+        items.append(_item("systemNodes", [group.get("name", "?")], f"{instance_type} instance-hour",
+                           pricing.instance_hour(instance_type, region), _constant(count)))
+        gib = _template_gib(template) or float(inputs.get("diskSize") or DEFAULT_NODE_DISK_GIB)
+        items.append(_item("systemNodeVolumes", [group.get("name", "?")], "GB-hour (gp3)",
+                           pricing.gp3_per_gb(region), _constant(count * gib)))
+    nats = of(NAT_GATEWAY)
+    if nats:
+        items.append(_item("natGateways", [r.get("name", "?") for r in nats], "gateway-hour", pricing.nat_gateway(region), _constant(len(nats))))
+    eips = of(EIP)
+    if eips:
+        items.append(_item("publicIpv4", [r.get("name", "?") for r in eips], "address-hour", pricing.public_ipv4(region), _constant(len(eips))))
+    for fs in of(LUSTRE):
+        inputs = fs.get("inputs") or {}
+        price = pricing.fsx_lustre_per_gb(region, str(inputs.get("deploymentType")), str(inputs.get("storageType") or "SSD"),
+                                          int(inputs.get("perUnitStorageThroughput") or 0))
+        items.append(_item("sharedFilesystem", [fs.get("name", "?")], "GB-hour", price, _constant(float(inputs.get("storageCapacity") or 0))))
+    keys = of(KMS_KEY)
+    if keys:
+        items.append(_item("kmsKeys", [r.get("name", "?") for r in keys], "key-hour", pricing.kms_key(region), _constant(len(keys))))
+
+    notes = []
+    if not of(EKS_CLUSTERS):
+        notes.append("existing cluster: its control plane and system nodes are billed with it, not by this stack")
+    unknown = [i for i in items if i["price"]["usdPerUnitHour"] is None]
+    totals = {
+        f"totalPerHour{k[0].upper()}{k[1:]}": (
+            None if unknown else round(sum(i[f"perHour{k[0].upper()}{k[1:]}"] for i in items), 4)
+        )
+        for k in _SCENARIOS
+    }
+    return {
+        "items": items,
+        **totals,
+        "totalUnknownReason": "; ".join(f"{i['item']}: {i['price']['reason']}" for i in unknown) or None,
+        "supportTierDate": on_date,
+        "notes": notes,
+        "usageBased": list(pricing.USAGE_BASED),
+    }
+
+
 # --- the report ---------------------------------------------------------------------------------
 
 
@@ -197,10 +311,11 @@ def efficiency_of(
     instance: catalog.InstanceType,
     region: str,
     known_az: Optional[str] = None,
+    on_date: Optional[str] = None,
 ) -> dict[str, Any]:
     """The efficiency report of registered ``resources`` (plan.json dicts) whose GPU nodes are of
     ``instance``. ``known_az`` is the AZ of a subnet given by id (existing VPC), which the plan
-    does not register. JSON-ready."""
+    does not register. ``on_date`` (ISO date, default today) decides the EKS support tier. JSON-ready."""
     warnings: list[str] = []
     groups = gpu_node_groups(resources, instance.name)
     pods = training_pods(resources)
@@ -268,6 +383,20 @@ def efficiency_of(
     def cost(nodes: int) -> Optional[float]:
         return round(nodes * per_node, 4) if per_node is not None else None
 
+    stack_cost = stack_cost_of(
+        resources,
+        region=region,
+        gpu_groups=groups,
+        gpu_price=pricing.instance_hour(instance.name, region),
+        gpu_nodes={"whileTraining": training_nodes, "idle": min_size, "atMax": max_size},
+        on_date=on_date or datetime.date.today().isoformat(),
+    )
+
+    for item in stack_cost["items"]:
+        if item["item"] == "controlPlane" and (item["price"]["detail"] or "").startswith("extended support"):
+            warnings.append(f"control plane at ${item['perHourIdle']:.2f}/h instead of ${pricing.EKS_STANDARD_PER_HOUR:.2f}/h, "
+                            f"{item['price']['detail']}: raise cluster.kubernetesVersion to pay the standard rate")
+
     non_on_demand = sorted(capacity_types - {"ON_DEMAND"})
     if non_on_demand:
         warnings.append(f"capacity type {', '.join(non_on_demand)}: billed otherwise; the on-demand price is a reference")
@@ -316,18 +445,20 @@ def efficiency_of(
             "perHourWhileTraining": cost(training_nodes),
             "perHourIdle": cost(min_size),
             "perHourAtMax": cost(max_size),
+            # the keys above are the GPU nodes'; what the whole stack bills:
+            **stack_cost,
         },
         "warnings": warnings,
     }
 
 
-def efficiency_report(plan: Any, settings: Any) -> dict[str, Any]:
+def efficiency_report(plan: Any, settings: Any, on_date: Optional[str] = None) -> dict[str, Any]:
     """The efficiency report of an offline ``plan`` (``offline.plan.Plan``) of a stack with
     ``settings`` (``StackSettings``): the instance figures (with stack overrides), region and, for
     a subnet given by id, its AZ come from the settings; everything else from the plan."""
     known_az = settings.gpu_az if not settings.network.create else None
     report = efficiency_of(
-        plan.resources, instance=settings.gpu_nodes.instance, region=settings.region, known_az=known_az
+        plan.resources, instance=settings.gpu_nodes.instance, region=settings.region, known_az=known_az, on_date=on_date
     )
     return {"project": plan.project, "stack": plan.stack, **report}
 
@@ -369,8 +500,34 @@ def render_efficiency(report: Mapping[str, Any]) -> str:
             f"  cost         {_usd(cost['perHourWhileTraining'])} while training, {_usd(cost['perHourIdle'])} idle, "
             f"{_usd(cost['perHourAtMax'])} at max ({_usd(cost['onDemandPerNodeHour'])} per node on-demand, as of {price['asOf']})"
         )
+    if "items" in cost:
+        lines.extend(_render_stack_cost(cost))
     lines.extend(f"  warning: {w}" for w in report.get("warnings", []))
     return "\n".join(lines)
+
+
+def _usd_fine(value: Optional[float]) -> str:
+    # cents hide the small items (a KMS key is $0.0014/h)
+    return _usd(value) if value is None or value == 0 or value >= 0.01 else f"${value:.4f}/h"
+
+
+def _render_stack_cost(cost: Mapping[str, Any]) -> list[str]:
+    if cost["totalPerHourWhileTraining"] is None:
+        lines = [f"  stack cost   unknown: {cost['totalUnknownReason']}"]
+    else:
+        lines = [
+            f"  stack cost   {_usd(cost['totalPerHourWhileTraining'])} while training, {_usd(cost['totalPerHourIdle'])} idle, "
+            f"{_usd(cost['totalPerHourAtMax'])} at max, everything the stack bills by the hour:"
+        ]
+    for item in cost["items"]:
+        detail = item["price"]["detail"] or item["price"]["reason"] or ""
+        lines.append(
+            f"    {item['item']:<18} {_usd_fine(item['perHourWhileTraining']):>13} while training, {_usd_fine(item['perHourIdle'])} idle"
+            f"{'  (' + detail + ')' if detail else ''}"
+        )
+    lines.extend(f"    note: {note}" for note in cost.get("notes", []))
+    lines.append("    plus usage-based: " + "; ".join(cost["usageBased"]))
+    return lines
 
 
 def dumps(report: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ import json
 import re
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -44,6 +44,8 @@ class Plan:
     warnings: list[str]
     settings: config_mod.StackSettings | None = None
     """The validated settings the plan ran with (not part of plan.json); feeds the efficiency report."""
+    placeholders: list[Any] = field(default_factory=list)
+    """Example values to replace before ``pulumi up`` (``rlinf_eks.placeholders``; not part of plan.json)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs}
@@ -94,8 +96,12 @@ def make_plan(stack_config: StackConfig) -> Plan:
         secret_keys=stack_config.secret_keys,
         region=settings.region,
     )
+    from ..placeholders import find_placeholders
+
     resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
-    return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings, settings)
+    return Plan(
+        run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings, settings, find_placeholders(settings)
+    )
 
 
 def check_output(out: Path) -> None:
