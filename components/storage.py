@@ -198,7 +198,9 @@ class SharedFilesystem(pulumi.ComponentResource):
         group = aws.ec2.SecurityGroup(
             f"{name}-lustre",
             vpc_id=vpc_id,
-            description="FSx for Lustre: LNet from the cluster's VPC and between file servers",
+            # EC2 accepts only a-zA-Z0-9, spaces and ._-:/()#,@[]+=&;{}!$* in a group's
+            # description (CreateSecurityGroup reference): no apostrophes
+            description="FSx for Lustre: LNet from the cluster VPC and between file servers",
             tags={**tags, "Name": f"{name}-lustre"},
             opts=child,
         )
