@@ -1,0 +1,208 @@
+"""The plan obeys the real AWS APIs: every planned AWS request passes botocore's service models
+(plus the rules the API reference documents beyond them) and every IAM policy is well formed
+with real action names, for every stack and many variants. See tests/aws_models.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from tests import aws_models as m
+from tests.harness import STACKS, plan_stack
+
+# (stack, --set edits): instance types from the catalog, capacity types, placement strategies,
+# existing VPC, autoscaling, KubeRay, shared filesystem, node counts, AMIs.
+VARIANTS: list[tuple[str, tuple[str, ...]]] = [
+    ("single-node", ("gpuNodes.instanceType=p4d.24xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=p4de.24xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=p5e.48xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=p5en.48xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=p6-b200.48xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=g6e.48xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=g5.48xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=g6.48xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=g5.8xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=g5.2xlarge", "gpuNodes.efa=false")),
+    ("single-node", ("gpuNodes.capacityType=SPOT",)),
+    ("single-node", ("gpuNodes.capacityReservationId=cr-0123456789abcdef0",)),
+    ("single-node", ("gpuNodes.placementGroup.strategy=none",)),
+    ("single-node", ("gpuNodes.placementGroup.strategy=existing", "gpuNodes.placementGroup.name=rlinf-training-pg")),
+    ("single-node", ("gpuNodes.amiType=BOTTLEROCKET_x86_64_NVIDIA",)),
+    ("single-node", ("gpuNodes.localNvmeRaid0=true", "gpuNodes.hugepagesGib=0")),
+    ("single-node", ("storage.sharedFilesystem.enabled=true",)),
+    ("single-node", ("storage.bucketName=rlinf-checkpoints-0123",)),
+    ("single-node", ("network.natGateways=one-per-az",)),
+    ("single-node", ("cluster.endpointPublicAccessCidrs[0]=203.0.113.0/24",)),
+    ("single-node", ("cluster.adminRoleArns[0]=arn:aws:iam::123456789012:role/admin",)),
+    (
+        "single-node",
+        (
+            "network.vpcId=vpc-0123456789abcdef0",
+            "network.privateSubnetIds[0]=subnet-0123456789abcdef0",
+            "network.privateSubnetIds[1]=subnet-0123456789abcdef1",
+            "network.gpuSubnetId=subnet-0123456789abcdef0",
+        ),
+    ),
+    # RLinf: global batch = a multiple of micro batch (40) x world size (8 GPUs x nodes)
+    ("multi-node", ("gpuNodes.nodeCount=4", 'workload.trainer.batch["actor.global_batch_size"]=1280')),
+    ("multi-node", ("gpuNodes.nodeCount=8", "gpuNodes.instanceType=p5en.48xlarge", 'workload.trainer.batch["actor.global_batch_size"]=2560')),
+    ("multi-node", ("storage.sharedFilesystem.storageCapacityGib=4800",)),
+    ("multi-node", ("kuberay.enabled=true",)),
+    ("multi-node-kuberay", ("gpuNodes.nodeCount=4", 'workload.trainer.batch["actor.global_batch_size"]=1280')),
+    ("multi-node-kuberay", ("kuberay.enabled=true", "workload.launcher=manual")),
+    ("capacity-block", ("gpuNodes.instanceType=p5.48xlarge",)),
+    ("capacity-block", ("gpuNodes.nodeCount=4", 'workload.trainer.batch["actor.global_batch_size"]=1280')),
+    ("autoscaled", ("gpuNodes.maxNodes=4",)),
+    ("autoscaled", ("gpuNodes.scaleToZero=false", "autoscaler.enabled=false")),
+    ("autoscaled", ("preflight.enabled=false",)),
+    ("vllm-rollout", ("gpuNodes.capacityType=SPOT", "gpuNodes.placementGroup.strategy=none")),
+]
+
+
+def _problems(stack: str, *sets: str) -> list[str]:
+    return m.plan_problems(plan_stack(stack, *sets).resources)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_passes_the_aws_models(stack: str) -> None:
+    # GIVEN a stack WHEN it is planned THEN every AWS request it implies is valid for the real API
+    assert _problems(stack) == []
+
+
+@pytest.mark.parametrize("stack,sets", VARIANTS, ids=[f"{s}:{','.join(v)}" for s, v in VARIANTS])
+def test_variants_pass_the_aws_models(stack: str, sets: tuple[str, ...]) -> None:
+    assert _problems(stack, *sets) == []
+
+
+def test_every_planned_type_is_translated_or_declared_not_an_aws_call() -> None:
+    types = {r["type"] for stack in STACKS for r in plan_stack(stack).resources}
+    types |= {r["type"] for stack, sets in VARIANTS for r in plan_stack(stack, *sets).resources}
+    uncovered = sorted(t for t in types if t not in m.TRANSLATORS and m.not_aws_reason(t) is None)
+    assert uncovered == []
+    # the AWS resources really are translated (not waved through as "not AWS")
+    assert all(t in m.TRANSLATORS for t in types if t.startswith("aws:"))
+
+
+# --- the checker itself can fail -----------------------------------------------------------------
+
+
+def _resource(type_: str, inputs: dict, name: str = "x", id_: str = "x-id") -> dict:
+    return {"type": type_, "name": name, "id": id_, "inputs": inputs}
+
+
+def _plan_resource(stack: str, type_: str, name: str) -> dict:
+    return copy.deepcopy(next(r for r in plan_stack(stack).resources if r["type"] == type_ and r["name"] == name))
+
+
+def test_an_unknown_aws_type_fails_coverage() -> None:
+    with pytest.raises(m.Untranslated, match="aws:ec2/flowLog:FlowLog"):
+        m.calls_for(_resource("aws:ec2/flowLog:FlowLog", {}))
+
+
+def test_an_input_no_request_carries_fails() -> None:
+    vpc = _resource("aws:ec2/vpc:Vpc", {"cidrBlock": "10.0.0.0/16", "instanceTenancy": "dedicated"})
+    with pytest.raises(m.Untranslated, match="instanceTenancy"):
+        m.calls_for(vpc)
+
+
+def test_enum_pattern_max_and_required_are_enforced() -> None:
+    template = _plan_resource("single-node", "aws:ec2/launchTemplate:LaunchTemplate", "gpu-template")
+    template["inputs"]["instanceType"] = "p9.48xlarge"
+    template["inputs"]["metadataOptions"]["httpTokens"] = "sometimes"
+    template["inputs"]["metadataOptions"]["httpPutResponseHopLimit"] = 65
+    problems = m.plan_problems([template])
+    assert any("InstanceType='p9.48xlarge'" in p for p in problems)
+    assert any("HttpTokens='sometimes'" in p for p in problems)
+    assert any("HttpPutResponseHopLimit=65" in p for p in problems)
+
+    group = _plan_resource("single-node", "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")
+    group["inputs"]["labels"] = {"x" * 64: "v"}  # EKS label keys: at most 63 characters
+    group["inputs"]["capacityType"] = "CAPACITY-BLOCK"
+    del group["inputs"]["subnetIds"]
+    with pytest.raises(KeyError):  # the translator needs subnets like the API does
+        m.plan_problems([group])
+    group["inputs"]["subnetIds"] = ["subnet-0123456789abcdef0"]
+    problems = m.plan_problems([group])
+    assert any("capacityType='CAPACITY-BLOCK'" in p for p in problems)
+    assert any("at most 63" in p for p in problems)
+    # botocore's own checks: required members and types
+    problems = m.validate(m.Call("eks", "CreateNodegroup", {"clusterName": "c", "nodegroupName": "n", "subnets": "s"}))
+    assert any("nodeRole" in p for p in problems)
+    assert any("subnets" in p and "type" in p for p in problems)
+
+
+def test_model_patterns_are_applied() -> None:
+    # IAM's roleNameType pattern is [\w+=,.@-]+ (botocore leaves patterns to the server)
+    problems = m.validate(m.Call("iam", "CreateRole", {"RoleName": "has space", "AssumeRolePolicyDocument": "{}"}))
+    assert any("RoleName='has space'" in p and "pattern" in p for p in problems)
+
+
+def test_security_group_text_charset_from_the_ec2_reference() -> None:
+    call = m.Call("ec2", "CreateSecurityGroup", {"GroupName": "g", "Description": "the cluster's VPC"})
+    assert m.validate(call) == [
+        "CreateSecurityGroup: Description=\"the cluster's VPC\": EC2 allows only a-zA-Z0-9, spaces and "
+        "._-:/()#,@[]+=&;{}!$* (up to 255), not [\"'\"]"
+    ]
+    rule = m.Call(
+        "ec2",
+        "AuthorizeSecurityGroupIngress",
+        {"GroupId": "sg-1", "IpPermissions": [{"IpProtocol": "tcp", "FromPort": 1, "ToPort": 2, "IpRanges": [{"CidrIp": "10.0.0.0/8", "Description": "ü"}]}]},
+    )
+    assert any("IpRanges[0].Description" in p for p in m.validate(rule))
+
+
+def test_fsx_security_group_description_is_accepted_by_ec2() -> None:
+    # the defect this module found: "the cluster's VPC" (an apostrophe) failed every stack with FSx
+    group = _plan_resource("multi-node", "aws:ec2/securityGroup:SecurityGroup", "shared-fs-lustre")
+    assert m.SECURITY_GROUP_TEXT.fullmatch(group["inputs"]["description"])
+    assert m.plan_problems([group]) == []
+
+
+def test_bucket_names_follow_s3_rules() -> None:
+    assert m.validate(m.Call("s3", "CreateBucket", {"Bucket": "Rlinf_Checkpoints"}))
+    assert m.validate(m.Call("s3", "CreateBucket", {"Bucket": "rlinf-checkpoints"})) == []
+
+
+# --- IAM policies ---------------------------------------------------------------------------------
+
+
+def test_policy_grammar_problems_are_found() -> None:
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "allow", "Action": ["s3:GetObjekt", "nosuchservice:Do"], "Resource": "bucket"},
+            {"Effect": "Allow", "Action": "s3:GetObject", "NotAction": "s3:PutObject", "Resource": "*", "Condition": {"StringEqual": {"a": "b"}}},
+        ],
+    }
+    problems = m.policy_problems(json.dumps(document))
+    assert any("Effect='allow'" in p for p in problems)
+    assert any("GetObjekt" in p for p in problems)
+    assert any("nosuchservice" in p for p in problems)
+    assert any("Resource='bucket'" in p for p in problems)
+    assert any("exactly one of Action / NotAction" in p for p in problems)
+    assert any("unknown operator 'StringEqual'" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    "operator,valid",
+    [("StringEquals", True), ("ForAnyValue:StringLike", True), ("ArnLikeIfExists", True), ("Null", True), ("NullIfExists", False), ("StringEqual", False)],
+)
+def test_condition_operators(operator: str, valid: bool) -> None:
+    assert m.condition_operator_valid(operator) is valid
+
+
+def test_action_names_map_through_the_signing_name() -> None:
+    # ecr's model is api.ecr but signs as ecr; elasticfilesystem is the efs model
+    assert m.action_problem("ecr:GetAuthorizationToken") is None
+    assert m.action_problem("elasticfilesystem:DescribeFileSystems") is None
+    assert m.action_problem("ec2:Describe*") is None
+    assert m.action_problem("ec2:Descrbe*") is not None
+
+
+@pytest.mark.parametrize("action,operation", sorted(m.ACTION_EXCEPTIONS.items()))
+def test_action_exceptions_name_real_operations(action: str, operation: str) -> None:
+    service = action.split(":")[0]
+    assert operation in m.service_model(service).operation_names
+    assert m.action_problem(action) is None
