@@ -13,6 +13,7 @@ import ipaddress
 import math
 import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import (
@@ -420,6 +421,61 @@ class PlacementGroupSettings(_Model):
     """With strategy existing: the placement group's name."""
 
 
+# EC2 User Guide, "Find and purchase Capacity Blocks": every Capacity Block ends at 11:30 UTC,
+# lasts at most 182 days and holds at most 64 instances.
+CAPACITY_BLOCK_END_UTC = (11, 30)
+CAPACITY_BLOCK_MAX_DAYS = 182
+CAPACITY_BLOCK_MAX_INSTANCES = 64
+
+
+class CapacityBlockSettings(_Model):
+    """When the Capacity Block runs (ISO-8601 with a UTC offset, e.g. 2027-01-11T11:30:00Z)."""
+
+    start_time: Optional[datetime] = None
+    """The block's start. When set, the node group is created at zero nodes and an Auto Scaling
+    scheduled action brings it to nodeCount at this time (EKS guide "Create a managed node group
+    with Capacity Blocks for ML"). Leave unset once the block is active. Defaults to None."""
+    end_time: Optional[datetime] = None
+    """The block's end (11:30 UTC). EKS itself scales the group to zero 40 minutes before it;
+    used to check startTime. Defaults to None."""
+
+    @field_validator("start_time", "end_time", mode="before")
+    @classmethod
+    def _iso_8601(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                # Python 3.10's fromisoformat does not read a trailing Z
+                value = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+            except ValueError:
+                raise PydanticCustomError("time", "an ISO-8601 time with a UTC offset, such as 2027-01-11T11:30:00Z") from None
+        elif value is not None and not isinstance(value, datetime):
+            raise PydanticCustomError("time", "an ISO-8601 time with a UTC offset, such as 2027-01-11T11:30:00Z")
+        if isinstance(value, datetime) and value.tzinfo is None:
+            raise PydanticCustomError("time", "needs a UTC offset (Z or +hh:mm), such as 2027-01-11T11:30:00Z")
+        return value
+
+    @staticmethod
+    def api_time(value: datetime) -> str:
+        """The provider's (and Auto Scaling's) spelling: UTC, YYYY-MM-DDThh:mm:ssZ."""
+        return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @model_validator(mode="after")
+    def _rules(self) -> "CapacityBlockSettings":
+        errors: list[PydanticCustomError] = []
+        start, end = self.start_time, self.end_time
+        if end is not None:
+            utc = end.astimezone(timezone.utc)
+            if (utc.hour, utc.minute, utc.second) != (*CAPACITY_BLOCK_END_UTC, 0):
+                errors.append(_rule("endTime", self.api_time(end), "every Capacity Block ends at 11:30:00 UTC"))
+        if start is not None and end is not None:
+            if end <= start:
+                errors.append(_rule("endTime", self.api_time(end), f"must be after startTime {self.api_time(start)}"))
+            elif end - start > timedelta(days=CAPACITY_BLOCK_MAX_DAYS):
+                errors.append(_rule("endTime", self.api_time(end), f"a Capacity Block lasts at most {CAPACITY_BLOCK_MAX_DAYS} days"))
+        _raise_all(errors)
+        return self
+
+
 class GpuNodeSettings(_Model):
     """The EKS managed node group of EFA GPU nodes."""
 
@@ -435,6 +491,8 @@ class GpuNodeSettings(_Model):
     capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = "ON_DEMAND"
     capacity_reservation_id: Optional[str] = None
     """An On-Demand Capacity Reservation (with ON_DEMAND) or the Capacity Block (with CAPACITY_BLOCK)."""
+    capacity_block: Optional[CapacityBlockSettings] = None
+    """With CAPACITY_BLOCK: the block's startTime and endTime."""
     placement_group: PlacementGroupSettings = Field(default_factory=PlacementGroupSettings)
     efa: Bool = True
     """Wire every network card with EFA. Defaults to true."""
@@ -495,6 +553,12 @@ class GpuNodeSettings(_Model):
         return strategy in ("create", "existing") or (strategy == "auto" and not self.reserved_capacity)
 
     @property
+    def scheduled_start(self) -> Optional[datetime]:
+        """The Capacity Block's start when the nodes wait for it at zero, else None."""
+        block = self.capacity_block
+        return block.start_time if self.capacity_type == "CAPACITY_BLOCK" and block is not None else None
+
+    @property
     def min_size(self) -> int:
         return 0 if self.scale_to_zero else self.node_count
 
@@ -530,6 +594,16 @@ class GpuNodeSettings(_Model):
             )
         if self.capacity_type == "CAPACITY_BLOCK" and not self.capacity_reservation_id:
             errors.append(_rule("capacityReservationId", None, "capacityType CAPACITY_BLOCK needs the Capacity Block's reservation id"))
+        if self.capacity_block is not None and self.capacity_type != "CAPACITY_BLOCK":
+            errors.append(_rule("capacityBlock", self.capacity_block.model_dump(by_alias=True, mode="json", exclude_none=True), "only with capacityType CAPACITY_BLOCK"))
+        if self.capacity_type == "CAPACITY_BLOCK" and self.max_size > CAPACITY_BLOCK_MAX_INSTANCES:
+            errors.append(
+                _rule(
+                    "maxNodes" if self.max_nodes else "nodeCount",
+                    self.max_size,
+                    f"a Capacity Block holds at most {CAPACITY_BLOCK_MAX_INSTANCES} instances (and the launch template targets one block)",
+                )
+            )
         if self.capacity_type == "SPOT" and self.capacity_reservation_id:
             errors.append(_rule("capacityReservationId", self.capacity_reservation_id, "a reservation cannot back SPOT capacity; use ON_DEMAND or CAPACITY_BLOCK"))
         if self.reserved_capacity and self.placement_group.strategy in ("create", "existing"):

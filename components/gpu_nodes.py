@@ -25,7 +25,7 @@ import pulumi
 import pulumi_aws as aws
 
 from . import catalog
-from .config import GpuNodeSettings
+from .config import CapacityBlockSettings, GpuNodeSettings
 
 # --- labels and taints --------------------------------------------------------------------------
 
@@ -141,6 +141,63 @@ def capacity_options(settings: GpuNodeSettings) -> CapacityOptions:
     if settings.capacity_type == "ON_DEMAND" and settings.capacity_reservation_id:
         return CapacityOptions("ON_DEMAND", None, settings.capacity_reservation_id)
     return CapacityOptions(settings.capacity_type, None, None)
+
+
+@dataclass(frozen=True)
+class ScalingSizes:
+    """The node group's scaling config at creation."""
+
+    min_size: int
+    desired_size: int
+    max_size: int
+
+
+def scaling_sizes(settings: GpuNodeSettings) -> ScalingSizes:
+    """minSize/desiredSize/maxSize; zero/zero/max while a Capacity Block has not started.
+
+    EKS guide "Create a managed node group with Capacity Blocks for ML": a group created before
+    its reservation is active cannot launch instances (its Auto Scaling group logs launch errors
+    until then), so create it at desired size 0 and scale it up with a scheduled action at the
+    block's start time (``capacity_block_start``)."""
+    if settings.scheduled_start is not None:
+        return ScalingSizes(0, 0, settings.max_size)
+    return ScalingSizes(settings.min_size, settings.node_count, settings.max_size)
+
+
+CAPACITY_BLOCK_START_ACTION = "rlinf-capacity-block-start"
+"""The scheduled action that brings the node group up when its Capacity Block starts."""
+
+
+@dataclass(frozen=True)
+class ScheduledScaling:
+    """One Auto Scaling scheduled action, with every size spelled out: the provider sends 0 for a
+    size left unset (aws_autoscaling_schedule: "Set to -1 if you don't want to change ...
+    Defaults to 0"), which would shrink maxSize to 0."""
+
+    action_name: str
+    start_time: str  # UTC, YYYY-MM-DDThh:mm:ssZ (the provider's format)
+    min_size: int
+    desired_capacity: int
+    max_size: int
+
+
+def capacity_block_start(settings: GpuNodeSettings) -> Optional[ScheduledScaling]:
+    """The scale-up at the Capacity Block's start (None unless ``capacityBlock.startTime``).
+
+    Sizes other than the desired one stay those of the node group, so Pulumi sees no drift once
+    it has run. The scale-down is EKS's own: it schedules "Amazon EKS Node Group Capacity
+    Scaledown Before Reservation End" 40 minutes before the block ends (same guide)."""
+    start = settings.scheduled_start
+    if start is None:
+        return None
+    sizes = scaling_sizes(settings)
+    return ScheduledScaling(
+        action_name=CAPACITY_BLOCK_START_ACTION,
+        start_time=CapacityBlockSettings.api_time(start),
+        min_size=sizes.min_size,
+        desired_capacity=settings.node_count,
+        max_size=sizes.max_size,
+    )
 
 
 @dataclass(frozen=True)
@@ -325,6 +382,8 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
         self.launch_template_id = template.id
 
         capacity = capacity_options(settings)
+        sizes = scaling_sizes(settings)
+        scheduled = capacity_block_start(settings)
         node_group = aws.eks.NodeGroup(
             f"{name}-nodes",
             cluster_name=cluster_name,
@@ -337,7 +396,7 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
             # there, and a managed node group rejects it in both places.
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=settings.min_size, desired_size=settings.node_count, max_size=settings.max_size
+                min_size=sizes.min_size, desired_size=sizes.desired_size, max_size=sizes.max_size
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             labels=self.labels,
@@ -347,11 +406,23 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
                 parent=self,
                 # Nodes join the cluster only once the role carries the worker policies.
                 depends_on=role_policies,
-                # The autoscaler moves the desired size; without this every `pulumi up` would
-                # reset it to nodeCount.
-                ignore_changes=["scalingConfig.desiredSize"] if autoscaled else None,
+                # The autoscaler (or the Capacity Block's scheduled action) moves the desired
+                # size; without this every `pulumi up` would reset it.
+                ignore_changes=["scalingConfig.desiredSize"] if autoscaled or scheduled else None,
             ),
         )
+        if scheduled is not None:
+            aws.autoscaling.Schedule(
+                f"{name}-capacity-block-start",
+                # EKS creates the group's Auto Scaling group; the action goes on it
+                autoscaling_group_name=node_group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name),
+                scheduled_action_name=scheduled.action_name,
+                start_time=scheduled.start_time,
+                min_size=scheduled.min_size,
+                desired_capacity=scheduled.desired_capacity,
+                max_size=scheduled.max_size,
+                opts=child,
+            )
         self.node_group_name = node_group.node_group_name
         self.register_outputs(
             {

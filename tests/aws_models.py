@@ -912,6 +912,13 @@ def _dra(i: Inputs) -> Iterator[Call]:
 # Auto Scaling
 
 
+def _schedule_size(value: Any) -> Any:
+    """aws_autoscaling_schedule sends 0 for a size left unset and leaves a size of -1 out
+    ("Set to -1 if you don't want to change ... Defaults to 0")."""
+    value = _int(0 if value is None else value)
+    return None if value == -1 else value
+
+
 @translates("aws:autoscaling/schedule:Schedule")
 def _schedule(i: Inputs) -> Iterator[Call]:
     yield Call(
@@ -925,9 +932,9 @@ def _schedule(i: Inputs) -> Iterator[Call]:
                 "EndTime": i.get("endTime"),
                 "Recurrence": i.get("recurrence"),
                 "TimeZone": i.get("timeZone"),
-                "MinSize": _int(i.get("minSize")),
-                "MaxSize": _int(i.get("maxSize")),
-                "DesiredCapacity": _int(i.get("desiredCapacity")),
+                "MinSize": _schedule_size(i.get("minSize")),
+                "MaxSize": _schedule_size(i.get("maxSize")),
+                "DesiredCapacity": _schedule_size(i.get("desiredCapacity")),
             }
         ),
     )

@@ -206,3 +206,22 @@ def test_action_exceptions_name_real_operations(action: str, operation: str) -> 
     service = action.split(":")[0]
     assert operation in m.service_model(service).operation_names
     assert m.action_problem(action) is None
+
+
+def test_a_schedule_that_leaves_a_size_unset_sends_zero_and_fails() -> None:
+    # aws_autoscaling_schedule sends 0 for an unset size: desired 4 with max 0 is refused
+    schedule = _resource(
+        "aws:autoscaling/schedule:Schedule",
+        {"autoscalingGroupName": "eks-gpu", "scheduledActionName": "start", "startTime": "2027-01-11T11:30:00Z", "desiredCapacity": 4},
+    )
+    assert any("MinSize <= DesiredCapacity <= MaxSize" in p for p in m.plan_problems([schedule]))
+    schedule["inputs"].update(minSize=-1, maxSize=-1)  # -1: leave the size as it is
+    assert m.plan_problems([schedule]) == []
+
+
+def test_the_capacity_block_stack_schedules_its_start_on_the_node_groups_asg() -> None:
+    plan = plan_stack("capacity-block")
+    (schedule,) = [r for r in plan.resources if r["type"] == "aws:autoscaling/schedule:Schedule"]
+    (call,) = m.calls_for(schedule)
+    assert (call.service, call.operation) == ("autoscaling", "PutScheduledUpdateGroupAction")
+    assert m.validate(call) == []

@@ -294,7 +294,9 @@ def test_each_stack_training_pods_fill_the_gpu_nodes(stack):
     assert 0.8 < report["cpu"]["fraction"] <= 1.0, report["cpu"]
     assert 0.8 < report["memory"]["fraction"] <= 1.0, report["memory"]
     assert report["placement"]["oneAvailabilityZone"] is True
-    expected_idle = 0 if stack_settings.gpu_nodes.scale_to_zero else stack_settings.gpu_nodes.node_count
+    # nodes idle at zero with scale-to-zero, and before a Capacity Block starts
+    gpu = stack_settings.gpu_nodes
+    expected_idle = 0 if gpu.scale_to_zero or gpu.scheduled_start else gpu.node_count
     if report["cost"]["onDemandPerNodeHour"] is not None:
         assert report["cost"]["perHourIdle"] == pytest.approx(expected_idle * report["cost"]["onDemandPerNodeHour"])
 

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from rlinf_eks import catalog
+from rlinf_eks.config import ConfigError
 from rlinf_eks.gpu_nodes import (
+    CAPACITY_BLOCK_START_ACTION,
     EFA_LABEL,
     GPU_TAINT,
     EfaGpuNodeGroup,
@@ -19,6 +21,7 @@ from rlinf_eks.gpu_nodes import (
     node_labels,
     scale_from_zero_tags,
 )
+from tests import aws_models
 from tests.harness import has_inputs, one, run_component, settings
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -147,6 +150,63 @@ def test_given_capacity_block_when_built_then_market_type_reservation_target_and
         lt, {"capacityReservationSpecification": {"capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}}
     )
     assert one(run, NG)["inputs"]["capacityType"] == "CAPACITY_BLOCK"
+
+
+BLOCK = {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0"}
+SCHEDULE = "aws:autoscaling/schedule:Schedule"
+
+
+def test_given_capacity_block_not_yet_started_when_built_then_zero_nodes_until_a_scheduled_start():
+    # EKS guide: create the group at desired size 0 before the reservation is active and scale it
+    # up with a scheduled action on its Auto Scaling group at the block's start
+    run = run_group(nodeCount=4, capacityBlock={"startTime": "2027-01-11T12:30:00+01:00", "endTime": "2027-01-18T11:30:00Z"}, **BLOCK)
+    group = one(run, NG)
+    assert group["inputs"]["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
+    assert group["options"]["ignoreChanges"] == ["scalingConfig.desiredSize"]
+    schedule = one(run, SCHEDULE)["inputs"]
+    assert schedule == {
+        "autoscalingGroupName": schedule["autoscalingGroupName"],
+        "scheduledActionName": CAPACITY_BLOCK_START_ACTION,
+        "startTime": "2027-01-11T11:30:00Z",
+        "minSize": 0,
+        "desiredCapacity": 4,
+        "maxSize": 4,
+    }
+    assert schedule["autoscalingGroupName"].startswith("eks-")  # the group EKS created, not a name of ours
+    assert aws_models.plan_problems(of_all(run, SCHEDULE, NG)) == []
+
+
+def of_all(run: list, *types: str) -> list:
+    return [r for r in run if r["type"] in types]
+
+
+def test_given_capacity_block_without_start_time_when_built_then_nodes_at_once_and_no_schedule():
+    run = run_group(nodeCount=2, **BLOCK)
+    assert one(run, NG)["inputs"]["scalingConfig"]["desiredSize"] == 2
+    assert run.of_type(SCHEDULE) == []
+
+
+@pytest.mark.parametrize(
+    "gpu,expected",
+    [
+        ({**BLOCK, "capacityBlock": {"startTime": "2027-01-11T11:30:00"}}, "gpuNodes.capacityBlock.startTime='2027-01-11T11:30:00': needs a UTC offset"),
+        ({**BLOCK, "capacityBlock": {"startTime": "next monday"}}, "gpuNodes.capacityBlock.startTime='next monday': an ISO-8601 time"),
+        ({**BLOCK, "capacityBlock": {"startTime": 1700000000}}, "gpuNodes.capacityBlock.startTime=1700000000: an ISO-8601 time"),
+        (
+            {**BLOCK, "capacityBlock": {"startTime": "2027-01-11T11:30:00Z", "endTime": "2027-01-10T11:30:00Z"}},
+            "gpuNodes.capacityBlock.endTime='2027-01-10T11:30:00Z': must be after startTime 2027-01-11T11:30:00Z",
+        ),
+        ({**BLOCK, "capacityBlock": {"endTime": "2027-01-18T12:00:00Z"}}, "every Capacity Block ends at 11:30:00 UTC"),
+        ({**BLOCK, "capacityBlock": {"startTime": "2027-01-11T11:30:00Z", "endTime": "2027-08-02T11:30:00Z"}}, "at most 182 days"),
+        ({"capacityBlock": {"startTime": "2027-01-11T11:30:00Z"}}, "gpuNodes.capacityBlock={'startTime': '2027-01-11T11:30:00Z'}: only with capacityType CAPACITY_BLOCK"),
+        ({**BLOCK, "nodeCount": 65}, "gpuNodes.nodeCount=65: a Capacity Block holds at most 64 instances"),
+        ({**BLOCK, "nodeCount": 2, "maxNodes": 80}, "gpuNodes.maxNodes=80: a Capacity Block holds at most 64"),
+    ],
+)
+def test_capacity_block_config_errors_name_key_value_and_rule(gpu: dict, expected: str):
+    with pytest.raises(ConfigError) as err:
+        settings(gpuNodes=gpu)
+    assert any(expected in problem for problem in err.value.problems), err.value.problems
 
 
 def test_given_on_demand_reservation_when_built_then_targets_it_without_market_options():

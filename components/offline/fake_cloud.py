@@ -125,6 +125,8 @@ def _node_group(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
         "nodeGroupName": group,
         "arn": f"arn:aws:eks:{cloud.region}:{ACCOUNT}:nodegroup/{cluster}/{group}/{_hex(name, 8)}",
         "status": "ACTIVE",
+        # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid>
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{group}-{_hex(name, 8)}-{_hex(name + 'asg', 4)}"}]}],
     }
 
 
