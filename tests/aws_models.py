@@ -222,12 +222,23 @@ def _scheduled_action(params: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+# IAM User Guide, "IAM identifiers" (ARNs): a managed policy is arn:<partition>:iam::aws:policy/<path><name>
+# (AWS managed) or arn:<partition>:iam::<account>:policy/<path><name>; the model only bounds the length.
+_POLICY_ARN = re.compile(r"arn:aws(-cn|-us-gov)?:iam::(aws|\d{12}):policy/([\w+=,.@-]+/)*[\w+=,.@-]{1,128}")
+
+
+def _attach_role_policy(params: Mapping[str, Any]) -> list[str]:
+    arn = params.get("PolicyArn", "")
+    return [] if _POLICY_ARN.fullmatch(arn) else [f"PolicyArn={arn!r}: not a managed policy ARN (arn:aws:iam::aws|<account>:policy/<name>)"]
+
+
 DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]], ...]] = {
     ("ec2", "CreateSecurityGroup"): (_create_security_group,),
     ("ec2", "AuthorizeSecurityGroupIngress"): (_rule_descriptions,),
     ("ec2", "AuthorizeSecurityGroupEgress"): (_rule_descriptions,),
     ("ec2", "CreateLaunchTemplate"): (_launch_template,),
     ("s3", "CreateBucket"): (_bucket_name,),
+    ("iam", "AttachRolePolicy"): (_attach_role_policy,),
     ("autoscaling", "PutScheduledUpdateGroupAction"): (_scheduled_action,),
 }
 
@@ -1011,6 +1022,13 @@ def policy_documents(resource: Mapping[str, Any]) -> list[tuple[str, Any]]:
 # IAM User Guide, "IAM JSON policy elements reference" and "Condition operators".
 _STATEMENT_KEYS = {"Sid", "Effect", "Principal", "NotPrincipal", "Action", "NotAction", "Resource", "NotResource", "Condition"}
 _PRINCIPAL_KEYS = {"AWS", "Service", "Federated", "CanonicalUser"}
+# IAM User Guide, "AWS JSON policy elements: Principal": service principals are
+# <service>.amazonaws.com; federated ones an OIDC/SAML provider ARN or a web identity provider.
+_PRINCIPAL_VALUES = {
+    "Service": re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)*\.amazonaws\.com(\.cn)?"),
+    "Federated": re.compile(r"arn:aws[a-z-]*:iam::\d{12}:(oidc-provider|saml-provider)/\S+|cognito-identity\.amazonaws\.com|accounts\.google\.com|graph\.facebook\.com|www\.amazon\.com"),
+    "AWS": re.compile(r"\*|\d{12}|arn:aws[a-z-]*:(iam|sts)::\d{12}:\S+"),
+}
 _CONDITION_BASE = {
     "StringEquals", "StringNotEquals", "StringEqualsIgnoreCase", "StringNotEqualsIgnoreCase", "StringLike", "StringNotLike",
     "NumericEquals", "NumericNotEquals", "NumericLessThan", "NumericLessThanEquals", "NumericGreaterThan", "NumericGreaterThanEquals",
@@ -1161,6 +1179,11 @@ def policy_problems(document: Any) -> list[str]:
                 continue
             if not isinstance(principal, dict) or not principal or set(principal) - _PRINCIPAL_KEYS:
                 problems.append(f"{where}.{key}={principal!r}: an object with AWS, Service, Federated or CanonicalUser, or *")
+                continue
+            for kind, pattern in _PRINCIPAL_VALUES.items():
+                for value in _as_list(principal.get(kind, [])):
+                    if not (isinstance(value, str) and pattern.fullmatch(value)):
+                        problems.append(f"{where}.{key}.{kind}={value!r}: not a {kind} principal")
         condition = statement.get("Condition", {})
         if not isinstance(condition, dict):
             problems.append(f"{where}.Condition: must be an object of operator -> {{key: value}}")

@@ -57,6 +57,14 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("autoscaled", ("gpuNodes.maxNodes=4",)),
     ("autoscaled", ("gpuNodes.scaleToZero=false", "autoscaler.enabled=false")),
     ("autoscaled", ("preflight.enabled=false",)),
+    (
+        "autoscaled",
+        (
+            "gpuNodes.capacityType=CAPACITY_BLOCK",
+            "gpuNodes.capacityReservationId=cr-0123456789abcdef0",
+            "gpuNodes.capacityBlock.startTime=2027-02-01T11:30:00Z",
+        ),
+    ),
     ("vllm-rollout", ("gpuNodes.capacityType=SPOT", "gpuNodes.placementGroup.strategy=none")),
 ]
 
@@ -176,7 +184,9 @@ def test_policy_grammar_problems_are_found() -> None:
             {"Effect": "Allow", "Action": "s3:GetObject", "NotAction": "s3:PutObject", "Resource": "*", "Condition": {"StringEqual": {"a": "b"}}},
         ],
     }
+    document["Statement"].append({"Effect": "Allow", "Principal": {"Service": "ec2"}, "Action": "sts:AssumeRole"})
     problems = m.policy_problems(json.dumps(document))
+    assert any("Principal.Service='ec2'" in p for p in problems)
     assert any("Effect='allow'" in p for p in problems)
     assert any("GetObjekt" in p for p in problems)
     assert any("nosuchservice" in p for p in problems)
@@ -225,3 +235,10 @@ def test_the_capacity_block_stack_schedules_its_start_on_the_node_groups_asg() -
     (call,) = m.calls_for(schedule)
     assert (call.service, call.operation) == ("autoscaling", "PutScheduledUpdateGroupAction")
     assert m.validate(call) == []
+
+
+def test_attached_policies_are_managed_policy_arns() -> None:
+    ok = m.Call("iam", "AttachRolePolicy", {"RoleName": "r", "PolicyArn": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"})
+    bad = m.Call("iam", "AttachRolePolicy", {"RoleName": "r", "PolicyArn": "arn:aws:iam::aws:role/AmazonEKSWorkerNodePolicy"})
+    assert m.validate(ok) == []
+    assert m.validate(bad) != []
