@@ -421,6 +421,53 @@ class PlacementGroupSettings(_Model):
     """With strategy existing: the placement group's name."""
 
 
+# Tag rules every service here shares (EKS, IAM, FSx model patterns; "Tagging best practices"):
+# keys 1-128 and values up to 256 characters of letters, numbers, spaces and _.:/=+-@; no key
+# prefix aws: (reserved); at most 50 tags per resource, of which the stack adds up to 5 (project,
+# stack, Name and the two Kubernetes subnet tags).
+_TAG_PUNCTUATION = set("_.:/=+-@")
+MAX_USER_TAGS = 45
+
+
+def _tag_text_ok(text: str) -> bool:
+    import unicodedata
+
+    return all(c in _TAG_PUNCTUATION or unicodedata.category(c)[0] in "LZN" for c in text)
+
+
+def _check_tags(tags: dict[str, str]) -> dict[str, str]:
+    errors: list[PydanticCustomError] = []
+    if len(tags) > MAX_USER_TAGS:
+        raise PydanticCustomError("tags", f"{len(tags)} tags: at most {MAX_USER_TAGS} (AWS allows 50 per resource; the stack adds up to 5)")
+    for key, value in tags.items():
+        if not (1 <= len(key) <= 128 and _tag_text_ok(key)) or key.lower().startswith("aws:"):
+            errors.append(_rule(key, value, "a tag key is 1-128 letters, numbers, spaces and _.:/=+-@, not starting with aws:"))
+        elif not (len(value) <= 256 and _tag_text_ok(value)):
+            errors.append(_rule(key, value, "a tag value is up to 256 letters, numbers, spaces and _.:/=+-@"))
+    _raise_all(errors)
+    return tags
+
+
+# A Kubernetes label key (optional DNS-subdomain prefix "/" name) and value, within the EKS
+# CreateNodegroup limits: key and value 1-63 characters each (the model's labelKey/labelValue).
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _check_labels(labels: dict[str, str]) -> dict[str, str]:
+    errors: list[PydanticCustomError] = []
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        if not (len(key) <= 63 and _LABEL_NAME.fullmatch(name) and (not prefix or _DNS_SUBDOMAIN.fullmatch(prefix))):
+            errors.append(_rule(key, value, "a label key is [dns-prefix/]name, at most 63 characters (EKS node group labels)"))
+        elif not (len(value) <= 63 and _LABEL_NAME.fullmatch(value)):
+            errors.append(
+                _rule(key, value, "a label value is 1-63 of A-Za-z0-9-_. starting and ending alphanumeric (EKS rejects empty values)")
+            )
+    _raise_all(errors)
+    return labels
+
+
 # EC2 User Guide, "Find and purchase Capacity Blocks": every Capacity Block ends at 11:30 UTC,
 # lasts at most 182 days and holds at most 64 instances.
 CAPACITY_BLOCK_END_UTC = (11, 30)
@@ -505,6 +552,11 @@ class GpuNodeSettings(_Model):
     """2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels."""
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_labels(value)
 
     @field_validator("capacity_reservation_id")
     @classmethod
@@ -1029,6 +1081,11 @@ class StackSettings(_Model):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     preflight: PreflightSettings = Field(default_factory=PreflightSettings)
     tags: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_tags(value)
 
     @field_validator("region")
     @classmethod

@@ -9,8 +9,9 @@ import json
 
 import pytest
 
+from rlinf_eks.config import ConfigError
 from tests import aws_models as m
-from tests.harness import STACKS, plan_stack
+from tests.harness import STACKS, plan_stack, settings
 
 # (stack, --set edits): instance types from the catalog, capacity types, placement strategies,
 # existing VPC, autoscaling, KubeRay, shared filesystem, node counts, AMIs.
@@ -65,6 +66,7 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
             "gpuNodes.capacityBlock.startTime=2027-02-01T11:30:00Z",
         ),
     ),
+    ("single-node", ("tags.team=ml research", 'tags["cost-center"]=robotics/rl', 'gpuNodes.labels["example.com/tier"]=gold')),
     ("vllm-rollout", ("gpuNodes.capacityType=SPOT", "gpuNodes.placementGroup.strategy=none")),
 ]
 
@@ -242,3 +244,23 @@ def test_attached_policies_are_managed_policy_arns() -> None:
     bad = m.Call("iam", "AttachRolePolicy", {"RoleName": "r", "PolicyArn": "arn:aws:iam::aws:role/AmazonEKSWorkerNodePolicy"})
     assert m.validate(ok) == []
     assert m.validate(bad) != []
+
+
+# Tags and labels the AWS models refuse (found by the variants above: EKS, IAM and FSx tag
+# patterns; EKS label lengths and non-empty values) are refused by the config first, by key path.
+@pytest.mark.parametrize(
+    "sections,expected",
+    [
+        ({"tags": {"team": "r&d"}}, "tags.team='r&d': a tag value is up to 256"),
+        ({"tags": {"aws:team": "ml"}}, "tags.aws:team='ml': a tag key is 1-128"),
+        ({"tags": {"team": "x" * 257}}, "a tag value is up to 256"),
+        ({"tags": {str(n): "v" for n in range(46)}}, "46 tags: at most 45"),
+        ({"gpuNodes": {"labels": {"tier": ""}}}, "gpuNodes.labels.tier='': a label value is 1-63"),
+        ({"gpuNodes": {"labels": {"tier": "g" * 64}}}, "a label value is 1-63"),
+        ({"gpuNodes": {"labels": {"Example.com/tier": "gold"}}}, "gpuNodes.labels.Example.com/tier='gold': a label key"),
+    ],
+)
+def test_config_refuses_tags_and_labels_the_apis_refuse(sections: dict, expected: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        settings(**sections)
+    assert any(expected in problem for problem in err.value.problems), err.value.problems
