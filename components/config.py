@@ -337,6 +337,14 @@ class ClusterSettings(_Model):
     vpc_cni_version: str = "v1.20.4-eksbuild.1"
     """VPC CNI add-on version; efa-only interfaces need >= 1.18.5."""
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: Optional[str]) -> Optional[str]:
+        # EKS CreateCluster: name 1-100 characters, pattern ^[0-9A-Za-z][A-Za-z0-9\-_]* (botocore model)
+        if value is not None and not re.fullmatch(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}", value):
+            raise PydanticCustomError("name", "an EKS cluster name: 1-100 letters, digits, - and _, starting with a letter or digit")
+        return value
+
     @field_validator("kubernetes_version")
     @classmethod
     def _k8s_version(cls, value: str) -> str:
@@ -1041,6 +1049,22 @@ class SharedFilesystemSettings(_Model):
 class StorageSettings(_Model):
     bucket_name: Optional[str] = None
     """Checkpoint bucket name. Defaults to a generated unique name."""
+
+    @field_validator("bucket_name")
+    @classmethod
+    def _bucket(cls, value: Optional[str]) -> Optional[str]:
+        # S3 User Guide, "General purpose bucket naming rules"
+        if value is not None and (
+            not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value)
+            or ".." in value
+            or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)
+            or value.startswith(("xn--", "sthree-", "amzn-s3-demo-"))
+            or value.endswith(("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"))
+        ):
+            raise PydanticCustomError(
+                "bucket", "an S3 bucket name: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit (S3 naming rules)"
+            )
+        return value
     shared_filesystem: SharedFilesystemSettings = Field(default_factory=SharedFilesystemSettings)
 
     @field_validator("bucket_name")

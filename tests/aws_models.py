@@ -232,6 +232,13 @@ def _attach_role_policy(params: Mapping[str, Any]) -> list[str]:
     return [] if _POLICY_ARN.fullmatch(arn) else [f"PolicyArn={arn!r}: not a managed policy ARN (arn:aws:iam::aws|<account>:policy/<name>)"]
 
 
+def _node_group_instance_types(params: Mapping[str, Any]) -> list[str]:
+    # EKS launches the node group's instance types through EC2, whose model enumerates them (the
+    # EKS model types them as free strings): a misspelt type fails only when the group is created
+    known = set(input_shape("ec2", "CreateLaunchTemplate").members["LaunchTemplateData"].members["InstanceType"].enum)
+    return [f"instanceTypes[{n}]={t!r}: not an EC2 instance type" for n, t in enumerate(params.get("instanceTypes", [])) if t not in known]
+
+
 DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]], ...]] = {
     ("ec2", "CreateSecurityGroup"): (_create_security_group,),
     ("ec2", "AuthorizeSecurityGroupIngress"): (_rule_descriptions,),
@@ -239,6 +246,7 @@ DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]]
     ("ec2", "CreateLaunchTemplate"): (_launch_template,),
     ("s3", "CreateBucket"): (_bucket_name,),
     ("iam", "AttachRolePolicy"): (_attach_role_policy,),
+    ("eks", "CreateNodegroup"): (_node_group_instance_types,),
     ("autoscaling", "PutScheduledUpdateGroupAction"): (_scheduled_action,),
 }
 

@@ -258,9 +258,22 @@ def test_attached_policies_are_managed_policy_arns() -> None:
         ({"gpuNodes": {"labels": {"tier": ""}}}, "gpuNodes.labels.tier='': a label value is 1-63"),
         ({"gpuNodes": {"labels": {"tier": "g" * 64}}}, "a label value is 1-63"),
         ({"gpuNodes": {"labels": {"Example.com/tier": "gold"}}}, "gpuNodes.labels.Example.com/tier='gold': a label key"),
+        # EKS CreateCluster name pattern and length; S3 bucket naming rules
+        ({"cluster": {"name": "Rlinf Cluster"}}, "cluster.name='Rlinf Cluster': an EKS cluster name"),
+        ({"cluster": {"name": "c" * 101}}, "an EKS cluster name: 1-100"),
+        ({"storage": {"bucketName": "My_Checkpoints"}}, "storage.bucketName='My_Checkpoints': an S3 bucket name"),
+        ({"storage": {"bucketName": "rlinf..ckpt"}}, "an S3 bucket name"),
     ],
 )
-def test_config_refuses_tags_and_labels_the_apis_refuse(sections: dict, expected: str) -> None:
+def test_config_refuses_names_tags_and_labels_the_apis_refuse(sections: dict, expected: str) -> None:
     with pytest.raises(ConfigError) as err:
         settings(**sections)
     assert any(expected in problem for problem in err.value.problems), err.value.problems
+
+
+def test_node_group_instance_types_must_exist_in_ec2() -> None:
+    # the EKS model types instanceTypes as free strings; EC2's enumerates the real ones
+    group = _plan_resource("single-node", "aws:eks/nodeGroup:NodeGroup", "rlinf-system")
+    assert m.plan_problems([group]) == []
+    group["inputs"]["instanceTypes"] = ["m6i.xlrge"]
+    assert m.plan_problems([group]) == ["aws:eks/nodeGroup:NodeGroup rlinf-system: CreateNodegroup: instanceTypes[0]='m6i.xlrge': not an EC2 instance type"]
