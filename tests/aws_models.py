@@ -257,8 +257,9 @@ DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]]
 class Inputs:
     """A resource's inputs; remembers which were read, so none is left unvalidated."""
 
-    def __init__(self, resource: Mapping[str, Any]):
+    def __init__(self, resource: Mapping[str, Any], region: str = "us-east-1"):
         self.resource = resource
+        self.region = region
         self._data: Mapping[str, Any] = resource["inputs"]
         self._read: set[str] = set()
 
@@ -792,7 +793,11 @@ def _kms_key(i: Inputs) -> Iterator[Call]:
 @translates("aws:s3/bucket:Bucket", provider_only=("forceDestroy",))  # forceDestroy: empty the bucket on delete
 def _bucket(i: Inputs) -> Iterator[Call]:
     name = i.get("bucket") or i.resource["id"]
-    yield Call("s3", "CreateBucket", {"Bucket": name})
+    request: dict[str, Any] = {"Bucket": name}
+    if i.region != "us-east-1":
+        # S3 CreateBucket: outside us-east-1 the region goes in as the bucket's location constraint
+        request["CreateBucketConfiguration"] = {"LocationConstraint": i.region}
+    yield Call("s3", "CreateBucket", request)
     if i.get("tags"):
         yield Call("s3", "PutBucketTagging", {"Bucket": name, "Tagging": {"TagSet": _tag_list(i["tags"])}})
 
@@ -980,7 +985,7 @@ class Untranslated(AssertionError):
     pass
 
 
-def calls_for(resource: Mapping[str, Any]) -> list[Call]:
+def calls_for(resource: Mapping[str, Any], region: str = "us-east-1") -> list[Call]:
     """The API requests of one plan resource ([] for the types in NOT_AWS_CALLS); fails for an
     unknown type or an input the translator did not read."""
     type_ = resource["type"]
@@ -991,7 +996,7 @@ def calls_for(resource: Mapping[str, Any]) -> list[Call]:
             f"{type_} ({resource['name']}) has no translation to the AWS API requests its provider makes: "
             "add one to tests/aws_models.py (or list it in NOT_AWS_CALLS with the reason)"
         )
-    inputs = Inputs(resource)
+    inputs = Inputs(resource, region)
     calls = list(TRANSLATORS[type_](inputs))
     unread = [k for k in inputs.unread() if k not in PROVIDER_ONLY[type_]]
     if unread:
@@ -999,12 +1004,12 @@ def calls_for(resource: Mapping[str, Any]) -> list[Call]:
     return calls
 
 
-def plan_problems(resources: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Every botocore-model and IAM-grammar problem of a plan's resources, one line each."""
+def plan_problems(resources: Iterable[Mapping[str, Any]], region: str = "us-east-1") -> list[str]:
+    """Every botocore-model and IAM-grammar problem of a plan's resources (in ``region``), one line each."""
     problems: list[str] = []
     for resource in resources:
         where = f"{resource['type']} {resource['name']}"
-        for call in calls_for(resource):
+        for call in calls_for(resource, region):
             problems += [f"{where}: {p}" for p in validate(call)]
         for key, document in policy_documents(resource):
             problems += [f"{where}: {key}: {p}" for p in policy_problems(document)]

@@ -67,12 +67,15 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("single-node", ("tags.team=ml research", 'tags["cost-center"]=robotics/rl', 'gpuNodes.labels["example.com/tier"]=gold')),
+    ("single-node", ("aws:region=us-west-2", "availabilityZone=us-west-2b")),
     ("vllm-rollout", ("gpuNodes.capacityType=SPOT", "gpuNodes.placementGroup.strategy=none")),
 ]
 
 
 def _problems(stack: str, *sets: str) -> list[str]:
-    return m.plan_problems(plan_stack(stack, *sets).resources)
+    plan = plan_stack(stack, *sets)
+    assert plan.settings is not None
+    return m.plan_problems(plan.resources, region=plan.settings.region)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -277,3 +280,12 @@ def test_node_group_instance_types_must_exist_in_ec2() -> None:
     assert m.plan_problems([group]) == []
     group["inputs"]["instanceTypes"] = ["m6i.xlrge"]
     assert m.plan_problems([group]) == ["aws:eks/nodeGroup:NodeGroup rlinf-system: CreateNodegroup: instanceTypes[0]='m6i.xlrge': not an EC2 instance type"]
+
+
+def test_buckets_outside_us_east_1_carry_their_region() -> None:
+    bucket = _plan_resource("single-node", "aws:s3/bucket:Bucket", "checkpoints-bucket")
+    (create, *_) = m.calls_for(bucket, region="eu-west-1")
+    assert create.params["CreateBucketConfiguration"] == {"LocationConstraint": "eu-west-1"}
+    assert m.validate(create) == []
+    (create, *_) = m.calls_for(bucket, region="xx-nowhere-1")
+    assert any("LocationConstraint='xx-nowhere-1'" in p for p in m.validate(create))
