@@ -47,6 +47,18 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     # RLinf: global batch = a multiple of micro batch (40) x world size (8 GPUs x nodes)
+    (
+        "multi-node",
+        (
+            "cluster.existing=true",
+            "cluster.name=shared-training",
+            "kubeconfig=apiVersion: v1",
+            "network.vpcId=vpc-0123456789abcdef0",
+            "network.privateSubnetIds[0]=subnet-0123456789abcdef0",
+            "network.privateSubnetIds[1]=subnet-0123456789abcdef1",
+            "network.gpuSubnetId=subnet-0123456789abcdef0",
+        ),
+    ),
     ("multi-node", ("gpuNodes.nodeCount=4", 'workload.trainer.batch["actor.global_batch_size"]=1280')),
     ("multi-node", ("gpuNodes.nodeCount=8", "gpuNodes.instanceType=p5en.48xlarge", 'workload.trainer.batch["actor.global_batch_size"]=2560')),
     ("multi-node", ("storage.sharedFilesystem.storageCapacityGib=4800",)),
