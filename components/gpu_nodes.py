@@ -9,7 +9,9 @@ forces a placement group (field notes, section 1). Here every piece is its own r
 - a cluster placement group (optional, or an existing one by name);
 - a launch template: one interface per network card (``catalog.efa_interfaces_for``), IMDSv2,
   encrypted gp3 volumes, capacity options, and user data for AL2023 (nodeadm) or Bottlerocket;
-- the managed node group in exactly one subnet, tainted for GPUs and labelled for the trainer.
+- the managed node group in exactly one subnet, tainted for GPUs and labelled for the trainer;
+- for a Capacity Block that has not started (``capacityBlock.startTime``): the group at zero
+  nodes and an Auto Scaling scheduled action on its Auto Scaling group that brings it up then.
 
 The pure functions below take plain settings and return plain specs; the component only wires them.
 """
