@@ -159,7 +159,21 @@ def label_problem(key: str, value: str) -> str | None:
 
 
 # AWS tags (botocore TagKey 1-128, TagValue 0-256; the aws: prefix is reserved for AWS's own tags,
-# "Tag naming limits and requirements" in the Tagging AWS Resources guide).
+# "Tag naming limits and requirements" in the Tagging AWS Resources guide). The stack's tags reach
+# EKS, IAM and FSx too, whose models allow only letters, numbers, spaces and _.:/=+-@
+# (pattern [\p{L}\p{Z}\p{N}_.:/=+\-@]*), and at most 50 tags per resource, of which the stack
+# adds up to 5 (project, stack, Name and the two Kubernetes subnet tags).
+_TAG_PUNCTUATION = frozenset("_.:/=+-@")
+MAX_USER_TAGS = 45
+
+
+def _tag_text_problem(text: str) -> str | None:
+    import unicodedata
+
+    bad = sorted({c for c in text if c not in _TAG_PUNCTUATION and unicodedata.category(c)[0] not in "LZN"})
+    return f"EKS, IAM and FSx allow only letters, numbers, spaces and _.:/=+-@ in tags, not {''.join(bad)!r}" if bad else None
+
+
 def tag_problem(key: str, value: str) -> str | None:
     if not 1 <= len(key) <= 128:
         return f"a tag key is 1 to 128 characters ({len(key)})"
@@ -167,7 +181,7 @@ def tag_problem(key: str, value: str) -> str | None:
         return "tag keys starting with aws: are reserved for AWS"
     if len(value) > 256:
         return f"a tag value is at most 256 characters ({len(value)})"
-    return None
+    return _tag_text_problem(key) or _tag_text_problem(value)
 
 
 # EKS CreateCluster name (botocore eks ClusterName: 1-100, ^[0-9A-Za-z][A-Za-z0-9\-_]*); node group
@@ -337,14 +351,6 @@ class ClusterSettings(_Model):
     vpc_cni_version: str = "v1.20.4-eksbuild.1"
     """VPC CNI add-on version; efa-only interfaces need >= 1.18.5."""
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: Optional[str]) -> Optional[str]:
-        # EKS CreateCluster: name 1-100 characters, pattern ^[0-9A-Za-z][A-Za-z0-9\-_]* (botocore model)
-        if value is not None and not re.fullmatch(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}", value):
-            raise PydanticCustomError("name", "an EKS cluster name: 1-100 letters, digits, - and _, starting with a letter or digit")
-        return value
-
     @field_validator("kubernetes_version")
     @classmethod
     def _k8s_version(cls, value: str) -> str:
@@ -427,53 +433,6 @@ class PlacementGroupSettings(_Model):
     forced placement group then fails with InsufficientInstanceCapacity, terraform-aws-eks #3730)."""
     name: Optional[str] = None
     """With strategy existing: the placement group's name."""
-
-
-# Tag rules every service here shares (EKS, IAM, FSx model patterns; "Tagging best practices"):
-# keys 1-128 and values up to 256 characters of letters, numbers, spaces and _.:/=+-@; no key
-# prefix aws: (reserved); at most 50 tags per resource, of which the stack adds up to 5 (project,
-# stack, Name and the two Kubernetes subnet tags).
-_TAG_PUNCTUATION = set("_.:/=+-@")
-MAX_USER_TAGS = 45
-
-
-def _tag_text_ok(text: str) -> bool:
-    import unicodedata
-
-    return all(c in _TAG_PUNCTUATION or unicodedata.category(c)[0] in "LZN" for c in text)
-
-
-def _check_tags(tags: dict[str, str]) -> dict[str, str]:
-    errors: list[PydanticCustomError] = []
-    if len(tags) > MAX_USER_TAGS:
-        raise PydanticCustomError("tags", f"{len(tags)} tags: at most {MAX_USER_TAGS} (AWS allows 50 per resource; the stack adds up to 5)")
-    for key, value in tags.items():
-        if not (1 <= len(key) <= 128 and _tag_text_ok(key)) or key.lower().startswith("aws:"):
-            errors.append(_rule(key, value, "a tag key is 1-128 letters, numbers, spaces and _.:/=+-@, not starting with aws:"))
-        elif not (len(value) <= 256 and _tag_text_ok(value)):
-            errors.append(_rule(key, value, "a tag value is up to 256 letters, numbers, spaces and _.:/=+-@"))
-    _raise_all(errors)
-    return tags
-
-
-# A Kubernetes label key (optional DNS-subdomain prefix "/" name) and value, within the EKS
-# CreateNodegroup limits: key and value 1-63 characters each (the model's labelKey/labelValue).
-_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def _check_labels(labels: dict[str, str]) -> dict[str, str]:
-    errors: list[PydanticCustomError] = []
-    for key, value in labels.items():
-        prefix, _, name = key.rpartition("/")
-        if not (len(key) <= 63 and _LABEL_NAME.fullmatch(name) and (not prefix or _DNS_SUBDOMAIN.fullmatch(prefix))):
-            errors.append(_rule(key, value, "a label key is [dns-prefix/]name, at most 63 characters (EKS node group labels)"))
-        elif not (len(value) <= 63 and _LABEL_NAME.fullmatch(value)):
-            errors.append(
-                _rule(key, value, "a label value is 1-63 of A-Za-z0-9-_. starting and ending alphanumeric (EKS rejects empty values)")
-            )
-    _raise_all(errors)
-    return labels
 
 
 # EC2 User Guide, "Find and purchase Capacity Blocks": every Capacity Block ends at 11:30 UTC,
@@ -560,11 +519,6 @@ class GpuNodeSettings(_Model):
     """2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels."""
-
-    @field_validator("labels")
-    @classmethod
-    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        return _check_labels(value)
 
     @field_validator("capacity_reservation_id")
     @classmethod
@@ -1049,22 +1003,6 @@ class SharedFilesystemSettings(_Model):
 class StorageSettings(_Model):
     bucket_name: Optional[str] = None
     """Checkpoint bucket name. Defaults to a generated unique name."""
-
-    @field_validator("bucket_name")
-    @classmethod
-    def _bucket(cls, value: Optional[str]) -> Optional[str]:
-        # S3 User Guide, "General purpose bucket naming rules"
-        if value is not None and (
-            not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value)
-            or ".." in value
-            or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)
-            or value.startswith(("xn--", "sthree-", "amzn-s3-demo-"))
-            or value.endswith(("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"))
-        ):
-            raise PydanticCustomError(
-                "bucket", "an S3 bucket name: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit (S3 naming rules)"
-            )
-        return value
     shared_filesystem: SharedFilesystemSettings = Field(default_factory=SharedFilesystemSettings)
 
     @field_validator("bucket_name")
@@ -1106,11 +1044,6 @@ class StackSettings(_Model):
     preflight: PreflightSettings = Field(default_factory=PreflightSettings)
     tags: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
-        return _check_tags(value)
-
     @field_validator("region")
     @classmethod
     def _region(cls, value: str) -> str:
@@ -1126,6 +1059,8 @@ class StackSettings(_Model):
     @classmethod
     def _tags(cls, value: dict[str, str]) -> dict[str, str]:
         problems = [f"{key!r}: {problem}" for key, item in value.items() if (problem := tag_problem(key, item))]
+        if len(value) > MAX_USER_TAGS:
+            problems.append(f"{len(value)} tags: at most {MAX_USER_TAGS} (AWS allows 50 per resource; the stack adds up to 5)")
         if problems:
             raise PydanticCustomError("tags", "{text}", {"text": "; ".join(problems)})
         return value

@@ -261,29 +261,25 @@ def test_attached_policies_are_managed_policy_arns() -> None:
     assert m.validate(bad) != []
 
 
-# Tags and labels the AWS models refuse (found by the variants above: EKS, IAM and FSx tag
-# patterns; EKS label lengths and non-empty values) are refused by the config first, by key path.
+# Tags the AWS models refuse (found by the variants above: the EKS, IAM and FSx tag patterns, 50
+# tags per resource) are refused by the config first, by key and value. (Names, labels and tag
+# lengths: tests/test_config.py.)
 @pytest.mark.parametrize(
-    "sections,expected",
+    "tags,expected",
     [
-        ({"tags": {"team": "r&d"}}, "tags.team='r&d': a tag value is up to 256"),
-        ({"tags": {"aws:team": "ml"}}, "tags.aws:team='ml': a tag key is 1-128"),
-        ({"tags": {"team": "x" * 257}}, "a tag value is up to 256"),
-        ({"tags": {str(n): "v" for n in range(46)}}, "46 tags: at most 45"),
-        ({"gpuNodes": {"labels": {"tier": ""}}}, "gpuNodes.labels.tier='': a label value is 1-63"),
-        ({"gpuNodes": {"labels": {"tier": "g" * 64}}}, "a label value is 1-63"),
-        ({"gpuNodes": {"labels": {"Example.com/tier": "gold"}}}, "gpuNodes.labels.Example.com/tier='gold': a label key"),
-        # EKS CreateCluster name pattern and length; S3 bucket naming rules
-        ({"cluster": {"name": "Rlinf Cluster"}}, "cluster.name='Rlinf Cluster': an EKS cluster name"),
-        ({"cluster": {"name": "c" * 101}}, "an EKS cluster name: 1-100"),
-        ({"storage": {"bucketName": "My_Checkpoints"}}, "storage.bucketName='My_Checkpoints': an S3 bucket name"),
-        ({"storage": {"bucketName": "rlinf..ckpt"}}, "an S3 bucket name"),
+        ({"team": "r&d"}, "tags={'team': 'r&d'}: 'team': EKS, IAM and FSx allow only letters, numbers, spaces and _.:/=+-@ in tags, not '&'"),
+        ({"owner's": "ml"}, """"owner's": EKS, IAM and FSx allow only"""),
+        ({str(n): "v" for n in range(46)}, "46 tags: at most 45"),
     ],
 )
-def test_config_refuses_names_tags_and_labels_the_apis_refuse(sections: dict, expected: str) -> None:
+def test_config_refuses_tags_the_apis_refuse(tags: dict, expected: str) -> None:
     with pytest.raises(ConfigError) as err:
-        settings(**sections)
+        settings(tags=tags)
     assert any(expected in problem for problem in err.value.problems), err.value.problems
+
+
+def test_config_accepts_tags_of_letters_numbers_spaces_and_the_allowed_marks() -> None:
+    assert settings(tags={"team": "ML research", "cost-center": "robotics/rl:2027", "Größe": "groß"}).tags["Größe"] == "groß"
 
 
 def test_node_group_instance_types_must_exist_in_ec2() -> None:
