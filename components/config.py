@@ -331,13 +331,14 @@ class ClusterSettings(_Model):
     the secret key ``rlinf-eks:kubeconfig``. Defaults to false."""
     name: Optional[str] = None
     """Cluster name. Defaults to rlinf-<stack> for a new cluster; required when existing."""
-    kubernetes_version: str = "1.34"
-    """Kubernetes minor version. Defaults to 1.34."""
+    kubernetes_version: str = "1.35"
+    """Kubernetes minor version. Defaults to 1.35 (in EKS standard support until 2027-03-27; 1.34's
+    ended 2026-12-02, after which a cluster bills the extended-support rate, six times the standard)."""
     endpoint_public_access_cidrs: list[str] = Field(default_factory=list)
     """CIDRs allowed to reach the public API endpoint. Empty (the default): private endpoint only."""
     allow_public_endpoint_from_anywhere: Bool = False
     """Explicit opt-in needed for 0.0.0.0/0 in endpointPublicAccessCidrs. Defaults to false."""
-    deploy_from_vpc: bool = False
+    deploy_from_vpc: Bool = False
     """Acknowledges that ``pulumi up`` runs inside the cluster's VPC (VPN, bastion, CodeBuild in the
     VPC), so a private-only endpoint is reachable. A new cluster needs this or
     endpointPublicAccessCidrs. Defaults to false."""
@@ -355,7 +356,7 @@ class ClusterSettings(_Model):
     @classmethod
     def _k8s_version(cls, value: str) -> str:
         if not re.fullmatch(r"1\.(2[89]|3[0-9])", value):
-            raise PydanticCustomError("version", "a Kubernetes minor version from 1.28 to 1.39, such as 1.34")
+            raise PydanticCustomError("version", "a Kubernetes minor version from 1.28 to 1.39, such as 1.35 (quoted in YAML: '1.30' is not 1.3)")
         return value
 
     @field_validator("endpoint_public_access_cidrs")
@@ -675,9 +676,10 @@ class AutoscalerSettings(_Model):
     """Install the Cluster Autoscaler so GPU nodes exist only while a job needs them."""
     version: ChartVersion = "9.53.0"
     """cluster-autoscaler chart version. Defaults to 9.53.0 (app 1.34.2)."""
-    image_tag: str = "v1.34.2"
+    image_tag: str = "v1.35.1"
     """Cluster Autoscaler image tag; its minor must equal the cluster's Kubernetes minor
-    (the autoscaler embeds that release's scheduler). Defaults to v1.34.2."""
+    (the autoscaler embeds that release's scheduler). Defaults to v1.35.1, for the default
+    cluster.kubernetesVersion (the chart's own default image is v1.34.2)."""
     scale_down_unneeded_minutes: Int = Field(10, ge=1, le=1440)
     """How long a node must be unneeded before it is removed. Defaults to 10."""
     expander: Literal["least-waste", "random", "most-pods", "priority"] = "least-waste"

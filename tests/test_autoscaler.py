@@ -113,7 +113,7 @@ def test_given_release_when_built_then_it_uses_the_k8s_provider_and_waits_for_th
 
 
 def test_given_image_of_another_kubernetes_minor_then_config_is_rejected():
-    with pytest.raises(ConfigError, match=r"autoscaler\.imageTag='v1\.33\.1'.*v1\.34\.x"):
+    with pytest.raises(ConfigError, match=r"autoscaler\.imageTag='v1\.33\.1'.*v1\.35\.x"):
         settings(autoscaler={"enabled": True, "imageTag": "v1.33.1"})
     assert settings(autoscaler={"enabled": True, "imageTag": "v1.33.1"}, cluster={"kubernetesVersion": "1.33"})
 

@@ -49,7 +49,7 @@ def test_given_defaults_when_cluster_built_then_eks_is_private_api_authenticated
         cluster,
         {
             "name": "rlinf-test",
-            "version": "1.34",
+            "version": "1.35",
             "authenticationMode": "API",
             "createOidcProvider": True,
             "endpointPrivateAccess": True,

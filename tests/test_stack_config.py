@@ -43,10 +43,23 @@ def test_set_accepts_the_project_namespace_and_other_namespaces():
 
 @pytest.mark.parametrize(
     "raw, value",
-    [("true", True), ("false", False), ("8", 8), ("-1", -1), ("0.5", 0.5), ("p5.48xlarge", "p5.48xlarge"), ("1.34", 1.34), ("", "")],
+    [
+        ("true", True), ("false", False), ("8", 8), ("-1", -1), ("+3", 3), ("0", 0),
+        # the CLI types nothing else: floats, versions, zero-padded numbers and huge integers stay strings
+        ("0.5", "0.5"), ("1.30", "1.30"), ("0123", "0123"), (str(2**63), str(2**63)),
+        ("True", "True"), ("null", "null"), ("p5.48xlarge", "p5.48xlarge"), ("", ""),
+    ],
 )
 def test_set_values_are_typed_like_the_cli(raw, value):
     assert parse_scalar(raw) == value
+    assert type(parse_scalar(raw)) is type(value)
+
+
+def test_set_of_a_version_or_a_fraction_plans_as_the_cli_would_store_it():
+    cfg = load(ROOT, "vllm-rollout", ["cluster.kubernetesVersion=1.30", "workload.rollout.gpuMemoryUtilization=0.6"])
+    s = settings_from_config(cfg.values, "vllm-rollout")
+    assert s.cluster.kubernetes_version == "1.30"
+    assert s.workload.rollout.gpu_memory_utilization == 0.6
 
 
 def test_set_path_quotes_keys_that_contain_dots():

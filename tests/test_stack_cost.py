@@ -135,7 +135,7 @@ def test_an_existing_cluster_bills_no_control_plane_here():
 
 
 def test_the_rendered_report_lists_every_item_and_the_usage_based_charges():
-    plan = plan_stack("multi-node")
+    plan = plan_stack("multi-node", "cluster.kubernetesVersion=1.34")
     text = render_efficiency(efficiency_report(plan, plan.settings, on_date=AFTER_1_34_ENDS))
     assert "  stack cost   $" in text and "everything the stack bills by the hour" in text
     for name in ("gpuNodes", "controlPlane", "systemNodes", "natGateways", "sharedFilesystem", "kmsKeys"):

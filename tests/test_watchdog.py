@@ -43,7 +43,7 @@ def test_given_the_manual_launcher_when_planned_then_a_watchdog_with_a_narrow_ro
     pod = spec["template"]["spec"]
     assert pod["nodeSelector"] == {"role": "system"} and pod["serviceAccountName"] == "training-watchdog"
     assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["containers"][0]["image"] == "registry.k8s.io/kubectl:v1.34.0"
+    assert pod["containers"][0]["image"] == "registry.k8s.io/kubectl:v1.35.0"
     assert spec["activeDeadlineSeconds"] == 3600 + watchdog.OWN_DEADLINE_MARGIN_SECONDS
     assert any(d.endswith("rlinf-job") for d in job["options"]["dependsOn"])
     files = one(plan, "kubernetes:core/v1:ConfigMap")["inputs"]["data"]

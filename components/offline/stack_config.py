@@ -160,14 +160,15 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
 
 
 def parse_scalar(raw: str) -> Any:
-    """A ``--set`` value: true/false, integers and floats are typed, anything else is a string
-    (as ``pulumi config set --path`` stores them)."""
+    """A ``--set`` value as ``pulumi config set --path`` stores it (the CLI's ``adjustObjectValue``):
+    ``true``/``false`` are booleans, a 64-bit integer without a leading zero is a number, and
+    everything else, floats included, stays a string (``1.30`` must not become ``1.3``)."""
     if raw in ("true", "false"):
         return raw == "true"
-    if re.fullmatch(r"-?\d+", raw):
+    if len(raw) > 1 and raw[0] == "0":
+        return raw  # "0123" keeps its zeros
+    if re.fullmatch(r"[+-]?\d+", raw) and -(2**63) <= int(raw) < 2**63:
         return int(raw)
-    if re.fullmatch(r"-?\d+\.\d*|-?\.\d+", raw):
-        return float(raw)
     return raw
 
 
