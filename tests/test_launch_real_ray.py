@@ -56,7 +56,8 @@ def where():
     return ray.get_runtime_context().get_node_id()
 
 nodes = set(ray.get([where.options(scheduling_strategy="SPREAD").remote() for _ in range(int(os.environ["TASKS"]))]))
-note(f"training on {len(nodes)} nodes, SIGINT {signal.getsignal(signal.SIGINT).__name__}")
+handler = signal.getsignal(signal.SIGINT)
+note(f"training on {len(nodes)} nodes, SIGINT {getattr(handler, '__name__', None) or handler.name}")
 try:
     time.sleep(float(os.environ.get("TRAINER_SECONDS", "0")))
 except KeyboardInterrupt:
