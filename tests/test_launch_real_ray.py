@@ -258,6 +258,17 @@ def test_given_two_pods_when_the_cluster_forms_then_the_trainer_runs_on_both_nod
     assert worker.result(45) == 143, worker.why()
 
 
+def test_given_no_success_policy_when_the_head_has_finished_then_the_worker_exits_0_once_the_head_is_gone(pods):
+    # Kubernetes < 1.31: nothing stops the workers, so they must end by themselves for the Job to
+    # complete. Real Ray's raylet gives up on a lost GCS after gcs_rpc_server_reconnect_timeout_s
+    # (60 s by default; 5 s here to keep the test short) and `ray start --block` then exits 1.
+    head = pods.start(0)
+    worker = pods.start(1, RAY_gcs_rpc_server_reconnect_timeout_s="5")
+    assert head.result(START + 30) == 0, head.why()
+    assert worker.result(90) == 0, worker.why()
+    assert "the Ray head is gone: the run has ended" in worker.err
+
+
 def test_given_a_failing_trainer_when_it_exits_then_the_head_reports_its_status(pods):
     head = pods.start(0, TRAINER_STATUS="5")
     pods.start(1)

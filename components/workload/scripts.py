@@ -218,7 +218,7 @@ run_worker() {
       log "the Ray head ${HEAD_HOST}:${RAY_PORT} did not answer within ${JOIN_TIMEOUT_SECONDS}s: is pod training-0 Running?"
       finish 3
     fi
-    sleep 1 & wait $!
+    sleep 5 & wait $!
   done
   [ "${stop_signals}" = 0 ] || stop_at_once
   ray start --address="${HEAD_HOST}:${RAY_PORT}" "${ray_node_flags[@]}" --block &
