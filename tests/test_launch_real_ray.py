@@ -91,19 +91,31 @@ class Pod:
 
     def why(self) -> str:
         """The pod's log and the ends of its Ray logs, for a failure message."""
+        self._read_logs()
         logs = sorted(self.ray_dir.glob("session_*/logs/raylet.*")) + sorted(self.ray_dir.glob("session_*/logs/gcs_server.*"))
         tails = "".join(f"\n--- {log.name}:\n{log.read_text(errors='replace')[-1500:]}" for log in logs if log.stat().st_size)
         return f"{self.err[-3000:]}{tails}"
 
+    def kill(self) -> None:
+        # killing a namespace's PID 1 kills every process in it
+        subprocess.run([*SUDO, "kill", "-9", str(self.pid1)], timeout=10)
+        self.proc.wait(timeout=30)
+
     def result(self, timeout: float) -> int:
         """The pod's exit status within ``timeout`` seconds (a test that hangs fails here)."""
         try:
-            self.out, self.err = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.out, self.err = self.proc.communicate()
+            self.kill()
+            self._read_logs()
             pytest.fail(f"pod {self.index} did not exit within {timeout}s:\n{self.why()}")
+        self._read_logs()
         return self.proc.returncode
+
+    def _read_logs(self) -> None:
+        # files, not pipes: a pod never blocks on a full pipe while the test waits for something else
+        self.out = (self.ray_dir.parent / "stdout").read_text(errors="replace")
+        self.err = (self.ray_dir.parent / "stderr").read_text(errors="replace")
 
 
 @dataclass
@@ -150,7 +162,8 @@ class PodNetwork:
         cmd = [*SUDO, "ip", "netns", "exec", self.names[0 if index == 0 else 1],
                "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", in_pod, str(pod_dir / "ray"),
                "env", "-i", *(f"{k}={v}" for k, v in pod_env.items()), "bash", str(launch)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with open(pod_dir / "stdout", "wb") as out, open(pod_dir / "stderr", "wb") as err:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         pod = Pod(index, proc, state, pod_dir / "ray")
         pod.pid1 = _pid1(proc.pid)
         self.pods.append(pod)
@@ -232,9 +245,7 @@ def pods() -> PodNetwork:
     finally:
         for pod in network.pods:
             if pod.proc.poll() is None:
-                # killing a namespace's PID 1 kills every process in it
-                subprocess.run([*SUDO, "kill", "-9", str(pod.pid1)], timeout=10)
-                pod.proc.communicate(timeout=30)
+                pod.kill()
         for ns in (head_ns, worker_ns):
             subprocess.run([*SUDO, "ip", "netns", "del", ns], capture_output=True, timeout=30)
         # the pods ran as root: so are the files they wrote
@@ -293,7 +304,7 @@ def test_given_a_head_waiting_for_its_peers_when_stopped_then_it_exits_at_once(p
     head = pods.start(0, join_timeout=300)
     deadline = time.monotonic() + START
     while not list(head.ray_dir.glob("session_*/logs/raylet.out")):
-        assert head.proc.poll() is None and time.monotonic() < deadline, f"the Ray head did not start: {head.result(1)}"
+        assert head.proc.poll() is None and time.monotonic() < deadline, f"the Ray head did not start: {head.why()}"
         time.sleep(0.2)
     time.sleep(3)  # ray start returned: the head waits for the second node
     sent = time.monotonic()
