@@ -44,7 +44,7 @@ def render(launcher: str, cluster: str = "embedded") -> list[dict[str, Any]]:
 def training_pod_labels(resources: list[dict[str, Any]], launcher: str, cluster: str) -> list[dict[str, str]]:
     """The labels of every pod the launcher creates, from the rendered templates."""
     if launcher == "manual":
-        return [one(resources, "kubernetes:batch/v1:Job")["inputs"]["spec"]["template"]["metadata"]["labels"]]
+        return [one(resources, "kubernetes:batch/v1:Job", "rlinf-job")["inputs"]["spec"]["template"]["metadata"]["labels"]]
     kind = "RayJob" if cluster == "embedded" else "RayCluster"
     (resource,) = [r for r in of_type(resources, "kubernetes:ray.io/v1:" + kind)]
     spec = resource["inputs"]["spec"]
@@ -59,8 +59,17 @@ def selects(selector: Optional[dict[str, Any]], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in (selector or {}).get("matchLabels", {}).items())
 
 
-def admitted(spec: dict[str, Any], *, labels: dict[str, str], namespace: str, port: int, protocol: str = "TCP") -> bool:
-    """Whether ingress from a pod with ``labels`` in ``namespace`` to ``port`` is allowed."""
+def admitted(policies: list[dict[str, Any]], to: dict[str, str], *, labels: dict[str, str], namespace: str, port: int, protocol: str = "TCP") -> bool:
+    """Whether ingress to a pod of the training namespace with labels ``to`` from a pod with
+    ``labels`` in ``namespace`` on ``port`` is allowed: NetworkPolicies add up, and a pod that no
+    policy selects admits everything."""
+    selecting = [p["spec"] for p in policies if selects(p["spec"]["podSelector"], to)]
+    if not selecting:
+        return True
+    return any(_rule_admits(spec, labels=labels, namespace=namespace, port=port, protocol=protocol) for spec in selecting)
+
+
+def _rule_admits(spec: dict[str, Any], *, labels: dict[str, str], namespace: str, port: int, protocol: str) -> bool:
     for rule in spec.get("ingress", []):
         ports = rule.get("ports")
         if ports and not any(p.get("protocol", "TCP") == protocol and p["port"] == port for p in ports):
@@ -80,33 +89,50 @@ def admitted(spec: dict[str, Any], *, labels: dict[str, str], namespace: str, po
 CASES = [("manual", "embedded"), ("kuberay", "embedded"), ("kuberay", "selector")]
 
 
+def policies(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r["inputs"] for r in of_type(resources, POLICY)]
+
+
 @pytest.mark.parametrize("launcher,cluster", CASES)
-def test_given_a_launcher_when_rendered_then_the_policy_covers_every_training_pod_and_validates(launcher, cluster):
+def test_given_a_launcher_when_rendered_then_the_policies_cover_every_training_pod_and_validate(launcher, cluster):
     resources = render(launcher, cluster)
-    policy = one(resources, POLICY)["inputs"]
-    assert policy["metadata"]["namespace"] == NAMESPACE
-    assert builtin_errors(policy, "1.34") == []
-    assert policy["spec"]["policyTypes"] == ["Ingress"], "egress (DNS, S3, Hugging Face) must stay open"
+    assert sorted(p["metadata"]["name"] for p in policies(resources)) == ["rlinf-deny-ingress", "rlinf-training"]
+    for policy in policies(resources):
+        assert policy["metadata"]["namespace"] == NAMESPACE
+        assert builtin_errors(policy, "1.34") == []
+        assert policy["spec"]["policyTypes"] == ["Ingress"], "egress (DNS, S3, Hugging Face) must stay open"
+    training = one(resources, POLICY, "rlinf-network-policy")["inputs"]
     for labels in training_pod_labels(resources, launcher, cluster):
-        assert selects(policy["spec"]["podSelector"], labels), labels
+        assert selects(training["spec"]["podSelector"], labels), labels
 
 
 @pytest.mark.parametrize("launcher,cluster", CASES)
-def test_given_the_policy_when_training_pods_talk_then_every_port_is_admitted(launcher, cluster):
+def test_given_the_policies_when_training_pods_talk_then_every_port_is_admitted(launcher, cluster):
     resources = render(launcher, cluster)
-    spec = one(resources, POLICY)["inputs"]["spec"]
-    for labels in training_pod_labels(resources, launcher, cluster):
-        for port in TRAINING_PORTS:
-            for protocol in ("TCP", "UDP"):
-                assert admitted(spec, labels=labels, namespace=NAMESPACE, port=port, protocol=protocol), (labels, port, protocol)
+    pods = training_pod_labels(resources, launcher, cluster)
+    for to in pods:
+        for labels in pods:
+            for port in TRAINING_PORTS:
+                for protocol in ("TCP", "UDP"):
+                    assert admitted(policies(resources), to, labels=labels, namespace=NAMESPACE, port=port, protocol=protocol), (labels, port, protocol)
 
 
 @pytest.mark.parametrize("launcher,cluster", CASES)
-def test_given_the_policy_when_another_pod_connects_then_only_the_dashboard_is_admitted(launcher, cluster):
-    spec = one(render(launcher, cluster), POLICY)["inputs"]["spec"]
+def test_given_the_policies_when_another_pod_connects_then_only_the_dashboard_is_admitted(launcher, cluster):
+    resources = render(launcher, cluster)
     others = [({"app": "notebook"}, NAMESPACE), ({"app.kubernetes.io/name": "kuberay-operator"}, "ray-system"), ({}, "default")]
-    for labels, namespace in others:
-        assert admitted(spec, labels=labels, namespace=namespace, port=8265)
-        for port in (6379, 10001, 52365, 29500):
-            assert not admitted(spec, labels=labels, namespace=namespace, port=port), (labels, namespace, port)
-        assert not admitted(spec, labels=labels, namespace=namespace, port=8265, protocol="UDP")
+    for to in training_pod_labels(resources, launcher, cluster):
+        for labels, namespace in others:
+            assert admitted(policies(resources), to, labels=labels, namespace=namespace, port=8265)
+            for port in (6379, 10001, 52365, 29500):
+                assert not admitted(policies(resources), to, labels=labels, namespace=namespace, port=port), (labels, namespace, port)
+            assert not admitted(policies(resources), to, labels=labels, namespace=namespace, port=8265, protocol="UDP")
+
+
+def test_given_the_watchdog_when_rendered_then_it_admits_nothing():
+    resources = render("manual")
+    watchdog = one(resources, "kubernetes:batch/v1:Job", "rlinf-watchdog")["inputs"]["spec"]["template"]["metadata"]["labels"]
+    training = training_pod_labels(resources, "manual", "embedded")[0]
+    for labels, namespace in ((training, NAMESPACE), ({}, "default")):
+        for port in (8265, 6379, 8080):
+            assert not admitted(policies(resources), watchdog, labels=labels, namespace=namespace, port=port)

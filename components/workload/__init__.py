@@ -201,6 +201,12 @@ class RlinfTraining(pulumi.ComponentResource):
             spec=network_policy.training_network_policy_spec(manual.LAUNCHER_LABELS if wl.launcher == "manual" else rayjob.POD_LABELS),
             opts=child,
         )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-deny-ingress",
+            metadata=meta.ObjectMetaArgs(name=network_policy.DENY_NAME, namespace=namespace, labels=dict(APP_LABELS)),
+            spec=network_policy.deny_ingress_spec(APP_LABELS),
+            opts=child,
+        )
 
         self.entrypoint = pulumi.Output.from_input(self.launch.shell())
         self.register_outputs({"entrypoint": self.entrypoint})

@@ -1,4 +1,5 @@
-"""Who may reach the Ray pods: a NetworkPolicy ``rlinf-training`` over the training pods.
+"""Who may reach the Ray pods: a NetworkPolicy ``rlinf-training`` over the training pods, and
+``rlinf-deny-ingress`` over every pod of the workload (the watchdog serves nothing).
 
 The Ray head listens on every interface (``--dashboard-host=0.0.0.0``, the GCS on 6379, the client
 server on 10001) with Ray's token authentication off, so anything that reaches a training pod can
@@ -32,6 +33,10 @@ import pulumi_kubernetes as k8s
 from .manual import RAY_DASHBOARD_PORT
 
 NAME = "rlinf-training"
+# NetworkPolicies add up (a pod admits what any policy that selects it admits): this one isolates
+# every pod of the workload, so one that needs no ingress (the watchdog) or one added later admits
+# nothing until a policy says what it serves.
+DENY_NAME = "rlinf-deny-ingress"
 
 net = k8s.networking.v1
 meta = k8s.meta.v1
@@ -52,4 +57,12 @@ def training_network_policy_spec(pod_labels: Mapping[str, str]) -> net.NetworkPo
                 ports=[net.NetworkPolicyPortArgs(protocol="TCP", port=RAY_DASHBOARD_PORT)],
             ),
         ],
+    )
+
+
+def deny_ingress_spec(workload_labels: Mapping[str, str]) -> net.NetworkPolicySpecArgs:
+    """Every pod with ``workload_labels`` admits no ingress beyond what other policies admit."""
+    return net.NetworkPolicySpecArgs(
+        pod_selector=meta.LabelSelectorArgs(match_labels=dict(workload_labels)),
+        policy_types=["Ingress"],
     )
