@@ -177,7 +177,10 @@ class Cluster(pulumi.ComponentResource):
             skip_default_security_groups=True,
             # efa-only interfaces need VPC CNI >= 1.18.5 (field notes section 1); pulumi-eks runs the
             # CNI as the vpc-cni EKS add-on at this version.
-            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=settings.vpc_cni_version),
+            # enable_network_policy: the CNI's network policy agent enforces the run's NetworkPolicies
+            # (workload/network_policy.py); without it EKS accepts them and enforces nothing. It filters
+            # pod IP traffic only, so EFA's OS-bypass traffic is untouched.
+            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=settings.vpc_cni_version, enable_network_policy=True),
             # CoreDNS is a Deployment: as an add-on created before any node exists it stays DEGRADED
             # and the add-on create waits out its timeout. It is added below, after the system nodes.
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),

@@ -13,7 +13,7 @@ import pulumi
 import pytest
 
 from rlinf_eks.workload import RlinfTraining
-from tests.harness import of_type, one, run_component, settings
+from tests.harness import STACKS, of_type, one, plan_stack, run_component, settings
 from tests.schemas import builtin_errors
 
 POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -99,7 +99,7 @@ def test_given_a_launcher_when_rendered_then_the_policies_cover_every_training_p
     assert sorted(p["metadata"]["name"] for p in policies(resources)) == ["rlinf-deny-ingress", "rlinf-training"]
     for policy in policies(resources):
         assert policy["metadata"]["namespace"] == NAMESPACE
-        assert builtin_errors(policy, "1.34") == []
+        assert builtin_errors(policy, "1.35") == []
         assert policy["spec"]["policyTypes"] == ["Ingress"], "egress (DNS, S3, Hugging Face) must stay open"
     training = one(resources, POLICY, "rlinf-network-policy")["inputs"]
     for labels in training_pod_labels(resources, launcher, cluster):
@@ -136,3 +136,13 @@ def test_given_the_watchdog_when_rendered_then_it_admits_nothing():
     for labels, namespace in ((training, NAMESPACE), ({}, "default")):
         for port in (8265, 6379, 8080):
             assert not admitted(policies(resources), watchdog, labels=labels, namespace=namespace, port=port)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_given_a_stack_with_network_policies_when_planned_then_the_vpc_cni_enforces_them(stack):
+    # EKS stores NetworkPolicies without enforcing them unless the vpc-cni add-on runs its network
+    # policy agent (enableNetworkPolicy): without it the policies above would be decoration.
+    plan = plan_stack(stack)
+    assert of_type(plan, POLICY), "every stack's run renders its NetworkPolicies"
+    (cluster,) = of_type(plan, "eks:index:Cluster")
+    assert cluster["inputs"]["vpcCniOptions"]["enableNetworkPolicy"] is True
