@@ -23,7 +23,7 @@ _UNKNOWN_SENTINELS = frozenset({
 
 def plain(value: Any) -> Any:
     """pulumi-policy's props (proxies that raise on unknown values) as plain JSON-like data,
-    unknowns as ``"[unknown]"``; whole floats as integers, as in plan.json."""
+    unknowns as :data:`UNKNOWN`; whole floats as integers, as in plan.json."""
     if isinstance(value, Mapping):
         try:
             target = value["__target"]  # the proxy's own dict, read without the unknown check
