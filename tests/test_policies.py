@@ -417,3 +417,19 @@ def test_given_a_violating_stack_when_planned_then_violations_are_reported_and_s
     err = capsys.readouterr().err
     assert "policy violation: [efa-node-group] gpu-nodes" in err
     assert (tmp_path / "plan.json").is_file()  # the plan is written either way, for review
+
+
+def test_the_crossguard_pack_builds_one_policy_of_the_right_kind_per_rule(monkeypatch):
+    """policy/__main__.py as `pulumi preview --policy-pack policy` runs it, with PolicyPack (which
+    would start the analyzer's gRPC server) replaced by a recorder."""
+    import runpy
+
+    import pulumi_policy
+
+    from tests.harness import ROOT
+
+    built: dict = {}
+    monkeypatch.setattr(pulumi_policy, "PolicyPack", lambda **kwargs: built.update(kwargs))
+    runpy.run_path(str(ROOT / "policy" / "__main__.py"), run_name="__main__")
+    kinds = {p.name: type(p).__name__ for p in built["policies"]}
+    assert kinds == {p.name: "ResourceValidationPolicy" if p.scope == "resource" else "StackValidationPolicy" for p in P.POLICIES}
