@@ -48,7 +48,14 @@ from .plan_reader import (
     truthy as _truthy,
 )
 
-__all__ = ["SECRET", "UNKNOWN", "NODE_GROUP", "LAUNCH_TEMPLATE", "SUBNET", "SECURITY_GROUP", "EKS_CLUSTERS", "pod_templates"]
+# the reader's names the policies' callers and tests use, beside this module's own
+__all__ = [
+    "SECRET", "UNKNOWN", "NODE_GROUP", "LAUNCH_TEMPLATE", "SUBNET", "SECURITY_GROUP", "EKS_CLUSTERS", "pod_templates",
+    "Violation", "PolicyOptions", "Policy", "POLICIES", "evaluate", "options_from_settings",
+    "check_efa_node_groups", "check_imdsv2", "check_ebs_encrypted", "check_s3_encrypted", "check_checkpoint_bucket",
+    "check_ray_ports_not_exposed", "check_no_privileged_containers", "check_gpu_pods_tolerate_gpu_taint",
+    "check_eks_endpoint_private",
+]
 
 SECURITY_GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
