@@ -4,7 +4,7 @@ Each policy of :mod:`rlinf_eks.policies` becomes a ResourceValidationPolicy (rul
 resource) or a StackValidationPolicy (rules that follow references between resources), whose
 ``validate`` adapts pulumi-policy's arguments to the plan.json shape and calls the same pure
 function the offline plan runs. Building the PolicyPack starts the analyzer's gRPC server, so
-tests never import this module; they test :func:`rlinf_eks.policies.validate_with` instead.
+tests never import this module; they test :func:`rlinf_eks.policies_crossguard.validate_with` instead.
 
 Policy config (``pulumi preview --policy-pack policy --policy-pack-config config.json``):
 ``{"eks-endpoint-not-public": {"allowPublicEndpointFromAnywhere": true}}`` accepts a public API
@@ -21,7 +21,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from rlinf_eks.policies import POLICIES, validate_with
+from rlinf_eks.policies import POLICIES
+from rlinf_eks.policies_crossguard import validate_with
 
 CONFIG = {
     "eks-endpoint-not-public": PolicyConfigSchema(

@@ -82,14 +82,15 @@ _CUSTOM_RESOURCE_KINDS = ("RayCluster", "RayJob", "RayService")
 def pods_of_custom_resources(manifests: dict[str, dict]) -> dict[str, dict]:
     """checkov checks only the kinds it knows: the pod templates inside KubeRay's custom resources
     are written out as Pods (named <resource>-<role>) so their containers are checked too."""
-    from rlinf_eks.policies import pod_templates
+    from rlinf_eks.plan_reader import pod_templates
 
     pods: dict[str, dict] = {}
     for obj in manifests.values():
         if obj.get("kind") not in _CUSTOM_RESOURCE_KINDS:
             continue
         meta = obj.get("metadata") or {}
-        for path, spec in pod_templates(obj):
+        for template in pod_templates(obj):
+            path, spec = template.path, template.spec
             role = ("head" if "headGroupSpec" in path else "submitter" if "submitter" in path
                     else "worker-" + path.split("workerGroupSpecs[")[1].split("]")[0])
             name = f"{meta['name']}-{role}"

@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from rlinf_eks import policies as P
+from rlinf_eks import policies_crossguard as CG
 
 PREFIX = "urn:pulumi:test::rlinf-eks::"
 
@@ -334,7 +335,7 @@ def test_given_policy_resources_with_unknowns_then_the_adapter_yields_plan_shape
     lt = res(P.LAUNCH_TEMPLATE, "lt", {"networkInterfaces": [{"interfaceType": "efa", "securityGroups": [UNKNOWN_STRING_VALUE]}]})
     sg_resource = policy_resource(sg)
     args = StackValidationArgs([sg_resource, policy_resource(lt, {"networkInterfaces": [sg_resource]})])
-    converted = P.resources_from_policy_args(args)
+    converted = CG.resources_from_policy_args(args)
     assert converted[0]["inputs"] == {"vpcId": "[unknown]", "ingress": [{"protocol": "-1", "self": True, "fromPort": 0}]}
     assert converted[0]["options"]["protect"] is False and converted[0]["urn"] == sg["urn"]
     assert converted[1]["propertyDependencies"] == {"networkInterfaces": [sg["urn"]]}
@@ -349,17 +350,17 @@ def test_given_resource_validation_args_then_validate_with_reports_each_violatio
     args = ResourceValidationArgs(lt["type"], unknown_checking_proxy(copy.deepcopy(lt["inputs"])), lt["urn"], lt["name"], opts, None)
     reported: list[tuple] = []
     imds = next(p for p in P.POLICIES if p.name == "imdsv2-required")
-    P.validate_with(imds)(args, lambda message, urn=None: reported.append((message, urn)))
+    CG.validate_with(imds)(args, lambda message, urn=None: reported.append((message, urn)))
     assert reported == [(P.check_imdsv2([lt])[0].message, lt["urn"])]
     reported.clear()
     args.props["metadataOptions"]["httpTokens"] = "required"
-    P.validate_with(imds)(args, lambda message, urn=None: reported.append((message, urn)))
+    CG.validate_with(imds)(args, lambda message, urn=None: reported.append((message, urn)))
     assert reported == []
 
 
 def test_given_policy_config_then_the_endpoint_opt_in_reaches_the_check():
-    assert P.options_from_policy_config({"allowPublicEndpointFromAnywhere": True}).allow_public_endpoint_from_anywhere
-    assert not P.options_from_policy_config(None).allow_public_endpoint_from_anywhere
+    assert CG.options_from_policy_config({"allowPublicEndpointFromAnywhere": True}).allow_public_endpoint_from_anywhere
+    assert not CG.options_from_policy_config(None).allow_public_endpoint_from_anywhere
 
 
 # --- every stack -------------------------------------------------------------------------------
@@ -416,3 +417,19 @@ def test_given_a_violating_stack_when_planned_then_violations_are_reported_and_s
     err = capsys.readouterr().err
     assert "policy violation: [efa-node-group] gpu-nodes" in err
     assert (tmp_path / "plan.json").is_file()  # the plan is written either way, for review
+
+
+def test_the_crossguard_pack_builds_one_policy_of_the_right_kind_per_rule(monkeypatch):
+    """policy/__main__.py as `pulumi preview --policy-pack policy` runs it, with PolicyPack (which
+    would start the analyzer's gRPC server) replaced by a recorder."""
+    import runpy
+
+    import pulumi_policy
+
+    from tests.harness import ROOT
+
+    built: dict = {}
+    monkeypatch.setattr(pulumi_policy, "PolicyPack", lambda **kwargs: built.update(kwargs))
+    runpy.run_path(str(ROOT / "policy" / "__main__.py"), run_name="__main__")
+    kinds = {p.name: type(p).__name__ for p in built["policies"]}
+    assert kinds == {p.name: "ResourceValidationPolicy" if p.scope == "resource" else "StackValidationPolicy" for p in P.POLICIES}

@@ -6,7 +6,7 @@ each update with the changed input and option paths and their old and new values
 for every change that would replace or roll the GPU nodes or the cluster. CI posts the text as a
 job summary, so it needs no credentials.
 
-Secrets are already masked as ``"[secret]"`` in plan.json and stay masked here (a change inside
+Secrets are already masked (``plan_reader.SECRET``) in plan.json and stay masked here (a change inside
 a secret is therefore invisible to this diff; the real preview shows it as ``[secret]`` too).
 """
 
@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .plan import PLAN_FILE
-
-SECRET = "[secret]"
 
 
 class PlanError(ValueError):

@@ -12,9 +12,16 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.sync_await import _sync_await
 
+from ..plan_reader import SECRET, UNKNOWN
 from .fake_cloud import FakeCloud
 
-SECRET = "[secret]"
+__all__ = ["SECRET", "UNKNOWN", "Registration", "RecordingMonitor", "Run", "run", "wire_value"]
+
+# Pulumi's property wire format (pulumi.runtime.rpc: _special_sig_key, _special_secret_sig,
+# _special_resource_sig, UNKNOWN). These and the other SDK internals used below (_sync_await,
+# MockMonitor.RegisterResource/make_urn, SETTINGS.rpc_manager, stack.run_pulumi_func, the
+# RegisterResourceRequest fields) are checked by tests/test_engine_internals.py against the
+# installed SDK; pyproject.toml pins the SDK range they were tested on.
 _SIG = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
@@ -36,7 +43,7 @@ def wire_value(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if value == _UNKNOWN:
-        return "[unknown]"
+        return UNKNOWN
     return value
 
 

@@ -17,8 +17,7 @@ from typing import Any
 import yaml
 
 from ..config import PROJECT, foreign_project_key
-
-SECRET_PLACEHOLDER = "[secret]"
+from ..plan_reader import SECRET as SECRET_PLACEHOLDER
 
 
 class StackConfigError(ValueError):
