@@ -190,37 +190,146 @@ def test_given_a_live_head_when_ray_on_a_worker_fails_then_the_worker_fails(tmp_
     assert "while the head still runs" in result.stderr
 
 
+def listening_port(server: socket.socket) -> int:
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    return server.getsockname()[1]
+
+
+def start_launch(tmp_path: Path, env: dict[str, str], *, index: int, port: int = 6379, grace: int = 900, timeout: int = 60) -> subprocess.Popen:
+    launch = write_launch(tmp_path, port=port, grace=grace, timeout=timeout)
+    return subprocess.Popen(
+        [BASH, str(launch)],
+        env={**env, "JOB_COMPLETION_INDEX": str(index), "HOME": str(tmp_path)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_for_text(path: Path, text: str, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in (path.read_text() if path.exists() else ""):
+        assert time.monotonic() < deadline, f"{text!r} never appeared in {path}"
+        time.sleep(0.05)
+
+
+def write_checkpoint_shard(run_dir: Path) -> None:
+    shard = run_dir / "checkpoints" / "global_step_10" / "actor" / "model_world_size_2_rank_1.pt"
+    shard.parent.mkdir(parents=True, exist_ok=True)
+    shard.write_text("shard being written")
+
+
+# A Python trainer that reports how it was stopped. It runs as the launcher's background job, as
+# the real trainer does, so it sees whatever signal dispositions the launcher gives it.
+SIGNAL_REPORTING_TRAINER = """exec python3 - <<'PY'
+import os, signal, sys, time
+marker = os.environ["TRAINER_MARKER"]
+if os.environ.get("TRAINER_IGNORES_SIGINT"):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def on_term(signum, frame):
+    open(marker, "a").write("SIGTERM\\n"); sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+open(marker, "a").write(f"training {signal.getsignal(signal.SIGINT)!r}\\n")
+try:
+    time.sleep(float(os.environ.get("TRAINER_SECONDS", "60")))
+except KeyboardInterrupt:
+    open(marker, "a").write("KeyboardInterrupt\\n")
+    sys.exit(0)  # a trainer that exits 0 when interrupted: the pod must still say it was stopped
+sys.exit(int(os.environ.get("TRAINER_STATUS", "0")))
+PY
+"""
 
 
 def test_given_a_checkpoint_being_written_when_a_worker_gets_sigterm_then_ray_stops_only_after_the_writes_settle(tmp_path, fake_ray):
     # Job deletion or a drain sends SIGTERM to every pod at once; stopping Ray on a worker at once
     # kills its ranks mid-way through their checkpoint shards while the head waits for them
-    import signal
-    import time
-
     with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(8)
-        port = server.getsockname()[1]
-        launch = write_launch(tmp_path, port=port, grace=6)  # settle budget: grace / 2 = 3 s
-        proc = subprocess.Popen(
-            [BASH, str(launch)],
-            env={**fake_ray, "FAKE_BLOCK_SECONDS": "30", "JOB_COMPLETION_INDEX": "1", "HOME": str(tmp_path)},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
+        proc = start_launch(tmp_path, {**fake_ray, "FAKE_BLOCK_SECONDS": "30"}, index=1, port=listening_port(server), grace=6)  # settle budget 3 s
         log = Path(fake_ray["FAKE_RAY_LOG"])
-        deadline = time.monotonic() + 20
-        while "--block" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for_text(log, "--block")
         time.sleep(0.5)
-        (tmp_path / "global_step_10.pt").write_text("shard being written")
+        write_checkpoint_shard(tmp_path)
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=30)
         elapsed = time.monotonic() - sent
     assert "raylet-stopped" in log.read_text()
     assert elapsed >= 2.5, f"Ray stopped {elapsed:.1f}s after SIGTERM, before the checkpoint settled: {err}"
-    assert proc.returncode == 0, err
+    assert proc.returncode == 143, err
+    assert (tmp_path / "state" / "exit-code").read_text().strip() == "143"
+
+
+def test_given_a_trainer_that_keeps_logging_when_a_worker_gets_sigterm_then_the_logs_do_not_hold_the_stop(tmp_path, fake_ray):
+    log_file = tmp_path / "logs" / "rlinf" / "tensorboard" / "events.out"
+    log_file.parent.mkdir(parents=True)
+    log_file.write_text("step 9\n")
+    with socket.socket() as server:
+        proc = start_launch(tmp_path, {**fake_ray, "FAKE_BLOCK_SECONDS": "30"}, index=1, port=listening_port(server), grace=20)  # settle budget 10 s
+        wait_for_text(Path(fake_ray["FAKE_RAY_LOG"]), "--block")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    assert proc.returncode == 143, err
+    assert elapsed < 5, f"a fresh log file held the stop for {elapsed:.1f}s: {err}"
+
+
+@pytest.mark.parametrize("repeat", range(3))
+def test_given_ray_exits_while_a_stopped_worker_settles_then_the_worker_reports_it_was_stopped(tmp_path, fake_ray, repeat):
+    # issue 9: the trap's interrupted `wait` left rc=143 or Ray's status depending on timing
+    with socket.socket() as server:
+        proc = start_launch(tmp_path, {**fake_ray, "FAKE_BLOCK_SECONDS": "1.5", "FAKE_BLOCK_STATUS": "1"}, index=1, port=listening_port(server), grace=6)
+        wait_for_text(Path(fake_ray["FAKE_RAY_LOG"]), "--block")
+        write_checkpoint_shard(tmp_path)  # holds the stop 3 s, while Ray exits on its own
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert "stopped: Ray on this node exited with status" in err
+
+
+def test_given_a_trainer_that_ends_while_the_stopped_head_settles_then_the_pod_reports_the_trainers_status(tmp_path, fake_ray):
+    # issue 9's race on the head: the trainer's own status, not the interrupted wait's 143
+    marker = tmp_path / "trainer.marker"
+    (tmp_path / "trainer.sh").write_text(SIGNAL_REPORTING_TRAINER)
+    env = {**fake_ray, "FAKE_NODES": "2", "FAKE_GPUS": "16", "TRAINER_MARKER": str(marker), "TRAINER_SECONDS": "1.5", "TRAINER_STATUS": "7"}
+    proc = start_launch(tmp_path, env, index=0, grace=8)  # settle budget 4 s
+    wait_for_text(marker, "training")
+    write_checkpoint_shard(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 7, err
+    assert "KeyboardInterrupt" not in marker.read_text()
+
+
+def test_given_a_training_head_when_stopped_then_the_trainer_gets_keyboardinterrupt_and_the_pod_reports_stopped(tmp_path, fake_ray):
+    marker = tmp_path / "trainer.marker"
+    (tmp_path / "trainer.sh").write_text(SIGNAL_REPORTING_TRAINER)
+    proc = start_launch(tmp_path, {**fake_ray, "FAKE_NODES": "2", "FAKE_GPUS": "16", "TRAINER_MARKER": str(marker)}, index=0, grace=20)
+    wait_for_text(marker, "training")
+    assert "default_int_handler" in marker.read_text(), "the trainer was started with SIGINT ignored"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    elapsed = time.monotonic() - sent
+    assert marker.read_text().splitlines()[-1] == "KeyboardInterrupt", err
+    assert proc.returncode == 143, err
+    assert elapsed < 5, f"{elapsed:.1f}s: the trainer was not interrupted"
+    assert (tmp_path / "state" / "exit-code").read_text().strip() == "143"
+
+
+def test_given_a_trainer_that_ignores_sigint_when_the_head_is_stopped_then_it_gets_sigterm_within_the_grace_period(tmp_path, fake_ray):
+    marker = tmp_path / "trainer.marker"
+    (tmp_path / "trainer.sh").write_text(SIGNAL_REPORTING_TRAINER)
+    env = {**fake_ray, "FAKE_NODES": "2", "FAKE_GPUS": "16", "TRAINER_MARKER": str(marker), "TRAINER_IGNORES_SIGINT": "1"}
+    proc = start_launch(tmp_path, env, index=0, grace=8)  # settle 4 s (nothing to settle), stop by 6 s
+    wait_for_text(marker, "training")
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    elapsed = time.monotonic() - sent
+    assert marker.read_text().splitlines()[-1] == "SIGTERM", err
+    assert "still runs after SIGINT: sending SIGTERM" in err
+    assert proc.returncode == 143, err
+    assert elapsed < 8, f"{elapsed:.1f}s: past the grace period"
 
 
 def test_given_a_head_waiting_for_its_peers_when_stopped_then_it_exits_at_once(tmp_path, fake_ray):

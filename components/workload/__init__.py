@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from ..config import StackSettings
 from ..trainers import TrainerLaunch, launch_for
-from . import manual, rayjob, scripts, watchdog
+from . import manual, network_policy, rayjob, scripts, watchdog
 from .pod import (
     APP_LABELS,
     RAY_CONTAINER,
@@ -195,6 +195,12 @@ class RlinfTraining(pulumi.ComponentResource):
             self._manual(name, namespace, nnodes, pod_inputs, annotations)
         else:
             self._kuberay(name, namespace, nnodes, pod_inputs, annotations, operator)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata=meta.ObjectMetaArgs(name=network_policy.NAME, namespace=namespace, labels=dict(APP_LABELS)),
+            spec=network_policy.training_network_policy_spec(manual.LAUNCHER_LABELS if wl.launcher == "manual" else rayjob.POD_LABELS),
+            opts=child,
+        )
 
         self.entrypoint = pulumi.Output.from_input(self.launch.shell())
         self.register_outputs({"entrypoint": self.entrypoint})
@@ -267,7 +273,7 @@ class RlinfTraining(pulumi.ComponentResource):
         self, name: str, namespace: str, nnodes: int, pod_inputs: RayPodInputs, annotations: dict[str, str], operator: Optional[Any]
     ) -> None:
         settings = pod_inputs.settings
-        labels = {**APP_LABELS, "app.kubernetes.io/component": "kuberay"}
+        labels = dict(rayjob.POD_LABELS)
         head = to_manifest(
             ray_pod_template(pod_inputs, container_name=rayjob.HEAD_CONTAINER, command=None, labels=labels, annotations=annotations)
         )

@@ -17,13 +17,15 @@ import yaml
 
 from ..cluster import SYSTEM_NODE_LABELS
 from ..config import StackSettings
-from .pod import RayPodShape, core, guaranteed, to_manifest
+from .pod import APP_LABELS, RayPodShape, core, guaranteed, to_manifest
 
 RAY_CLUSTER_NAME = "rlinf-cluster"  # <= 53 characters (KubeRay)
 RAY_JOB_NAME = "rlinf-training"  # <= 47 characters (KubeRay)
 WORKER_GROUP = "gpu-workers"
 HEAD_CONTAINER = "ray-head"
 WORKER_CONTAINER = "ray-worker"
+# the head's and the workers' pod labels (KubeRay adds its own ray.io/* labels)
+POD_LABELS = {**APP_LABELS, "app.kubernetes.io/component": "kuberay"}
 
 
 def ray_start_params(shape: RayPodShape, *, head: bool) -> dict[str, str]:

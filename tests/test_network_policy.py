@@ -1,0 +1,112 @@
+"""The training pods' NetworkPolicy: only training pods reach them, on every port; the dashboard
+is reachable from inside the cluster; nothing else (the GCS and the Ray client port included).
+
+The rules are read back from what the component registers and evaluated with NetworkPolicy's
+semantics (a peer matches by podSelector in the policy's namespace or by namespaceSelector; a rule
+without ports admits every port), against the labels of the pods the launcher really renders."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pulumi
+import pytest
+
+from rlinf_eks.workload import RlinfTraining
+from tests.harness import of_type, one, run_component, settings
+from tests.schemas import builtin_errors
+
+POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+NAMESPACE = "rlinf"
+# NCCL's and Gloo's bootstrap and socket ports are ephemeral; 29500 is torch's default rendezvous
+TRAINING_PORTS = [6379, 8265, 10001, 29500, 45678, 52365]
+
+
+def render(launcher: str, cluster: str = "embedded") -> list[dict[str, Any]]:
+    s = settings(
+        gpuNodes={"nodeCount": 2},
+        kuberay={"enabled": launcher == "kuberay"},
+        workload={"launcher": launcher, "namespace": NAMESPACE, "rayjob": {"cluster": cluster}},
+    )
+
+    def program() -> None:
+        RlinfTraining(
+            "rlinf",
+            settings=s,
+            service_account_name="training-sa",
+            bucket_name="bkt",
+            shared_volume_claim=pulumi.Output.from_input("fsx-claim"),
+        )
+
+    return run_component(program)
+
+
+def training_pod_labels(resources: list[dict[str, Any]], launcher: str, cluster: str) -> list[dict[str, str]]:
+    """The labels of every pod the launcher creates, from the rendered templates."""
+    if launcher == "manual":
+        return [one(resources, "kubernetes:batch/v1:Job")["inputs"]["spec"]["template"]["metadata"]["labels"]]
+    kind = "RayJob" if cluster == "embedded" else "RayCluster"
+    (resource,) = [r for r in of_type(resources, "kubernetes:ray.io/v1:" + kind)]
+    spec = resource["inputs"]["spec"]
+    spec = spec["rayClusterSpec"] if kind == "RayJob" else spec
+    return [spec["headGroupSpec"]["template"]["metadata"]["labels"]] + [
+        g["template"]["metadata"]["labels"] for g in spec["workerGroupSpecs"]
+    ]
+
+
+def selects(selector: Optional[dict[str, Any]], labels: dict[str, str]) -> bool:
+    assert set(selector or {}) <= {"matchLabels"}, f"not evaluated here: {selector}"
+    return all(labels.get(k) == v for k, v in (selector or {}).get("matchLabels", {}).items())
+
+
+def admitted(spec: dict[str, Any], *, labels: dict[str, str], namespace: str, port: int, protocol: str = "TCP") -> bool:
+    """Whether ingress from a pod with ``labels`` in ``namespace`` to ``port`` is allowed."""
+    for rule in spec.get("ingress", []):
+        ports = rule.get("ports")
+        if ports and not any(p.get("protocol", "TCP") == protocol and p["port"] == port for p in ports):
+            continue
+        for peer in rule.get("from", []):
+            assert "ipBlock" not in peer
+            if "namespaceSelector" in peer:
+                # the cluster's namespaces carry only kubernetes.io/metadata.name
+                ns_ok = selects(peer["namespaceSelector"], {"kubernetes.io/metadata.name": namespace})
+                if ns_ok and ("podSelector" not in peer or selects(peer["podSelector"], labels)):
+                    return True
+            elif namespace == NAMESPACE and selects(peer.get("podSelector"), labels):
+                return True
+    return False
+
+
+CASES = [("manual", "embedded"), ("kuberay", "embedded"), ("kuberay", "selector")]
+
+
+@pytest.mark.parametrize("launcher,cluster", CASES)
+def test_given_a_launcher_when_rendered_then_the_policy_covers_every_training_pod_and_validates(launcher, cluster):
+    resources = render(launcher, cluster)
+    policy = one(resources, POLICY)["inputs"]
+    assert policy["metadata"]["namespace"] == NAMESPACE
+    assert builtin_errors(policy, "1.34") == []
+    assert policy["spec"]["policyTypes"] == ["Ingress"], "egress (DNS, S3, Hugging Face) must stay open"
+    for labels in training_pod_labels(resources, launcher, cluster):
+        assert selects(policy["spec"]["podSelector"], labels), labels
+
+
+@pytest.mark.parametrize("launcher,cluster", CASES)
+def test_given_the_policy_when_training_pods_talk_then_every_port_is_admitted(launcher, cluster):
+    resources = render(launcher, cluster)
+    spec = one(resources, POLICY)["inputs"]["spec"]
+    for labels in training_pod_labels(resources, launcher, cluster):
+        for port in TRAINING_PORTS:
+            for protocol in ("TCP", "UDP"):
+                assert admitted(spec, labels=labels, namespace=NAMESPACE, port=port, protocol=protocol), (labels, port, protocol)
+
+
+@pytest.mark.parametrize("launcher,cluster", CASES)
+def test_given_the_policy_when_another_pod_connects_then_only_the_dashboard_is_admitted(launcher, cluster):
+    spec = one(render(launcher, cluster), POLICY)["inputs"]["spec"]
+    others = [({"app": "notebook"}, NAMESPACE), ({"app.kubernetes.io/name": "kuberay-operator"}, "ray-system"), ({}, "default")]
+    for labels, namespace in others:
+        assert admitted(spec, labels=labels, namespace=namespace, port=8265)
+        for port in (6379, 10001, 52365, 29500):
+            assert not admitted(spec, labels=labels, namespace=namespace, port=port), (labels, namespace, port)
+        assert not admitted(spec, labels=labels, namespace=namespace, port=8265, protocol="UDP")
