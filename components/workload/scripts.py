@@ -113,9 +113,10 @@ finish() {
 
 # After a trainer failure: the run would resume from the newest complete checkpoint. A second
 # failure from that same checkpoint (no newer complete one in between) is a trainer bug that fails
-# again at the same step: the pod reports REPEATED_FAILURE, which the Job's podFailurePolicy turns
-# into FailJob, so no restart retries it. The file lives beside the checkpoints (FSx, or the run
-# directory synced to S3), so it outlives the pod.
+# again at the same step: the pod reports REPEATED_FAILURE, a status of its own that a gang-restart
+# policy can match (podFailurePolicy onExitCodes -> FailJob) to stop retrying; with today's Job
+# (backoffLimit 0) every failure already ends the run. The file lives beside the checkpoints (FSx,
+# or the run directory synced to S3), so it outlives the pod.
 check_repeated_failure() {
   local resume_point
   resume_point=$(checkpoints newest)
