@@ -39,6 +39,12 @@ def _plan(args: argparse.Namespace) -> int:
 
             print()
             print(render_efficiency(report))
+        from .offline.resilience import render as render_faults
+
+        faults = render_faults(plan.settings, plan.stack)
+        if faults:
+            print()
+            print(faults)
         print()
         print("\n".join(plan_mod.render_outputs(plan.outputs)))
         print()

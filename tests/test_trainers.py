@@ -3,6 +3,7 @@ generated override composed against the real trainer configs with Hydra."""
 
 from __future__ import annotations
 
+import glob
 import os
 import shlex
 import stat
@@ -14,6 +15,7 @@ import pytest
 
 from rlinf_eks.config import ConfigError, StackSettings
 from rlinf_eks.trainers import DIALECTS, check_world_size, launch_for, rlinf_embodied, rlinf_reasoning, verl_ppo
+from rlinf_eks.trainers.base import COMPLETE_MARKER
 from tests.harness import SHARED, require_shared, settings
 
 # the reference configs are upstream's: their Hydra 1.1-era warnings are not ours to fix
@@ -193,15 +195,36 @@ def _run_script(script: str, tmp_path: Path) -> list[str]:
     return out.stdout.splitlines()
 
 
-def test_script_resumes_from_the_newest_checkpoint_of_either_layout(tmp_path):
+def test_script_resumes_from_the_newest_complete_checkpoint_of_either_layout(tmp_path):
     logs = tmp_path / "logs dir"
     for step in ("checkpoints/global_step_5", "checkpoints/global_step_40", "exp/checkpoints/global_step_120", "exp/checkpoints/global_step_80"):
         (logs / step).mkdir(parents=True)
+        # global_step_120 is a save that was cut off: no completeness marker
+        if not step.endswith("_120"):
+            (logs / step / COMPLETE_MARKER).write_text("done\n")
     s = stack("rlinf-reasoning", "vllm", workdir=str(tmp_path), experimentName="exp")
     run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(logs), checkpoint_dir="/unused")
     printed = _run_script(run.script(), tmp_path)
-    assert printed[-1] == f"runner.resume_dir={logs}/exp/checkpoints/global_step_120"
+    assert printed[-1] == f"runner.resume_dir={logs}/exp/checkpoints/global_step_80"
     assert printed[1:-1] == run.argv[1:]
+    (logs / "exp/checkpoints/global_step_120" / COMPLETE_MARKER).write_text("done\n")
+    assert _run_script(run.script(), tmp_path)[-1] == f"runner.resume_dir={logs}/exp/checkpoints/global_step_120"
+
+
+def test_rlinf_checkpoint_patterns_find_both_layouts_and_escape_the_log_dir(tmp_path):
+    logs = tmp_path / "logs [1]"
+    for step in ("checkpoints/global_step_5", "exp/checkpoints/global_step_7"):
+        (logs / step).mkdir(parents=True)
+    s = stack("rlinf-embodied", "hf", experimentName="exp")
+    run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(logs), checkpoint_dir="/unused")
+    found = sorted(p for pattern in run.checkpoint_patterns for p in glob.glob(pattern))
+    assert found == [str(logs / "checkpoints/global_step_5"), str(logs / "exp/checkpoints/global_step_7")]
+
+
+def test_verl_ppo_says_it_cannot_resume_and_still_names_its_checkpoints():
+    run = launch(stack("verl-ppo", "hf"))
+    assert run.resume is None and "cannot resume" in run.resume_note
+    assert run.checkpoint_patterns and all(p.endswith("/*/global_step_*") for p in run.checkpoint_patterns)
 
 
 def test_script_starts_fresh_without_a_checkpoint(tmp_path):

@@ -3,12 +3,18 @@ batch value came from (the reference config, ``workload.trainer.batch`` or a use
 
 from __future__ import annotations
 
+import glob
 import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from ..config import StackSettings
+
+COMPLETE_MARKER = ".rlinf-eks-complete"
+"""In a ``global_step_<N>`` directory: the launcher wrote it once that checkpoint was complete
+(see :mod:`rlinf_eks.workload.scripts`); resume, the S3 upload and the restore take only marked
+directories."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,10 @@ class TrainerLaunch:
     ``workdir``: run ``argv`` from here; ``warnings``: things the plan should show;
     ``resume``: how to resume from the latest checkpoint, None when the dialect cannot;
     ``ray_head_required``: the driver connects to a running Ray (``ray.init(address="auto")``)
-    even on one node, so the launcher must start ``ray start --head`` first.
+    even on one node, so the launcher must start ``ray start --head`` first;
+    ``checkpoint_patterns``: Python glob patterns of every ``global_step_<N>`` directory the
+    trainer writes (the launcher marks the complete ones), whether or not it can resume;
+    ``resume_note``: for the plan, why a dialect without ``resume`` cannot resume.
     """
 
     argv: list[str]
@@ -45,22 +54,25 @@ class TrainerLaunch:
     warnings: list[str] = field(default_factory=list)
     resume: Optional[Resume] = None
     ray_head_required: bool = False
+    checkpoint_patterns: tuple[str, ...] = ()
+    resume_note: str = ""
 
     def shell(self) -> str:
         """The command line, quoted for a POSIX shell."""
         return shlex.join(self.argv)
 
     def script(self) -> str:
-        """POSIX sh that runs the trainer from ``workdir``, resuming from the newest
-        ``global_step_<N>`` checkpoint when one exists (``exec``: the trainer's exit status is the
-        script's)."""
+        """POSIX sh that runs the trainer from ``workdir``, resuming from the newest complete
+        ``global_step_<N>`` checkpoint (one holding :data:`COMPLETE_MARKER`) when one exists
+        (``exec``: the trainer's exit status is the script's). A directory without the marker is a
+        save that was cut off (a killed pod, a lost node) and is never resumed from."""
         lines = [f"cd {shlex.quote(self.workdir)}"]
         if self.resume is None:
             return "\n".join([*lines, f"exec {self.shell()}", ""])
         globs = " ".join(self.resume.checkpoint_globs)
         lines += [
             # newest by step number, whichever of the trainer's layouts wrote it
-            f"latest=$(ls -d {globs} 2>/dev/null | awk -F'global_step_' '{{print $NF \"\\t\" $0}}'"
+            f"latest=$(for d in {globs}; do [ -f \"$d/{COMPLETE_MARKER}\" ] && echo \"$d\"; done | awk -F'global_step_' '{{print $NF \"\\t\" $0}}'"
             " | sort -n | tail -n 1 | cut -f2-)",
             'if [ -n "$latest" ]; then',
             f'  echo "resuming from $latest"; set -- {shlex.quote(self.resume.key + "=")}"$latest"',
@@ -76,6 +88,11 @@ class TrainerLaunch:
 def glob_under(directory: str, pattern: str) -> str:
     """``directory`` quoted for the shell, then an unquoted glob ``pattern`` below it."""
     return f"{shlex.quote(directory.rstrip('/'))}/{pattern}"
+
+
+def pattern_under(directory: str, pattern: str) -> str:
+    """``directory`` escaped for Python's :mod:`glob`, then ``pattern`` below it."""
+    return f"{glob.escape(directory.rstrip('/'))}/{pattern}"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, Mapping, Optional
 
 from ..config import StackSettings
-from .base import Resume, Value, World, effective_sizes, glob_under, overridden, problem
+from .base import Resume, Value, World, effective_sizes, glob_under, overridden, pattern_under, problem
 
 __all__ = ["Reference", "problem"]
 
@@ -115,6 +115,13 @@ def resume(settings: StackSettings, log_dir: str) -> Optional[Resume]:
     experiment = f"{log_dir.rstrip('/')}/{settings.workload.trainer.experiment_name}"
     globs = (glob_under(log_dir, "checkpoints/global_step_*"), glob_under(experiment, "checkpoints/global_step_*"))
     return Resume(checkpoint_globs=globs, key="runner.resume_dir")
+
+
+def checkpoint_patterns(settings: StackSettings, log_dir: str) -> tuple[str, ...]:
+    """The same two layouts as :func:`resume`, for the launcher's completeness markers (kept even
+    when the user's own resume_dir turns auto-resume off: the S3 upload still needs them)."""
+    experiment = f"{log_dir.rstrip('/')}/{settings.workload.trainer.experiment_name}"
+    return (pattern_under(log_dir, "checkpoints/global_step_*"), pattern_under(experiment, "checkpoints/global_step_*"))
 
 
 def env(workdir: str) -> dict[str, str]:

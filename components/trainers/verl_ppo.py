@@ -8,6 +8,10 @@ Facts from shared/reference/trainers/README.md (SimpleVLA-RL section):
   ``ppo_micro_batch_size`` is derived (= world size), never typed;
 - ``rollout.name=vllm`` raises ValueError in ``RobActorRolloutRefWorker._build_rollout`` today;
 - ``main_ppo`` calls ``ray.init()`` without an address (field notes, section 3).
+- no resume: ppo_trainer.yaml has no ``trainer.resume_mode`` (upstream veRL's auto/disable/
+  resume_path) and ``RayPPOTrainer.fit`` starts from ``global_steps = 0`` with no checkpoint
+  load; checkpoints go to ``<default_local_dir>/actor/global_step_<N>`` (``critic/`` with GAE) and
+  no ``latest_checkpointed_iteration.txt`` is written.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..config import StackSettings
-from .base import TrainerLaunch, Value, World, batch_overrides, effective_sizes, problem
+from .base import TrainerLaunch, Value, World, batch_overrides, effective_sizes, pattern_under, problem
 
 DIALECT = "verl-ppo"
 MODULE = "verl.trainer.main_ppo"
@@ -30,6 +34,13 @@ DIVIDED_BY_WORLD: dict[str, dict[str, int]] = {
         "actor_rollout_ref.ref.log_prob_micro_batch_size": 128,
     }
 }
+
+RESUME_NOTE = (
+    "verl-ppo (SimpleVLA-RL) cannot resume: its ppo_trainer.yaml has no trainer.resume_mode and "
+    "RayPPOTrainer.fit starts at global_steps = 0, so a restarted run trains again from "
+    "actor_rollout_ref.model.path; its complete checkpoints (actor/global_step_N) are kept for "
+    "evaluation or a manual restart from one"
+)
 
 VLLM_WARNING = (
     "workload.rollout.backend=vllm with the verl-ppo dialect: SimpleVLA-RL's RobActorRolloutRefWorker "
@@ -84,7 +95,14 @@ def launch(
         env["RAY_ADDRESS"] = "auto"
     warnings = ([VLLM_WARNING] if rollout.backend == "vllm" else []) + _floor_division_warnings(settings, world)
     argv = ["python", "-m", MODULE, *overrides, *batch_overrides(settings), *trainer.overrides]
-    return TrainerLaunch(argv=argv, env=env, workdir=trainer.workdir, warnings=warnings)
+    return TrainerLaunch(
+        argv=argv,
+        env=env,
+        workdir=trainer.workdir,
+        warnings=warnings,
+        checkpoint_patterns=(pattern_under(checkpoint_dir, "*/global_step_*"),),
+        resume_note=RESUME_NOTE,
+    )
 
 
 def world_size_problems(settings: StackSettings, world: World) -> list[str]:

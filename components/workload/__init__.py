@@ -70,9 +70,12 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
             state_dir=STATE_DIR,
             trainer_pythonpath=pythonpath,
             trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
+            checkpoint_patterns=launch.checkpoint_patterns,
         )
     else:
-        files["driver.sh"] = scripts.kuberay_driver(trainer_pythonpath=pythonpath, trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}")
+        files["driver.sh"] = scripts.kuberay_driver(
+            trainer_pythonpath=pythonpath, trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}", checkpoint_patterns=launch.checkpoint_patterns
+        )
     if settings.preflight.enabled:
         multi_node = settings.workload.launcher == "manual" and nnodes > 1 and shared
         files[PREFLIGHT_SCRIPT] = preflight_script(

@@ -17,6 +17,81 @@ def render(values: Mapping[str, Any], body: str) -> str:
     return f"{_SHEBANG}{shell_assignments(values)}\n{body}"
 
 
+# --- complete checkpoints --------------------------------------------------------------------------
+
+COMPLETE_MARKER = ".rlinf-eks-complete"  # the same name as trainers.base.COMPLETE_MARKER
+REPEATED_FAILURE = 86
+"""The head's status when the trainer failed twice from the same complete checkpoint (no new one in
+between): a trainer bug, not a fault that a restart cures."""
+
+# Bash functions of launch.sh and driver.sh, on every pod that runs Ray. CHECKPOINT_PATTERNS:
+# Python glob patterns (one a line) of the trainer's global_step_<N> directories.
+CHECKPOINTS = r"""
+# The trainers give no completeness signal a launcher can read for every layout (SimpleVLA-RL's
+# veRL writes no tracker file), but their
+# drivers save synchronously: RLinf's runner and veRL's fit() call the worker group's
+# save_checkpoint, which returns only once every rank's save returned, before the next step
+# starts. So global_step_N is complete once a newer global_step_M (M > N) exists beside it, once
+# upstream veRL's latest_checkpointed_iteration.txt beside it names N or later, or once the
+# trainer exited 0. The marker is written by rename: its presence is never partial.
+# checkpoints mark|final|newest|loop: mark the complete ones (final: all, the trainer exited 0),
+# print the newest complete one ("none"), or mark every 10 s until killed.
+checkpoints() {
+  ${CHECKPOINTS_EXEC:-command} python3 - "$1" "${CHECKPOINT_PATTERNS}" "${COMPLETE_MARKER}" <<'PY'
+import glob, os, re, socket, sys, time
+
+mode, patterns, marker = sys.argv[1], sys.argv[2].split("\n"), sys.argv[3]
+
+
+def scan(mode):
+    by_parent = {}
+    for pattern in filter(None, patterns):
+        for path in glob.glob(pattern):
+            match = re.fullmatch(r"global_step_(\d+)", os.path.basename(path))
+            if match and os.path.isdir(path):
+                by_parent.setdefault(os.path.dirname(path), {})[int(match.group(1))] = path
+    complete = []
+    for parent, steps in by_parent.items():
+        try:
+            tracked = int(open(os.path.join(parent, "latest_checkpointed_iteration.txt")).read().strip())
+        except (OSError, ValueError):
+            tracked = -1
+        newest = max(steps)
+        for step, path in steps.items():
+            done = os.path.exists(os.path.join(path, marker))
+            if not done and mode != "newest" and (mode == "final" or step < newest or step <= tracked):
+                # every pod marks (each node's own run directory without the shared filesystem):
+                # a per-process temporary name, so two pods never rename each other's file
+                tmp = os.path.join(path, f"{marker}.{socket.gethostname()}.{os.getpid()}.tmp")
+                try:
+                    with open(tmp, "w") as out:
+                        out.write(f"{step}\n")
+                    os.replace(tmp, os.path.join(path, marker))
+                except OSError as err:
+                    print(f"rlinf-eks: could not mark {path} complete: {err}", file=sys.stderr)
+                    continue
+                print(f"rlinf-eks: checkpoint {path} is complete", file=sys.stderr)
+                done = True
+            if done:
+                complete.append((step, path))
+    return max(complete)[1] if complete else "none"
+
+
+if mode == "loop":
+    # a glob of the checkpoint parents: a few directory listings, no file stats
+    while True:
+        scan("mark")
+        time.sleep(10)
+result = scan(mode)
+if mode == "newest":
+    print(result)
+PY
+}
+
+# Runs as a background job: exec makes that job python itself, so `kill` stops it.
+mark_checkpoints_loop() { CHECKPOINTS_EXEC=exec checkpoints loop; }
+"""
+
 # --- manual launcher ------------------------------------------------------------------------------
 
 MANUAL_LAUNCH = r"""
@@ -28,10 +103,30 @@ ray_node_flags=(--num-gpus="${GPUS_PER_NODE}" --num-cpus="${CPUS_PER_NODE}" --ob
 # The status of a pod that was stopped (eviction, node drain, Job deletion): 128 + SIGTERM, whatever
 # the trainer or Ray did when told to stop, so a stopped run never reads as a finished one.
 STOPPED=143
+FAILURE_FILE="${RUN_DIR}/.rlinf-eks/last-failure"
 
 finish() {
+  [ -n "${marker_loop:-}" ] && kill "${marker_loop}" 2>/dev/null
   [ -d "${STATE_DIR}" ] && echo "$1" > "${STATE_DIR}/exit-code"
   exit "$1"
+}
+
+# After a trainer failure: the run would resume from the newest complete checkpoint. A second
+# failure from that same checkpoint (no newer complete one in between) is a trainer bug that fails
+# again at the same step: the pod reports REPEATED_FAILURE, a status of its own that a gang-restart
+# policy can match (podFailurePolicy onExitCodes -> FailJob) to stop retrying; with today's Job
+# (backoffLimit 0) every failure already ends the run. The file lives beside the checkpoints (FSx,
+# or the run directory synced to S3), so it outlives the pod.
+check_repeated_failure() {
+  local resume_point
+  resume_point=$(checkpoints newest)
+  mkdir -p "$(dirname "${FAILURE_FILE}")"
+  if [ -f "${FAILURE_FILE}" ] && [ "$(cat "${FAILURE_FILE}")" = "${resume_point}" ]; then
+    log "the trainer failed again (status ${rc}) from the same checkpoint (${resume_point}): not a fault a restart cures; the pod reports ${REPEATED_FAILURE}"
+    rc=${REPEATED_FAILURE}
+  else
+    echo "${resume_point}" > "${FAILURE_FILE}"
+  fi
 }
 
 head_reachable() {
@@ -196,6 +291,13 @@ run_head() {
     rc=${STOPPED}
   else
     log "trainer exited with status ${rc}"
+    if [ "${rc}" = 0 ]; then
+      checkpoints final
+      rm -f "${FAILURE_FILE}"
+    else
+      checkpoints mark
+      check_repeated_failure
+    fi
   fi
   ray stop --force >/dev/null 2>&1
   finish "${rc}"
@@ -246,6 +348,8 @@ run_worker() {
   finish 0
 }
 
+mark_checkpoints_loop &
+marker_loop=$!
 if [ "${index}" = 0 ]; then run_head; else run_worker; fi
 """
 
@@ -264,6 +368,7 @@ def manual_launch(
     state_dir: str,
     trainer_pythonpath: str,
     trainer_script: str,
+    checkpoint_patterns: tuple[str, ...] = (),
 ) -> str:
     """launch.sh of the Indexed Job: pod 0 starts the Ray head, waits until ``nnodes`` nodes and
     ``nnodes * gpus_per_node`` GPUs joined (failing with a clear message after the timeout), then
@@ -282,8 +387,11 @@ def manual_launch(
             "STATE_DIR": state_dir,
             "TRAINER_PYTHONPATH": trainer_pythonpath,
             "TRAINER_SCRIPT": trainer_script,
+            "CHECKPOINT_PATTERNS": "\n".join(checkpoint_patterns),
+            "COMPLETE_MARKER": COMPLETE_MARKER,
+            "REPEATED_FAILURE": REPEATED_FAILURE,
         },
-        MANUAL_LAUNCH,
+        CHECKPOINTS + MANUAL_LAUNCH,
     )
 
 
@@ -292,22 +400,53 @@ def manual_launch(
 KUBERAY_DRIVER = r"""
 set -uo pipefail
 export PYTHONPATH="${TRAINER_PYTHONPATH}${PYTHONPATH:+:${PYTHONPATH}}"
-exec bash "${TRAINER_SCRIPT}"
+# Ray's job supervisor stops a driver with SIGTERM (ray job stop): pass it on to the trainer.
+bash "${TRAINER_SCRIPT}" &
+trainer=$!
+trap 'kill -TERM "${trainer}" 2>/dev/null' TERM INT
+mark_checkpoints_loop &
+marker_loop=$!
+while :; do
+  wait "${trainer}"; rc=$?
+  kill -0 "${trainer}" 2>/dev/null || break
+done
+kill "${marker_loop}" 2>/dev/null
+if [ "${rc}" = 0 ]; then checkpoints final; else checkpoints mark; fi
+exit "${rc}"
 """
 
 
-def kuberay_driver(*, trainer_pythonpath: str, trainer_script: str) -> str:
-    """driver.sh: the RayJob entrypoint, run by the job supervisor on the head pod."""
-    return render({"TRAINER_PYTHONPATH": trainer_pythonpath, "TRAINER_SCRIPT": trainer_script}, KUBERAY_DRIVER)
+def kuberay_driver(*, trainer_pythonpath: str, trainer_script: str, checkpoint_patterns: tuple[str, ...] = ()) -> str:
+    """driver.sh: the RayJob entrypoint, run by the job supervisor on the head pod. It marks the
+    trainer's complete checkpoints as launch.sh does; a retried RayJob (``backoffLimit``) resumes
+    from the newest marked one."""
+    return render(
+        {
+            "TRAINER_PYTHONPATH": trainer_pythonpath,
+            "TRAINER_SCRIPT": trainer_script,
+            "CHECKPOINT_PATTERNS": "\n".join(checkpoint_patterns),
+            "COMPLETE_MARKER": COMPLETE_MARKER,
+        },
+        CHECKPOINTS + KUBERAY_DRIVER,
+    )
 
 
 # --- checkpoints without the shared filesystem --------------------------------------------------------
 
 RESTORE = r"""
 set -euo pipefail
+shopt -s globstar nullglob
 # RUN_DIR and S3_URI come from the container's env. Nothing there yet is a fresh run.
 echo "rlinf-eks: restoring ${S3_URI}/ into ${RUN_DIR}/" >&2
 aws s3 sync "${S3_URI}/" "${RUN_DIR}/" --only-show-errors
+# The upload sends a checkpoint's marker only after all its files, so files of a step without its
+# marker are an upload cut off midway: never restore them as a checkpoint.
+for step in "${RUN_DIR}"/**/global_step_*/; do
+  if [ ! -f "${step}${COMPLETE_MARKER}" ]; then
+    echo "rlinf-eks: ${step} is not a complete checkpoint in ${S3_URI}: removed, not resumed from" >&2
+    rm -rf "${step}"
+  fi
+done
 """
 
 SYNC = r"""
@@ -315,7 +454,17 @@ set -uo pipefail
 # RUN_DIR, STATE_DIR, S3_URI and SYNC_INTERVAL_SECONDS come from the container's env.
 stop=0
 trap 'stop=1' TERM INT
-upload() { aws s3 sync "${RUN_DIR}/" "${S3_URI}/" --only-show-errors; }
+shopt -s globstar nullglob
+# Only complete checkpoints (a global_step_<N> holding the launcher's marker) go up, and their
+# markers in a second pass once every file is there: S3 never holds a marker for a partial step.
+upload() {
+  local step excludes=(--exclude "*${COMPLETE_MARKER}" --exclude "*${COMPLETE_MARKER}.*.tmp")
+  for step in "${RUN_DIR}"/**/global_step_*/; do
+    [ -f "${step}${COMPLETE_MARKER}" ] || excludes+=(--exclude "${step#"${RUN_DIR}/"}*")
+  done
+  aws s3 sync "${RUN_DIR}/" "${S3_URI}/" --only-show-errors "${excludes[@]}" &&
+    aws s3 sync "${RUN_DIR}/" "${S3_URI}/" --only-show-errors --exclude "*" --include "*/${COMPLETE_MARKER}"
+}
 waited=0
 while [ ! -f "${STATE_DIR}/exit-code" ] && [ "${stop}" = 0 ]; do
   sleep 5 & wait $!
@@ -336,8 +485,8 @@ exit 1
 
 
 def restore() -> str:
-    return f"{_SHEBANG}{RESTORE}"
+    return render({"COMPLETE_MARKER": COMPLETE_MARKER}, RESTORE)
 
 
 def sync() -> str:
-    return f"{_SHEBANG}{SYNC}"
+    return render({"COMPLETE_MARKER": COMPLETE_MARKER}, SYNC)
