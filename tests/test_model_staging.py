@@ -302,3 +302,19 @@ def test_given_a_hf_source_when_staging_then_snapshot_download_fills_the_model_d
     (call,) = [json.loads(line) for line in downloads(stage)]
     assert call == {"repo_id": "Org/Name", "revision": "v1", "local_dir": str(stage["dir"]), "symlinks": False}
     assert (stage["dir"] / MARKER).read_text().strip() == "hf://Org/Name@v1"
+
+
+def test_given_a_lock_taken_over_while_downloading_when_the_first_stager_ends_then_it_leaves_the_new_lock(stage):
+    lock = Path(f"{stage['dir']}.lock")
+    first = stage["start"]("training-0", FAKE_SLEEP="3")
+    deadline = time.time() + 20
+    while not (lock / "owner").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert (lock / "owner").read_text().startswith("training-0:")
+    # what a waiter does when training-0's heartbeat stalls: moves the lock away and takes its own
+    lock.rename(f"{lock}.stale")
+    lock.mkdir()
+    (lock / "owner").write_text("training-1:42:7\n")
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert (lock / "owner").read_text() == "training-1:42:7\n", "training-0 removed the lock it no longer held"

@@ -100,14 +100,22 @@ def run_watchdog(tmp_path: Path):
     (bin_dir / "kubectl").write_text(FAKE_KUBECTL)
     (bin_dir / "kubectl").chmod(0o755)
     script = tmp_path / "watchdog.sh"
-    script.write_text(watchdog.watchdog_script(namespace="rlinf", job_name="training", expected_pods=2, deadline_seconds=600).replace("\nPOLL_SECONDS=30", "\nPOLL_SECONDS=0"))
     log = tmp_path / "kubectl.log"
 
-    def run(*, started_ago: int, pods: str, conditions: str = "") -> tuple[subprocess.CompletedProcess, list[str]]:
-        start = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=started_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    def run(
+        *, started_ago: int, pods: str, conditions: str = "", block_started_ago: int | None = None, timeout: float = 30
+    ) -> tuple[subprocess.CompletedProcess, list[str]]:
+        now = dt.datetime.now(dt.timezone.utc)
+        not_before = None if block_started_ago is None else now - dt.timedelta(seconds=block_started_ago)
+        text = watchdog.watchdog_script(namespace="rlinf", job_name="training", expected_pods=2, deadline_seconds=600, not_before=not_before)
+        script.write_text(text.replace("\nPOLL_SECONDS=30", "\nPOLL_SECONDS=0"))
+        start = (now - dt.timedelta(seconds=started_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
         env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_KUBECTL_LOG": str(log), "FAKE_START": start, "FAKE_PODS": pods, "FAKE_CONDITIONS": conditions}
-        result = subprocess.run([BASH, str(script)], env=env, capture_output=True, text=True, timeout=30)
-        return result, log.read_text().splitlines()
+        try:
+            result = subprocess.run([BASH, str(script)], env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as still_waiting:
+            result = subprocess.CompletedProcess(still_waiting.cmd, None, "", str(still_waiting.stderr or ""))
+        return result, log.read_text().splitlines() if log.exists() else []
 
     return run
 
@@ -142,3 +150,23 @@ def test_given_a_finished_job_when_watched_then_the_watchdog_exits_without_touch
     result, calls = run_watchdog(started_ago=5000, pods=UNSCHEDULABLE, conditions="SuccessCriteriaMet=True\\nComplete=True\\n")
     assert result.returncode == 0 and "has finished" in result.stderr
     assert not any(" patch " in f" {c} " for c in calls)
+
+
+def test_given_a_capacity_block_that_started_late_when_watched_then_the_deadline_counts_from_the_block(run_watchdog):
+    # the Job was created at pulumi up, long before the block; no GPU node could exist until it began
+    result, calls = run_watchdog(started_ago=50000, block_started_ago=100, pods=UNSCHEDULABLE, timeout=2)
+    assert result.returncode is None, "the watchdog should still be waiting"
+    assert not any(" patch " in f" {c} " or " annotate " in f" {c} " for c in calls)
+    _, calls = run_watchdog(started_ago=50000, block_started_ago=700, pods=UNSCHEDULABLE)
+    annotate = next(c for c in calls if " annotate job " in f" {c} ")
+    assert "0 of 2 pods running 700s after the Capacity Block started" in annotate or "0 of 2 pods running 701s after the Capacity Block started" in annotate
+
+
+def test_given_a_capacity_block_stack_when_planned_then_the_watchdog_waits_for_the_block():
+    plan = plan_stack("capacity-block")
+    files = one(plan, "kubernetes:core/v1:ConfigMap")["inputs"]["data"]
+    start = dt.datetime(2027, 1, 11, 11, 30, tzinfo=dt.timezone.utc)  # capacityBlock.startTime of the stack
+    assert f"NOT_BEFORE={int(start.timestamp())}" in files["watchdog.sh"]
+    # a Job's own deadline counts from pulumi up, days before the block: the watchdog has none
+    assert "activeDeadlineSeconds" not in one(plan, JOB, "rlinf-watchdog")["inputs"]["spec"]
+    assert "NOT_BEFORE=0" in one(plan_stack("multi-node"), "kubernetes:core/v1:ConfigMap")["inputs"]["data"]["watchdog.sh"]

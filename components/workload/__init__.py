@@ -92,6 +92,7 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
             job_name=manual.JOB_NAME,
             expected_pods=nnodes,
             deadline_seconds=settings.workload.manual.pre_running_deadline_seconds,
+            not_before=settings.gpu_nodes.scheduled_start,
         )
     if model_staging(settings, shared) is not None:
         files[STAGE_SCRIPT] = stage_script()

@@ -68,6 +68,8 @@ set -euo pipefail
 marker="${MODEL_DIR}/${MARKER}"
 lock="${MODEL_DIR}.lock"
 me="${HOSTNAME:-pid-$$}"
+# who holds the lock: the pod and this attempt (a restarted init container keeps its HOSTNAME)
+token="${me}:$$:${RANDOM}${RANDOM}"
 log() { echo "rlinf-eks[stage-model ${me}]: $*" >&2; }
 staged() { [ -f "${marker}" ] && [ "$(cat "${marker}")" = "${MODEL_SOURCE}" ]; }
 
@@ -100,12 +102,19 @@ download() {
 }
 
 hold_lock() {
-  echo "${me}" > "${lock}/owner"
+  echo "${token}" > "${lock}/owner"
   touch "${lock}/heartbeat"
   ( while sleep "${HEARTBEAT_SECONDS}"; do touch "${lock}/heartbeat" 2>/dev/null || exit 0; done ) &
   beat=$!
-  trap 'kill "${beat}" 2>/dev/null; rm -rf "${lock}"' EXIT
+  trap release_lock EXIT
   trap 'exit 143' TERM INT
+}
+
+# Only our own lock: when our heartbeat stalled past LOCK_STALE_SECONDS, another pod took the lock
+# over, and removing its lock would let a third pod download into the same folder beside it.
+release_lock() {
+  kill "${beat}" 2>/dev/null || true
+  if [ "$(cat "${lock}/owner" 2>/dev/null)" = "${token}" ]; then rm -rf "${lock}"; fi
 }
 
 lock_age() {
@@ -131,6 +140,7 @@ until staged; do
   fi
   age=$(lock_age)
   owner=$(cat "${lock}/owner" 2>/dev/null || echo "another pod")
+  owner="${owner%%:*}"
   if [ "${age}" -gt "${LOCK_STALE_SECONDS}" ]; then
     # rename first: of several waiters only one moves the stale lock away
     log "the staging lock of ${owner} has not moved for ${age}s: taking over"

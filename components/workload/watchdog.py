@@ -8,7 +8,8 @@ Kueue's ``waitForPodsReady`` would, but is a whole controller to install and ope
 
 The watchdog polls the Job and its pods with kubectl. It exits as soon as every pod is Running
 (or the Job finished); if they are not all Running ``preRunningDeadlineSeconds`` after the Job's
-``status.startTime``, it records why on the Job (annotation) and lowers the Job's own
+``status.startTime`` (or after ``gpuNodes.capacityBlock.startTime``, when later: the Job is
+created at ``pulumi up``, and no GPU node can exist before its Capacity Block starts), it records why on the Job (annotation) and lowers the Job's own
 ``activeDeadlineSeconds`` to 1 (a mutable field: the Job controller re-checks it on update), so the
 Job controller itself fails the Job (reason DeadlineExceeded) and deletes its pods. The Job keeps
 its Failed status for ``kubectl describe``; nothing is deleted behind Pulumi's back. Its role may
@@ -19,7 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from datetime import datetime
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -71,11 +73,17 @@ while true; do
   fi
   start=$(k get job "${JOB_NAME}" -o jsonpath='{.status.startTime}' || true)
   elapsed=0
-  if [ -n "${start}" ]; then elapsed=$(( $(date -u +%s) - $(date -u -d "${start}" +%s) )); fi
+  since="the job started"
+  if [ -n "${start}" ]; then
+    from=$(date -u -d "${start}" +%s)
+    # no GPU node exists before a Capacity Block starts: the deadline counts from then
+    if [ "${from}" -lt "${NOT_BEFORE}" ]; then from=${NOT_BEFORE}; since="the Capacity Block started"; fi
+    elapsed=$(( $(date -u +%s) - from ))
+  fi
   if [ "${elapsed}" -ge "${DEADLINE_SECONDS}" ]; then
     # one line per pod that is not running: name, phase, waiting reasons, scheduling reason
     stuck=$(printf '%s\n' "${pods}" | awk -F'\t' 'NF && $2 != "Running" && $2 != "Succeeded" {gsub(/ +/, " ", $3); gsub(/^ | $/, "", $3); printf "%s%s %s%s%s", sep, $1, $2, ($3 != "" ? " (" $3 ")" : ""), ($4 != "" && $4 != "True" ? " " $4 : ""); sep="; "}')
-    reason="${started} of ${EXPECTED_PODS} pods running ${elapsed}s after the job started (deadline ${DEADLINE_SECONDS}s): ${stuck:-no pods created}"
+    reason="${started} of ${EXPECTED_PODS} pods running ${elapsed}s after ${since} (deadline ${DEADLINE_SECONDS}s): ${stuck:-no pods created}"
     log "failing job ${JOB_NAME}: ${reason}"
     k annotate job "${JOB_NAME}" --overwrite "${REASON_ANNOTATION}=pre-running deadline exceeded: ${reason}" || log "could not annotate ${JOB_NAME}"
     # the Job controller fails the Job (DeadlineExceeded) and deletes its pods
@@ -89,14 +97,18 @@ done
 """
 
 
-def watchdog_script(*, namespace: str, job_name: str, expected_pods: int, deadline_seconds: int) -> str:
-    """watchdog.sh: fail ``job_name`` when its ``expected_pods`` are not all Running in time."""
+def watchdog_script(
+    *, namespace: str, job_name: str, expected_pods: int, deadline_seconds: int, not_before: Optional[datetime] = None
+) -> str:
+    """watchdog.sh: fail ``job_name`` when its ``expected_pods`` are not all Running in time,
+    counted from the Job's start or ``not_before`` (a Capacity Block's start), whichever is later."""
     return render(
         {
             "NAMESPACE": namespace,
             "JOB_NAME": job_name,
             "EXPECTED_PODS": expected_pods,
             "DEADLINE_SECONDS": deadline_seconds,
+            "NOT_BEFORE": int(not_before.timestamp()) if not_before is not None else 0,
             "POLL_SECONDS": POLL_SECONDS,
             "REASON_ANNOTATION": REASON_ANNOTATION,
         },
@@ -166,7 +178,9 @@ def watchdog_job_spec(
     return k8s.batch.v1.JobSpecArgs(
         # a failed kubectl call is retried inside the script; a crashed pod a few times here
         backoff_limit=3,
-        active_deadline_seconds=deadline + OWN_DEADLINE_MARGIN_SECONDS,
+        # A Job's deadline counts from its own start (pulumi up); a Capacity Block may start days
+        # later, and the watchdog must still be there then.
+        active_deadline_seconds=None if settings.gpu_nodes.scheduled_start is not None else deadline + OWN_DEADLINE_MARGIN_SECONDS,
         template=core.PodTemplateSpecArgs(
             metadata=meta.ObjectMetaArgs(labels=dict(WATCHDOG_LABELS), annotations={TRAINING_JOB_ANNOTATION: training_job_sha}),
             spec=pod,
