@@ -187,7 +187,7 @@ run_head() {
   # ... unless it is ignored"). The group also reaches whatever the trainer started.
   trainer_stopped=0
   set -m
-  bash "${TRAINER_SCRIPT}" &
+  bash "${TRAINER_SCRIPT%/*}/progress.sh" bash "${TRAINER_SCRIPT}" &  # under the progress watchdog (progress.py)
   trainer=$!
   set +m
   wait_for "${trainer}" stop_trainer
@@ -292,7 +292,7 @@ def manual_launch(
 KUBERAY_DRIVER = r"""
 set -uo pipefail
 export PYTHONPATH="${TRAINER_PYTHONPATH}${PYTHONPATH:+:${PYTHONPATH}}"
-exec bash "${TRAINER_SCRIPT}"
+exec bash "${TRAINER_SCRIPT%/*}/progress.sh" bash "${TRAINER_SCRIPT}"
 """
 
 
