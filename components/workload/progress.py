@@ -39,6 +39,8 @@ CAPACITY_BLOCK_WARNING = timedelta(minutes=40)
 CHECKPOINT_SCAN_SECONDS = 60
 # The trainer settles for at most this share of the stop budget; the rest is for SIGINT/TERM.
 SETTLE_SHARE = 0.5
+# A checkpoint counts as written once no file of it changed this long (the launcher's rule too).
+SETTLE_QUIET_SECONDS = 30
 
 def stop_at(settings: StackSettings) -> Optional[datetime]:
     """When the supervisor starts stopping the trainer before a Capacity Block ends, else None."""
@@ -59,6 +61,7 @@ STOP_AT = int(os.environ["PROGRESS_STOP_AT_EPOCH"] or 0)
 BUDGET = int(os.environ["PROGRESS_STOP_BUDGET_SECONDS"])
 SCAN = float(os.environ["PROGRESS_SCAN_SECONDS"])
 SETTLE = float(os.environ["PROGRESS_SETTLE_SHARE"])
+QUIET = float(os.environ["PROGRESS_SETTLE_QUIET_SECONDS"])
 EXIT_PROGRESS_TIMEOUT = int(os.environ["EXIT_PROGRESS_TIMEOUT"])
 EXIT_RESERVATION_ENDING = int(os.environ["EXIT_RESERVATION_ENDING"])
 STEP = re.compile(r"^global_step_(\d+)$")
@@ -195,8 +198,8 @@ while True:
         log("the Capacity Block ends in less than 40 minutes plus the stop budget: letting checkpoint writes settle")
         began = time.monotonic()
         settle_until = began + BUDGET * SETTLE
-        while time.monotonic() < settle_until and time.time() - newest_checkpoint_write() < 30 and trainer.poll() is None:
-            time.sleep(min(5.0, max(0.0, settle_until - time.monotonic())))
+        while time.monotonic() < settle_until and time.time() - newest_checkpoint_write() < QUIET and trainer.poll() is None:
+            time.sleep(min(1.0, max(0.0, settle_until - time.monotonic())))
         stop("the Capacity Block is ending", EXIT_RESERVATION_ENDING, BUDGET - (time.monotonic() - began))
     idle = now - max(last_output, last_step_change)
     if TIMEOUT and idle >= TIMEOUT:
@@ -207,7 +210,7 @@ PROGRESS = (
     "\nset -uo pipefail\n"
     "# Usage: progress.sh COMMAND [ARGS...]: runs COMMAND (the trainer) under the supervisor.\n"
     "export PROGRESS_RUN_DIR PROGRESS_TIMEOUT_SECONDS PROGRESS_STOP_AT_EPOCH PROGRESS_STOP_BUDGET_SECONDS\n"
-    "export PROGRESS_SCAN_SECONDS PROGRESS_SETTLE_SHARE EXIT_PROGRESS_TIMEOUT EXIT_RESERVATION_ENDING\n"
+    "export PROGRESS_SCAN_SECONDS PROGRESS_SETTLE_SHARE PROGRESS_SETTLE_QUIET_SECONDS EXIT_PROGRESS_TIMEOUT EXIT_RESERVATION_ENDING\n"
     "exec python3 -c \"${SUPERVISOR}\" \"$@\"\n"
 )
 
@@ -219,6 +222,7 @@ def progress_script(
     stop_at_time: Optional[datetime],
     stop_budget_seconds: int,
     scan_seconds: float = CHECKPOINT_SCAN_SECONDS,
+    settle_quiet_seconds: float = SETTLE_QUIET_SECONDS,
 ) -> str:
     """progress.sh: ``progress.sh COMMAND...`` runs the trainer under the supervisor."""
     codes = exit_codes.shell_values()
@@ -230,6 +234,7 @@ def progress_script(
             "PROGRESS_STOP_BUDGET_SECONDS": stop_budget_seconds,
             "PROGRESS_SCAN_SECONDS": scan_seconds,
             "PROGRESS_SETTLE_SHARE": SETTLE_SHARE,
+            "PROGRESS_SETTLE_QUIET_SECONDS": settle_quiet_seconds,
             "EXIT_PROGRESS_TIMEOUT": codes["EXIT_PROGRESS_TIMEOUT"],
             "EXIT_RESERVATION_ENDING": codes["EXIT_RESERVATION_ENDING"],
             "SUPERVISOR": SUPERVISOR,
