@@ -229,3 +229,23 @@ def test_given_an_efa_stack_then_nccl_is_pinned_to_aws_ofi_nccl_and_torch_tears_
     assert env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] == "600"
     no_efa = network_env(settings("multi-node", "gpuNodes.efa=false"))
     assert "NCCL_NET" not in no_efa and no_efa["TORCH_NCCL_ENABLE_MONITORING"] == "1"
+
+
+# --- node health ------------------------------------------------------------------------------------
+
+
+def test_given_a_stack_then_the_gpu_node_group_auto_repairs_and_the_node_monitoring_agent_reports_its_health():
+    from tests.harness import of_type, one, plan_stack
+
+    plan = plan_stack("multi-node")
+    gpu = one(plan, "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")
+    assert gpu["inputs"]["nodeRepairConfig"] == {"enabled": True}
+    # the system nodes run no training: nothing to repair there for the run's sake
+    assert "nodeRepairConfig" not in one(plan, "aws:eks/nodeGroup:NodeGroup", "rlinf-system")["inputs"]
+    agent = one(plan, "aws:eks/addon:Addon", "rlinf-eks-node-monitoring-agent")
+    assert agent["inputs"]["addonName"] == "eks-node-monitoring-agent"
+    assert "serviceAccountRoleArn" not in agent["inputs"]  # the agent calls no AWS API
+
+    off = plan_stack("multi-node", "gpuNodes.autoRepair=false")
+    assert "nodeRepairConfig" not in one(off, "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")["inputs"]
+    assert not [a for a in of_type(off, "aws:eks/addon:Addon") if a["inputs"]["addonName"] == "eks-node-monitoring-agent"]
