@@ -39,6 +39,11 @@ def _plan(args: argparse.Namespace) -> int:
 
             print()
             print(render_efficiency(report))
+        if plan.settings is not None:
+            from .offline import resilience
+
+            print()
+            print(resilience.render(plan.settings))
         print()
         print("\n".join(plan_mod.render_outputs(plan.outputs)))
         print()

@@ -249,3 +249,43 @@ def test_given_a_stack_then_the_gpu_node_group_auto_repairs_and_the_node_monitor
     off = plan_stack("multi-node", "gpuNodes.autoRepair=false")
     assert "nodeRepairConfig" not in one(off, "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")["inputs"]
     assert not [a for a in of_type(off, "aws:eks/addon:Addon") if a["inputs"]["addonName"] == "eks-node-monitoring-agent"]
+
+
+# --- what the plan prints ---------------------------------------------------------------------------
+
+
+def test_given_a_capacity_block_when_planned_then_the_plan_prints_its_end_the_time_left_and_the_stop_time():
+    from rlinf_eks.offline import resilience
+
+    s = settings("capacity-block")
+    end = s.gpu_nodes.capacity_block.end_time
+    text = resilience.render(s, now=end - timedelta(days=2, hours=3, minutes=5))
+    assert "Capacity Block ends 2027-01-18T11:30:00Z (2d 3h 05m left)" in text
+    assert "EC2 warns at 2027-01-18T10:50:00Z" in text
+    assert "stopped from 2027-01-18T10:35:00Z" in text  # 40 min + the 900 s grace period before the end
+    assert f"exits {exit_codes.RESERVATION_ENDING}" in text
+    late = resilience.render(s, now=end - timedelta(minutes=50))
+    assert "the stop time has passed" in late
+    assert "Capacity Block ended" in resilience.render(s, now=end + timedelta(hours=1))
+    assert "reservation" not in resilience.render(settings("single-node"))
+
+
+def test_given_any_stack_when_planned_then_the_plan_says_what_happens_on_a_dead_fabric_a_hang_and_a_bad_node():
+    from rlinf_eks.offline import resilience
+
+    text = resilience.render(settings("multi-node"))
+    assert "NCCL_NET='AWS Libfabric'" in text and f"exit {exit_codes.FABRIC_FAILED}" in text
+    assert f"exits {exit_codes.PROGRESS_TIMEOUT}" in text and "0h 30m" in text
+    assert "node auto repair replaces it" in text
+    base = settings("multi-node", "gpuNodes.autoRepair=false", "gpuNodes.efa=false")
+    # null cannot be given through --set (a string there): the stack file's null, as the model holds it
+    off = resilience.render(base.model_copy(update={"workload": base.workload.model_copy(update={"progress_timeout_seconds": None})}))
+    assert "progress watchdog off" in off and "auto repair off" in off and "TCP sockets" in off
+
+
+@pytest.mark.parametrize("value", ["true", "59", "'1800'"])
+def test_given_a_bad_progress_timeout_then_the_config_is_rejected_naming_the_key(value):
+    from rlinf_eks.config import ConfigError
+
+    with pytest.raises(ConfigError, match="progressTimeoutSeconds"):
+        settings("multi-node", f"workload.progressTimeoutSeconds={value}")
