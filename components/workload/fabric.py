@@ -106,7 +106,8 @@ def fabric_check_container(
         env=env,
         resources=resources,
         volume_mounts=mounts,
+        # fi_info only queries the devices: no memory to pin, so no IPC_LOCK
         security_context=core.SecurityContextArgs(
-            privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(add=["IPC_LOCK"], drop=["NET_RAW"])
+            privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(drop=["NET_RAW"])
         ),
     )
