@@ -289,3 +289,16 @@ def test_given_a_bad_progress_timeout_then_the_config_is_rejected_naming_the_key
 
     with pytest.raises(ConfigError, match="progressTimeoutSeconds"):
         settings("multi-node", f"workload.progressTimeoutSeconds={value}")
+
+
+def test_given_an_efa_stack_when_planned_then_every_training_pod_checks_its_fabric_first_with_the_ray_containers_devices():
+    from tests.harness import manifests, plan_stack
+
+    job = manifests(plan_stack("multi-node"))["job-rlinf-training.yaml"]
+    spec = job["spec"]["template"]["spec"]
+    check = spec["initContainers"][0]
+    assert check["name"] == "fabric-check" and check["image"] == spec["containers"][0]["image"]
+    assert check["resources"] == spec["containers"][0]["resources"]  # the same EFA devices, handed on
+    assert check["command"] == ["/bin/bash", "/etc/rlinf/fabric-check.sh"]
+    no_efa = manifests(plan_stack("multi-node", "gpuNodes.efa=false"))["job-rlinf-training.yaml"]["spec"]["template"]["spec"]
+    assert "fabric-check" not in [c["name"] for c in no_efa.get("initContainers", [])]
