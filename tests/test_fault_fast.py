@@ -302,3 +302,29 @@ def test_given_an_efa_stack_when_planned_then_every_training_pod_checks_its_fabr
     assert check["command"] == ["/bin/bash", "/etc/rlinf/fabric-check.sh"]
     no_efa = manifests(plan_stack("multi-node", "gpuNodes.efa=false"))["job-rlinf-training.yaml"]["spec"]["template"]["spec"]
     assert "fabric-check" not in [c["name"] for c in no_efa.get("initContainers", [])]
+
+
+# --- through the manual launcher --------------------------------------------------------------------
+
+from tests.test_workload_scripts import BASH, fake_ray, write_launch  # noqa: E402,F401  (fixture)
+
+
+def test_given_the_manual_launcher_when_its_trainer_hangs_then_the_head_pod_exits_progress_timeout_and_ray_stops(tmp_path, fake_ray):
+    launch = write_launch(tmp_path, grace=30)
+    (tmp_path / "progress.sh").write_text(
+        progress.progress_script(run_dir=str(tmp_path), timeout_seconds=2, stop_at_time=None, stop_budget_seconds=6)
+    )
+    (tmp_path / "trainer.sh").write_text("echo step 1\nexec sleep 3600\n")
+    started = time.monotonic()
+    done = subprocess.run(
+        [BASH, str(launch)],
+        env={**fake_ray, "FAKE_NODES": "2", "FAKE_GPUS": "16", "JOB_COMPLETION_INDEX": "0", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == exit_codes.PROGRESS_TIMEOUT, done.stderr
+    assert (tmp_path / "state" / "exit-code").read_text().strip() == str(exit_codes.PROGRESS_TIMEOUT)
+    assert "step 1" in done.stdout
+    assert "stop --force" in (tmp_path / "ray.log").read_text()  # Ray stopped: the GPUs are free
+    assert time.monotonic() - started < 20
