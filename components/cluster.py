@@ -28,6 +28,8 @@ SYSTEM_NODE_LABELS = {"role": "system"}
 # What an EKS managed node's role needs to join, pull images and (until the VPC CNI has its own
 # role) attach ENIs (EKS user guide, "Amazon EKS node IAM role").
 SYSTEM_NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonEKS_CNI_Policy")
+# EKS's node health agent (EKS User Guide, "Detect node health issues and enable automatic node repair")
+NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
 
 
 def access_entries_for(admin_role_arns: Sequence[str]) -> dict[str, eks.AccessEntryArgs]:
@@ -106,6 +108,7 @@ class Cluster(pulumi.ComponentResource):
         subnet_ids: pulumi.Input[Sequence[str]],
         existing_kubeconfig: Optional[pulumi.Input[str]],
         tags: Mapping[str, str],
+        node_monitoring_agent: bool = False,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         if not isinstance(settings, ClusterSettings):
@@ -118,7 +121,7 @@ class Cluster(pulumi.ComponentResource):
         if settings.existing:
             self._attach(name, cluster_name, existing_kubeconfig)  # type: ignore[arg-type]
         else:
-            self._create(name, settings, cluster_name, vpc_id, subnet_ids, dict(tags))
+            self._create(name, settings, cluster_name, vpc_id, subnet_ids, dict(tags), node_monitoring_agent)
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
@@ -144,6 +147,7 @@ class Cluster(pulumi.ComponentResource):
         vpc_id: pulumi.Input[str],
         subnet_ids: pulumi.Input[Sequence[str]],
         tags: dict[str, str],
+        node_monitoring_agent: bool = False,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self)
         partition = aws.get_partition_output(opts=pulumi.InvokeOptions(parent=self)).partition
@@ -226,7 +230,13 @@ class Cluster(pulumi.ComponentResource):
         # DEGRADED, and the add-on create fails waiting for ACTIVE.
         self.cluster_name = system_nodes.node_group_name.apply(lambda _: cluster_name)
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[system_nodes])
-        for addon in ("coredns", "eks-pod-identity-agent"):
+        addons = ["coredns", "eks-pod-identity-agent"]
+        if node_monitoring_agent:
+            # node conditions (AcceleratedHardwareReady for GPU XID errors, NetworkingReady, ...) that
+            # node auto repair acts on; it needs no IAM role, and its agent DaemonSet tolerates
+            # every taint (chart values: tolerations operator Exists), so it runs on the GPU nodes
+            addons.append(NODE_MONITORING_AGENT)
+        for addon in addons:
             aws.eks.Addon(
                 f"{name}-{addon}",
                 cluster_name=created_name,

@@ -511,6 +511,10 @@ class GpuNodeSettings(_Model):
     placement_group: PlacementGroupSettings = Field(default_factory=PlacementGroupSettings)
     efa: Bool = True
     """Wire every network card with EFA. Defaults to true."""
+    auto_repair: Bool = True
+    """EKS node auto repair for the GPU node group (nodeRepairConfig) plus, on a new cluster, the
+    eks-node-monitoring-agent add-on whose node conditions (AcceleratedHardwareReady: GPU XID
+    errors, lost GPUs; NetworkingReady) it acts on: an unhealthy node is replaced. Defaults to true."""
     ami_type: Literal["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA"] = "AL2023_x86_64_NVIDIA"
     root_volume_gib: Int = Field(200, ge=100, le=16384)
     """Encrypted gp3 root volume. Defaults to 200 GiB."""
@@ -917,6 +921,14 @@ class WorkloadSettings(_Model):
     """How long pod 0 waits for every node to join Ray before failing. Defaults to 20 minutes."""
     termination_grace_period_seconds: Int = Field(900, ge=30)
     """Time to flush a checkpoint on eviction. Defaults to 15 minutes."""
+    progress_timeout_seconds: Optional[Int] = Field(1800, ge=60)
+    """Stop the trainer (the pod then fails with exit status 91, releasing its GPUs) when it has
+    printed nothing and written no new global_step_N checkpoint directory for this long: a hang.
+    Longer than the slowest step plus a checkpoint save, or that step is taken for a hang.
+    Defaults to 30 minutes; null disables the watchdog."""
+    nccl_heartbeat_timeout_seconds: Int = Field(600, ge=60)
+    """TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: torch's monitoring thread aborts a process whose NCCL
+    watchdog thread is stuck (in a CUDA or NCCL call that hangs) this long. Defaults to 10 minutes."""
     rayjob: RayJobSettings = Field(default_factory=RayJobSettings)
     manual: ManualJobSettings = Field(default_factory=ManualJobSettings)
     """Deadlines of the manual launcher's Job."""

@@ -401,6 +401,9 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
                 min_size=sizes.min_size, desired_size=sizes.desired_size, max_size=sizes.max_size
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            # EKS replaces (or reboots) a node the monitoring agent marks unhealthy: GPU XID errors,
+            # lost GPUs or network interfaces; the training Job then fails and restarts elsewhere
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True) if settings.auto_repair else None,
             labels=self.labels,
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT.key, value=GPU_TAINT.value, effect=GPU_TAINT.eks_effect)],
             tags={**tags, **(scale_from_zero_tags(settings) if autoscaled else {})},

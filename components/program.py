@@ -55,6 +55,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         subnet_ids=network.private_subnet_ids,
         existing_kubeconfig=secrets.kubeconfig,
         tags=tags,
+        node_monitoring_agent=settings.gpu_nodes.auto_repair,
     )
     k8s = pulumi.ResourceOptions(provider=cluster.provider)
     # Everything that can fail comes before the GPU nodes and everything is removed after them:

@@ -585,6 +585,7 @@ def _node_group(i: Inputs) -> Iterator[Call]:
                 "diskSize": _int(i.get("diskSize")),
                 "scalingConfig": scaling,
                 "updateConfig": {k: _int(v) for k, v in i["updateConfig"].items()} if "updateConfig" in i else None,
+                "nodeRepairConfig": i.get("nodeRepairConfig"),
                 "labels": i.get("labels"),
                 "taints": i.get("taints"),
                 "tags": i.get("tags"),

@@ -9,22 +9,31 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from rlinf_eks.trainers import launch_for
-from rlinf_eks.workload import scripts
+from rlinf_eks.workload import progress, scripts
 from tests.harness import settings
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is needed to run the rendered scripts")
 MARKER = scripts.COMPLETE_MARKER
 
+
+def write_progress(folder: Path, run_dir: Path) -> None:
+    """The progress watchdog both launchers run the trainer under, beside trainer.sh (off here)."""
+    (folder / "progress.sh").write_text(progress.progress_script(run_dir=str(run_dir), timeout_seconds=None, stop_at_time=None, stop_budget_seconds=60))
+
+
 FAKE_RAY_CLI = "#!/bin/bash\nexit 0\n"
 FAKE_RAY_MODULE = """
+
 def init(*args, **kwargs): pass
 def shutdown(): pass
 def nodes(): return [{"Alive": True}]
@@ -74,6 +83,7 @@ def run(tmp_path: Path):
     log_dir = run_dir / "logs"
     launch = launch_for(s, nnodes=1, gpus_per_node=8, log_dir=str(log_dir), checkpoint_dir=str(run_dir / "checkpoints"))
     (tmp_path / "trainer.sh").write_text(launch.script())
+    write_progress(tmp_path, run_dir)
     (tmp_path / "launch.sh").write_text(
         scripts.manual_launch(
             nnodes=1, gpus_per_node=8, cpus_per_node=8, object_store_bytes=1 << 30, head_host="127.0.0.1", ray_port=6379,
@@ -218,6 +228,7 @@ def test_the_kuberay_driver_marks_every_checkpoint_once_the_trainer_succeeds(tmp
     for step in (1, 2):
         write_step(run_dir, step, complete=False)
     (tmp_path / "trainer.sh").write_text("exit 0\n")
+    write_progress(tmp_path, run_dir)
     patterns = (f"{run_dir}/logs/checkpoints/global_step_*",)
     (tmp_path / "driver.sh").write_text(scripts.kuberay_driver(trainer_pythonpath="/w", trainer_script=str(tmp_path / "trainer.sh"), checkpoint_patterns=patterns))
     bin_dir = tmp_path / "bin"
@@ -226,3 +237,20 @@ def test_the_kuberay_driver_marks_every_checkpoint_once_the_trainer_succeeds(tmp
     result = subprocess.run([BASH, str(tmp_path / "driver.sh")], env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert all((run_dir / "logs/checkpoints" / f"global_step_{n}" / MARKER).exists() for n in (1, 2))
+
+
+def test_the_kuberay_driver_passes_ray_job_stop_to_the_trainer_under_the_progress_watchdog(tmp_path):
+    # The watchdog ignores signals sent to it (the launcher signals the whole group); the driver
+    # must therefore signal the group, or `ray job stop` would wait out its SIGKILL timeout.
+    started = tmp_path / "started"
+    (tmp_path / "trainer.sh").write_text(f'trap "echo trainer stopped; exit 143" TERM\ntouch {started}\nsleep 100 & wait\n')
+    write_progress(tmp_path, tmp_path / "run")
+    (tmp_path / "driver.sh").write_text(scripts.kuberay_driver(trainer_pythonpath="/w", trainer_script=str(tmp_path / "trainer.sh")))
+    proc = subprocess.Popen([BASH, str(tmp_path / "driver.sh")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 20
+    while not started.exists():
+        assert time.monotonic() < deadline, "the trainer never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 143 and "trainer stopped" in out, out

@@ -177,9 +177,10 @@ def test_given_kuberay_without_shared_filesystem_when_rendered_then_the_head_res
     head = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
     assert "workerGroupSpecs" not in spec["rayClusterSpec"]
     assert [c["name"] for c in head["containers"]] == ["ray-head"]
-    # the sync is a native sidecar: after the restore, stopped only after the Ray container
-    assert [c["name"] for c in head["initContainers"]] == ["restore-checkpoints", "sync-checkpoints"]
-    assert head["initContainers"][1]["restartPolicy"] == "Always"
+    # the sync is a native sidecar: after the restore, stopped only after the Ray container (the
+    # EFA fabric check comes first on every pod)
+    assert [c["name"] for c in head["initContainers"]] == ["fabric-check", "restore-checkpoints", "sync-checkpoints"]
+    assert head["initContainers"][2]["restartPolicy"] == "Always"
 
 
 @pytest.mark.parametrize("cluster", ["embedded", "selector"])

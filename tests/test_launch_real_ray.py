@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from rlinf_eks.workload import scripts
+from rlinf_eks.workload import progress, scripts
 
 pytestmark = pytest.mark.real_ray
 
@@ -225,6 +225,7 @@ def pods() -> PodNetwork:
     root = Path(tempfile.mkdtemp(prefix="rr", dir="/tmp"))
     (root / "run").mkdir()
     (root / "trainer.sh").write_text(TRAINER)
+    (root / "progress.sh").write_text(progress.progress_script(run_dir=str(root / "run"), timeout_seconds=None, stop_at_time=None, stop_budget_seconds=30))
     try:
         _run("mkdir", "-p", "/tmp/ray")  # the mount point of each pod's own /tmp/ray
         _run("ip", "netns", "add", head_ns)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from rlinf_eks.workload import RlinfTraining, scripts
+from rlinf_eks.workload import RlinfTraining, progress, scripts
 from rlinf_eks.workload.preflight import min_bus_bandwidth_gbps
 from tests.harness import one, run_component, settings
 
@@ -139,6 +139,8 @@ def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 63
         trainer_script=str(tmp_path / "trainer.sh"),
     )
     (tmp_path / "launch.sh").write_text(script)
+    # the head runs the trainer under the progress watchdog, found beside trainer.sh (off here)
+    (tmp_path / "progress.sh").write_text(progress.progress_script(run_dir=str(tmp_path), timeout_seconds=None, stop_at_time=None, stop_budget_seconds=grace))
     return tmp_path / "launch.sh"
 
 

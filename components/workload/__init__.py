@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from ..config import StackSettings
 from ..trainers import TrainerLaunch, launch_for
-from . import manual, network_policy, rayjob, scripts, watchdog
+from . import fabric, manual, network_policy, progress, rayjob, scripts, watchdog
 from .pod import (
     APP_LABELS,
     RAY_CONTAINER,
@@ -76,6 +76,9 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
         files["driver.sh"] = scripts.kuberay_driver(
             trainer_pythonpath=pythonpath, trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}", checkpoint_patterns=launch.checkpoint_patterns
         )
+    files[progress.PROGRESS_SCRIPT] = progress.for_stack(settings, paths.root)
+    if shape.efa:
+        files[fabric.FABRIC_CHECK_SCRIPT] = fabric.fabric_check_script(settings, shape=shape)
     if settings.preflight.enabled:
         multi_node = settings.workload.launcher == "manual" and nnodes > 1 and shared
         files[PREFLIGHT_SCRIPT] = preflight_script(

@@ -154,6 +154,11 @@ def network_env(settings: StackSettings) -> dict[str, str]:
         env["FI_EFA_FORK_SAFE"] = "1"
         if instance.gpudirect_rdma:
             env["FI_EFA_USE_DEVICE_RDMA"] = "1"
+    # NCCL pinned to aws-ofi-nccl on EFA nodes and torch's NCCL timeouts (fabric.py says why)
+    from .fabric import nccl_env, nccl_timeout_env
+
+    env.update(nccl_env(settings))
+    env.update(nccl_timeout_env(settings))
     return env
 
 

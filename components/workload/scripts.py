@@ -282,7 +282,7 @@ run_head() {
   # ... unless it is ignored"). The group also reaches whatever the trainer started.
   trainer_stopped=0
   set -m
-  bash "${TRAINER_SCRIPT}" &
+  bash "${TRAINER_SCRIPT%/*}/progress.sh" bash "${TRAINER_SCRIPT}" &  # under the progress watchdog (progress.py)
   trainer=$!
   set +m
   wait_for "${trainer}" stop_trainer
@@ -400,10 +400,15 @@ def manual_launch(
 KUBERAY_DRIVER = r"""
 set -uo pipefail
 export PYTHONPATH="${TRAINER_PYTHONPATH}${PYTHONPATH:+:${PYTHONPATH}}"
-# Ray's job supervisor stops a driver with SIGTERM (ray job stop): pass it on to the trainer.
-bash "${TRAINER_SCRIPT}" &
+# Ray's job supervisor stops a driver with SIGTERM (ray job stop): pass it on to the trainer, which
+# runs under the progress watchdog (progress.sh: a hang or a Capacity Block's end stops it). The
+# watchdog ignores signals sent to it and leaves them to the trainer, so they go to the process
+# group the two share (job control gives it its own).
+set -m
+bash "${TRAINER_SCRIPT%/*}/progress.sh" bash "${TRAINER_SCRIPT}" &
 trainer=$!
-trap 'kill -TERM "${trainer}" 2>/dev/null' TERM INT
+set +m
+trap 'kill -TERM -- "-${trainer}" 2>/dev/null' TERM INT
 mark_checkpoints_loop &
 marker_loop=$!
 while :; do

@@ -21,6 +21,7 @@ from .pod import (
     security_context,
     sync_container,
 )
+from .fabric import fabric_check_container
 from .preflight import preflight_container
 from .staging import ModelStaging, models_volume, stage_container
 
@@ -83,6 +84,16 @@ def ray_pod_template(
         vols.mounts.append(local_models[1])
     containers = [ray_container(inputs, container_name, command, vols.mounts)]
     init_containers: list[core.ContainerArgs] = []
+    if inputs.shape.efa:
+        # first: a node without a working EFA fails here, within a minute (fabric.py)
+        init_containers.append(
+            fabric_check_container(
+                settings,
+                resources=ray_resources(inputs.shape),
+                mounts=vols.mounts,
+                env=env_vars(inputs.plain_env, None, []),
+            )
+        )
     if inputs.preflight:
         init_containers.append(preflight_container(settings, resources=ray_resources(inputs.shape), mounts=vols.mounts))
     if staging is not None:

@@ -1,0 +1,45 @@
+"""Exit statuses of the training pods' containers that mean something to the restart policy.
+
+One place for them: the launch scripts render them (``shell_values``), the Job's
+``podFailurePolicy`` and the plan map them, and the tests assert them. A trainer's own status
+(1, 2, a Python traceback's 1, a signal's 128+n) passes through unchanged; these are chosen
+outside what Python, bash and Ray use for themselves (1, 2, 126, 127, 128+n) and outside
+``sysexits.h`` (64-78).
+"""
+
+from __future__ import annotations
+
+STOPPED = 143
+"""The pod was stopped (eviction, node drain, Job deletion): 128 + SIGTERM, whatever the trainer
+or Ray did when told to stop (the manual launcher's convention)."""
+
+CLUSTER_DID_NOT_FORM = 3
+"""The Ray cluster did not form within ``workload.joinTimeoutSeconds`` (head or worker)."""
+
+FABRIC_FAILED = 90
+"""The network fabric is not usable: EFA devices or libfabric's efa provider missing, or NCCL
+could not load its network plugin (``NCCL_NET`` pinned). A node fault, not a trainer bug: the node
+should be replaced, and the run restarted on a healthy one."""
+
+PROGRESS_TIMEOUT = 91
+"""The progress watchdog stopped a trainer that wrote no new checkpoint step and no log line for
+``workload.progressTimeoutSeconds``: a hang (a collective that never completes, a dead peer). The
+trainer was stopped so the GPUs are released; whether to retry is the restart policy's call."""
+
+RESERVATION_ENDING = 92
+"""The trainer was stopped (and given the time to checkpoint) because the Capacity Block ends
+soon: EC2 terminates the block's instances 30 minutes before its end. Not a failure of the run;
+restarting on the same (ending) capacity would be pointless, a later block resumes it."""
+
+ALL = {
+    "STOPPED": STOPPED,
+    "CLUSTER_DID_NOT_FORM": CLUSTER_DID_NOT_FORM,
+    "FABRIC_FAILED": FABRIC_FAILED,
+    "PROGRESS_TIMEOUT": PROGRESS_TIMEOUT,
+    "RESERVATION_ENDING": RESERVATION_ENDING,
+}
+
+
+def shell_values() -> dict[str, int]:
+    """``EXIT_<NAME>=<status>`` for the head of a rendered script."""
+    return {f"EXIT_{name}": code for name, code in ALL.items()}
