@@ -67,6 +67,7 @@ def ray_pod_template(
     annotations: Optional[Mapping[str, str]] = None,
     restart_policy: Optional[str] = None,
     subdomain: Optional[str] = None,
+    first_init_containers: Sequence[core.ContainerArgs] = (),
 ) -> core.PodTemplateSpecArgs:
     settings = inputs.settings
     vols = ray_volumes(
@@ -82,7 +83,7 @@ def ray_pod_template(
         vols.volumes.append(local_models[0])
         vols.mounts.append(local_models[1])
     containers = [ray_container(inputs, container_name, command, vols.mounts)]
-    init_containers: list[core.ContainerArgs] = []
+    init_containers: list[core.ContainerArgs] = list(first_init_containers)
     if inputs.preflight:
         init_containers.append(preflight_container(settings, resources=ray_resources(inputs.shape), mounts=vols.mounts))
     if staging is not None:
