@@ -96,10 +96,10 @@ def restart_lines(settings: StackSettings) -> list[str]:
     if rayjob.cluster == "embedded":
         limit = wl.rayjob_backoff_limit
         retries = (
-            f"KubeRay retries a failed RayJob up to backoffLimit={limit} times (workload.restart.maxRestarts), each with a "
-            "new cluster (every pod recreated: a gang restart), resuming as above"
+            f"KubeRay retries a failed RayJob up to backoffLimit={limit} times, each with a new cluster (every pod "
+            "recreated: a gang restart), resuming as above"
             if limit
-            else "none: workload.restart.maxRestarts is 0, so a failed RayJob stays failed (set it to retry)"
+            else "none: the RayJob's backoffLimit is 0, so a failed RayJob stays failed (set workload.restart.maxRestarts to retry)"
         )
     else:
         retries = "none: a RayJob submitted by clusterSelector is not retried (backoffLimit needs the embedded cluster)"
