@@ -11,10 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pulumi
 import pytest
-import yaml
 
 from rlinf_eks.cluster import SYSTEM_NODE_LABELS
 from rlinf_eks.config import ConfigError, RestartSettings
@@ -24,13 +22,13 @@ from rlinf_eks.plan_reader import pod_templates
 from rlinf_eks.workload import RlinfTraining, manual, scripts
 from rlinf_eks.workload.network_policy import training_network_policy_spec
 from tests.harness import has_inputs, of_type, one, plan_stack, run_component, settings
-from tests.schemas import builtin_errors, closed
+from tests import schemas
+from tests.schemas import builtin_errors
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 JOB = "kubernetes:batch/v1:Job"
 SERVICE = "kubernetes:core/v1:Service"
-SCHEMA = Path(__file__).parent / "data" / "jobset-v1alpha2-spec.yaml"
 # The keys of the jobset chart's values.yaml (kubernetes-sigs/jobset charts/jobset/values.yaml,
 # commit 605cfc17ab1a2dbfd6104f8c0859ee83fee8dce3, chart 0.8 and newer), two levels deep.
 CHART_VALUE_KEYS = {
@@ -65,9 +63,7 @@ def render(s) -> list[dict[str, Any]]:
 
 
 def jobset_errors(obj: dict[str, Any]) -> list[str]:
-    schema = closed(yaml.safe_load(SCHEMA.read_text()))
-    validator = jsonschema.Draft7Validator(schema)
-    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+    return schemas.jobset_errors(obj, restart_settings().cluster.kubernetes_version)
 
 
 def child_job(jobset: dict[str, Any]) -> dict[str, Any]:
