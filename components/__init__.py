@@ -23,6 +23,7 @@ _COMPONENTS = {
     "SharedFilesystem": "storage",
     "TrainingIdentity": "identity",
     "KubeRayOperator": "kuberay",
+    "JobSetController": "jobset",
     "ClusterAutoscaler": "autoscaler",
     "RlinfTraining": "workload",
 }

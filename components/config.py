@@ -900,6 +900,39 @@ class ManualJobSettings(_Model):
         return self
 
 
+class RestartSettings(_Model):
+    """Automatic gang restart of a failed run (both launchers)."""
+
+    max_restarts: Int = Field(0, ge=0, le=100)
+    """Restart the whole gang (every pod recreated, resuming from the newest complete checkpoint)
+    up to this many times after a failure: a pod, a node, NCCL. 0 (the default): a failed run stays
+    failed. Manual launcher: the run becomes a JobSet (the JobSet controller is installed); kuberay:
+    the RayJob's backoffLimit. A trainer that fails again from the same checkpoint is not retried;
+    node faults do not count (manual launcher only)."""
+    backoff_seconds: Int = Field(60, ge=0, le=3600)
+    """Manual launcher: restart attempt N waits N x this long before it starts (JobSet restarts at
+    once: its failurePolicy has no backoff). Defaults to 60 s."""
+    jobset_version: ChartVersion = "0.11.1"
+    """Manual launcher with restarts: the JobSet chart version (oci://registry.k8s.io/jobset/charts/jobset).
+    0.10.0 or newer: the failure rules match Job failure messages (onJobFailureMessagePatterns)."""
+    jobset_namespace: str = "jobset-system"
+
+    @field_validator("jobset_namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not _DNS_1035.match(value) or len(value) > 63:
+            raise PydanticCustomError("dns", "a Kubernetes namespace: lowercase letters, digits and '-', at most 63")
+        return value
+
+    @field_validator("jobset_version")
+    @classmethod
+    def _jobset_version(cls, value: str) -> str:
+        parts = tuple(int(p) for p in re.findall(r"\d+", value)[:2])
+        if parts < (0, 10):
+            raise PydanticCustomError("jobset", "JobSet 0.10.0 or newer (onJobFailureMessagePatterns, which tells a node fault from a trainer bug)")
+        return value
+
+
 class WorkloadSettings(_Model):
     enabled: Bool = True
     """Create the training workload. Defaults to true."""
@@ -932,6 +965,8 @@ class WorkloadSettings(_Model):
     rayjob: RayJobSettings = Field(default_factory=RayJobSettings)
     manual: ManualJobSettings = Field(default_factory=ManualJobSettings)
     """Deadlines of the manual launcher's Job."""
+    restart: RestartSettings = Field(default_factory=RestartSettings)
+    """Automatic gang restart of a failed run."""
     model: ModelSettings = Field(default_factory=ModelSettings)
     """Where the model comes from and how it is staged."""
     checkpoint_sync_image: str = "public.ecr.aws/aws-cli/aws-cli:2.32.9"
@@ -991,6 +1026,33 @@ class WorkloadSettings(_Model):
                 "keep model.source to stage the model, or trainer.modelPath for a model already inside the image",
             )
         return self
+
+    @model_validator(mode="after")
+    def _restarts(self) -> "WorkloadSettings":
+        restarts, rayjob = self.restart.max_restarts, self.rayjob
+        if self.launcher != "kuberay" or not restarts:
+            return self
+        if rayjob.cluster == "selector":
+            raise _rule(
+                "restart.maxRestarts", restarts,
+                "KubeRay retries only a RayJob with its own cluster: set rayjob.cluster: embedded, or maxRestarts: 0",
+            )
+        if rayjob.backoff_limit not in (0, restarts):
+            raise _rule(
+                "rayjob.backoffLimit", rayjob.backoff_limit,
+                f"is the RayJob's retry count, which restart.maxRestarts ({restarts}) already sets: drop rayjob.backoffLimit",
+            )
+        return self
+
+    @property
+    def rayjob_backoff_limit(self) -> int:
+        """The RayJob's backoffLimit: restart.maxRestarts, else the older rayjob.backoffLimit."""
+        return self.restart.max_restarts or self.rayjob.backoff_limit
+
+    @property
+    def uses_jobset(self) -> bool:
+        """The manual launcher renders a JobSet (and needs its controller) when it restarts."""
+        return self.enabled and self.launcher == "manual" and self.restart.max_restarts > 0
 
 
 # --- storage ------------------------------------------------------------------------------------

@@ -268,8 +268,8 @@ def _job(kind: str, spec: Mapping[str, Any], where: str) -> PodTemplate:
 
 
 def pod_templates(obj: Mapping[str, Any]) -> Iterator[PodTemplate]:
-    """Every pod spec in a Kubernetes object: Pods, workload controllers and KubeRay's
-    RayCluster, RayJob and RayService."""
+    """Every pod spec in a Kubernetes object: Pods, workload controllers, KubeRay's RayCluster,
+    RayJob and RayService, and JobSet."""
     kind, spec = str(obj.get("kind")), obj.get("spec") or {}
     if kind == "Pod":
         yield PodTemplate(kind, "spec", "pod", 1, spec)
@@ -290,6 +290,13 @@ def pod_templates(obj: Mapping[str, Any]) -> Iterator[PodTemplate]:
             yield PodTemplate(kind, "spec.submitterPodTemplate.spec", "submitter", 1, get(spec, "submitterPodTemplate", "spec") or {})
     elif kind == "RayService":
         yield from _ray_cluster(kind, spec.get("rayClusterConfig") or {}, "spec.rayClusterConfig")
+    elif kind == "JobSet":
+        # JobSet API: each replicatedJob makes `replicas` Jobs (default 1) from its Job template
+        for i, rjob in enumerate(spec.get("replicatedJobs") or []):
+            job = _job(kind, get(rjob, "template", "spec") or {}, f"spec.replicatedJobs[{i}].template.spec")
+            jobs = _count(rjob.get("replicas", 1))
+            count = None if job.replicas is None or jobs is None else job.replicas * jobs
+            yield PodTemplate(kind, job.path, str(rjob.get("name") or "job"), count, job.spec)
 
 
 # --- requests -----------------------------------------------------------------------------------

@@ -121,6 +121,13 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s)
         before_gpu.append(operator)
 
+    jobset = None
+    if settings.workload.uses_jobset:
+        from .jobset import JobSetController
+
+        jobset = JobSetController("jobset", settings=settings.workload.restart, opts=k8s)
+        before_gpu.append(jobset)
+
     training = None
     if settings.workload.enabled:
         training = RlinfTraining(
@@ -132,6 +139,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
             hf_token=secrets.hf_token,
             wandb_api_key=secrets.wandb_api_key,
             operator=operator,
+            jobset=jobset,
             opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[identity])),
         )
         # A dependsOn edge (no property dependency) does not make the node group follow a

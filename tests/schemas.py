@@ -1,11 +1,12 @@
 """Validation helpers: built-in Kubernetes objects against the cluster version's OpenAPI schema
-(kubernetes-validate, strict) and KubeRay custom resources against the v1.7.0 CRDs in
-/work/shared/schemas/kuberay/ with unknown fields rejected."""
+(kubernetes-validate, strict), KubeRay custom resources against the v1.7.0 CRDs in
+/work/shared/schemas/kuberay/ and JobSets against tests/data/, with unknown fields rejected."""
 
 from __future__ import annotations
 
 import copy
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -58,3 +59,22 @@ def builtin_errors(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
     except kubernetes_validate.ValidationError as err:
         return [str(err)]
     return []
+
+
+JOBSET_SCHEMA = Path(__file__).parent / "data" / "jobset-v1alpha2-spec.yaml"
+
+
+@lru_cache(maxsize=None)
+def _jobset_validator() -> jsonschema.Draft7Validator:
+    return jsonschema.Draft7Validator(closed(yaml.safe_load(JOBSET_SCHEMA.read_text())))
+
+
+def jobset_errors(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
+    """A JobSet against the JobSet-level part of its CRD schema (tests/data, unknown fields
+    rejected), and each replicatedJob's Job template as a batch/v1 Job (kubernetes-validate)."""
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _jobset_validator().iter_errors(obj)]
+    for rjob in (obj.get("spec") or {}).get("replicatedJobs") or []:
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"{obj['metadata']['name']}-{rjob['name']}-0"},
+               "spec": rjob["template"]["spec"]}
+        errors += [f"replicatedJobs[{rjob['name']}]: {e}" for e in builtin_errors(job, kubernetes_version)]
+    return errors

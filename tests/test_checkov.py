@@ -76,12 +76,12 @@ def run_checkov(folder: Path) -> list[dict]:
     ]
 
 
-_CUSTOM_RESOURCE_KINDS = ("RayCluster", "RayJob", "RayService")
+_CUSTOM_RESOURCE_KINDS = ("RayCluster", "RayJob", "RayService", "JobSet")
 
 
 def pods_of_custom_resources(manifests: dict[str, dict]) -> dict[str, dict]:
     """checkov checks only the kinds it knows: the pod templates inside KubeRay's custom resources
-    are written out as Pods (named <resource>-<role>) so their containers are checked too."""
+    and JobSets are written out as Pods (named <resource>-<role>) so their containers are checked too."""
     from rlinf_eks.plan_reader import pod_templates
 
     pods: dict[str, dict] = {}
@@ -92,6 +92,7 @@ def pods_of_custom_resources(manifests: dict[str, dict]) -> dict[str, dict]:
         for template in pod_templates(obj):
             path, spec = template.path, template.spec
             role = ("head" if "headGroupSpec" in path else "submitter" if "submitter" in path
+                    else template.role if obj["kind"] == "JobSet"
                     else "worker-" + path.split("workerGroupSpecs[")[1].split("]")[0])
             name = f"{meta['name']}-{role}"
             pods[f"pod-{meta.get('namespace', 'cluster')}-{name}.yaml".lower()] = {

@@ -294,14 +294,22 @@ def test_given_a_bad_progress_timeout_then_the_config_is_rejected_naming_the_key
 def test_given_an_efa_stack_when_planned_then_every_training_pod_checks_its_fabric_first_with_the_ray_containers_devices():
     from tests.harness import manifests, plan_stack
 
-    job = manifests(plan_stack("multi-node"))["job-rlinf-training.yaml"]
-    spec = job["spec"]["template"]["spec"]
-    check = spec["initContainers"][0]
-    assert check["name"] == "fabric-check" and check["image"] == spec["containers"][0]["image"]
-    assert check["resources"] == spec["containers"][0]["resources"]  # the same EFA devices, handed on
-    assert check["command"] == ["/bin/bash", "/etc/rlinf/fabric-check.sh"]
-    no_efa = manifests(plan_stack("multi-node", "gpuNodes.efa=false"))["job-rlinf-training.yaml"]["spec"]["template"]["spec"]
-    assert "fabric-check" not in [c["name"] for c in no_efa.get("initContainers", [])]
+    # without restarts the Indexed Job; with them (the multi-node stack's own) the JobSet's Job,
+    # where only the restart backoff comes before the check
+    job = manifests(plan_stack("multi-node", "workload.restart.maxRestarts=0"))["job-rlinf-training.yaml"]
+    jobset = manifests(plan_stack("multi-node"))["jobset-rlinf-training.yaml"]
+    for spec, before in (
+        (job["spec"]["template"]["spec"], []),
+        (jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"], ["restart-backoff"]),
+    ):
+        names = [c["name"] for c in spec["initContainers"]]
+        assert names[: len(before) + 1] == [*before, "fabric-check"]
+        check = spec["initContainers"][len(before)]
+        assert check["image"] == spec["containers"][0]["image"]
+        assert check["resources"] == spec["containers"][0]["resources"]  # the same EFA devices, handed on
+        assert check["command"] == ["/bin/bash", "/etc/rlinf/fabric-check.sh"]
+    no_efa = manifests(plan_stack("multi-node", "gpuNodes.efa=false", "workload.restart.maxRestarts=0"))["job-rlinf-training.yaml"]
+    assert "fabric-check" not in [c["name"] for c in no_efa["spec"]["template"]["spec"].get("initContainers", [])]
 
 
 # --- through the manual launcher --------------------------------------------------------------------

@@ -298,6 +298,7 @@ def test_the_day2_commands_read_real_stack_outputs():
     "stack, kind, name",
     [
         ("single-node", "Job", "training"),
+        ("multi-node", "JobSet", "training"),
         ("multi-node-kuberay", "RayJob", "rlinf-training"),
     ],
 )
@@ -307,10 +308,15 @@ def test_the_day2_commands_name_the_workload_objects_the_stacks_create(stack, ki
     (obj,) = [o for o in objects if o["metadata"]["name"] == name]
     assert obj["metadata"]["namespace"] == "rlinf"
     assert f"-n {obj['metadata']['namespace']}" in commands
-    if kind == "Job":
-        assert f"job-name={name}" in commands and f"delete job {name}" in commands
-        assert obj["spec"]["completionMode"] == "Indexed"  # batch.kubernetes.io/job-completion-index
-        containers = [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]]
+    if kind in ("Job", "JobSet"):
+        job = obj["spec"] if kind == "Job" else obj["spec"]["replicatedJobs"][0]["template"]["spec"]
+        assert f"delete {kind.lower()} {name}" in commands
+        assert job["completionMode"] == "Indexed"  # batch.kubernetes.io/job-completion-index
+        pod = job["template"]
+        # the commands select the head by its pod labels, which the Job and the JobSet's Job share
+        selector = ",".join(f"{k}={v}" for k, v in pod["metadata"]["labels"].items() if k == "app.kubernetes.io/component")
+        assert selector and f"-l {selector},batch.kubernetes.io/job-completion-index=0" in commands
+        containers = [c["name"] for c in pod["spec"]["containers"]]
         assert "ray" in containers and "-c ray" in commands
     else:
         assert f"rayjob {name}" in commands and f"job/{name}" in commands

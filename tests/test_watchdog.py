@@ -23,13 +23,14 @@ JOB = "kubernetes:batch/v1:Job"
 
 
 def test_given_an_active_deadline_when_planned_then_the_training_job_carries_it():
-    plan = plan_stack("multi-node", "workload.manual.activeDeadlineSeconds=172800")
+    # the Indexed Job on its own (multi-node restarts: its JobSet is tests/test_jobset.py's)
+    plan = plan_stack("multi-node", "workload.restart.maxRestarts=0", "workload.manual.activeDeadlineSeconds=172800")
     assert one(plan, JOB, "rlinf-job")["inputs"]["spec"]["activeDeadlineSeconds"] == 172800
-    assert "activeDeadlineSeconds" not in one(plan_stack("multi-node"), JOB, "rlinf-job")["inputs"]["spec"]
+    assert "activeDeadlineSeconds" not in one(plan_stack("multi-node", "workload.restart.maxRestarts=0"), JOB, "rlinf-job")["inputs"]["spec"]
 
 
 def test_given_the_manual_launcher_when_planned_then_a_watchdog_with_a_narrow_role_runs_on_the_system_nodes():
-    plan = plan_stack("multi-node")
+    plan = plan_stack("multi-node", "workload.restart.maxRestarts=0")
     role = one(plan, "kubernetes:rbac.authorization.k8s.io/v1:Role")["inputs"]
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},

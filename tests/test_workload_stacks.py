@@ -12,13 +12,15 @@ from rlinf_eks import catalog
 from rlinf_eks.offline.plan import settings_of
 from rlinf_eks.offline.stack_config import load
 from tests.harness import ROOT, STACKS, of_type, one, plan_stack
-from tests.schemas import builtin_errors, crd_errors
+from tests.schemas import builtin_errors, crd_errors, jobset_errors
 
 EKS_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
 
 def pod_templates(plan) -> list[dict[str, Any]]:
     templates = [job["inputs"]["spec"]["template"] for job in of_type(plan, "kubernetes:batch/v1:Job") if job["name"] != "rlinf-watchdog"]
+    templates += [r["template"]["spec"]["template"] for js in of_type(plan, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+                  for r in js["inputs"]["spec"]["replicatedJobs"]]
     clusters = [c["inputs"]["spec"] for c in of_type(plan, "kubernetes:ray.io/v1:RayCluster")]
     clusters += [j["inputs"]["spec"]["rayClusterSpec"] for j in of_type(plan, "kubernetes:ray.io/v1:RayJob") if "rayClusterSpec" in j["inputs"]["spec"]]
     for spec in clusters:
@@ -69,5 +71,7 @@ def test_given_a_stack_when_planned_then_every_workload_object_validates(stack):
         obj = resource["inputs"]
         if resource["type"].startswith("kubernetes:ray.io/"):
             assert crd_errors(obj) == [], resource["name"]
+        elif resource["type"].startswith("kubernetes:jobset.x-k8s.io/"):
+            assert jobset_errors(obj, settings.cluster.kubernetes_version) == [], resource["name"]
         elif obj["kind"] != "Secret":
             assert builtin_errors(obj, settings.cluster.kubernetes_version) == [], resource["name"]

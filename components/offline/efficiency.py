@@ -48,7 +48,7 @@ __all__ = ["efficiency_of", "efficiency_report", "render_efficiency", "dumps", "
 MIB = 1024 * 1024
 # The kinds whose GPU pods are the training run; a Deployment or DaemonSet that requests GPUs is
 # another tenant of the nodes, not counted as training.
-TRAINING_KINDS = ("Job", "RayCluster", "RayJob")
+TRAINING_KINDS = ("Job", "JobSet", "RayCluster", "RayJob")
 
 
 # --- pod facts ----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..config import CapacityBlockSettings, StackSettings
 from ..trainers import TrainerLaunch, launch_for
-from ..workload import exit_codes, fabric, progress, scripts
+from ..workload import exit_codes, fabric, manual, progress, scripts
 from ..workload.pod import pod_shape, run_paths
 
 
@@ -71,24 +71,47 @@ def restart_lines(settings: StackSettings) -> list[str]:
             if wl.manual.active_deadline_seconds
             else ""
         )
-        return [
-            "restart (manual launcher): none automatic: any failed pod (trainer error, lost node, NCCL) fails the "
-            "Indexed Job (backoffLimit 0) and the controller stops the other pods; deleting the Job and running "
-            "pulumi up starts a new run that resumes as above" + deadline,
+        repeated = (
             f"repeated failure: the head exits {scripts.REPEATED_FAILURE} when the trainer fails twice from the same "
-            "complete checkpoint (recorded in <run dir>/.rlinf-eks/last-failure)",
+            "complete checkpoint (recorded in <run dir>/.rlinf-eks/last-failure)"
+        )
+        if not wl.uses_jobset:
+            return [
+                "restart (manual launcher): none automatic (workload.restart.maxRestarts is 0): any failed pod (trainer "
+                "error, lost node, NCCL) fails the Indexed Job (backoffLimit 0) and the controller stops the other pods; "
+                "deleting the Job and running pulumi up starts a new run that resumes as above" + deadline,
+                repeated,
+            ]
+        restart = wl.restart
+        step = restart.backoff_seconds
+        return [
+            f"restart (manual launcher): JobSet {manual.JOBSET_NAME} (controller {restart.jobset_version}) recreates every pod "
+            f"and resumes as above, up to maxRestarts={restart.max_restarts} times, when a pod fails (trainer error, "
+            "NCCL, OOM: the Indexed Job's backoffLimit 0 fails it); old pods are gone before new ones start (BlockingRecreate)",
+            "host faults: a pod of a lost, drained or preempted node (DisruptionTarget) restarts the gang without counting "
+            "against maxRestarts (RestartJobSetAndIgnoreMaxRestarts)",
+            f"backoff: restart attempt N waits N x {step}s (at most {step * manual.MAX_BACKOFF_FACTOR}s) in an init "
+            "container: JobSet itself restarts at once",
+            repeated + f": the Job's podFailurePolicy fails it on exit {scripts.REPEATED_FAILURE} and the JobSet gives up (FailJobSet)",
+            "deadlines: a Job that fails with DeadlineExceeded (pre-running watchdog, activeDeadlineSeconds) fails the JobSet, "
+            "no restart" + deadline,
         ]
     rayjob = wl.rayjob
     if rayjob.cluster == "embedded":
+        limit = wl.rayjob_backoff_limit
         retries = (
-            f"KubeRay retries a failed RayJob up to backoffLimit={rayjob.backoff_limit} times, each with a new "
-            "cluster (every pod recreated: a gang restart), resuming as above"
-            if rayjob.backoff_limit
-            else "none: workload.rayjob.backoffLimit is 0, so a failed RayJob stays failed (set it to retry)"
+            f"KubeRay retries a failed RayJob up to backoffLimit={limit} times, each with a new cluster (every pod "
+            "recreated: a gang restart), resuming as above"
+            if limit
+            else "none: the RayJob's backoffLimit is 0, so a failed RayJob stays failed (set workload.restart.maxRestarts to retry)"
         )
     else:
         retries = "none: a RayJob submitted by clusterSelector is not retried (backoffLimit needs the embedded cluster)"
-    lines = [f"restart (kuberay launcher): {retries}; the RayJob has no backoff setting and counts every failure, host faults included"]
+    lines = [
+        f"restart (kuberay launcher): {retries}; the RayJob has no backoff setting and counts every failure, host faults "
+        "included; a trainer that fails again at the same step is retried until the limit too (KubeRay has no "
+        "per-exit-code rule)"
+    ]
     if rayjob.active_deadline_seconds:
         lines.append(f"deadline: the RayJob fails after activeDeadlineSeconds={rayjob.active_deadline_seconds}s")
     return lines

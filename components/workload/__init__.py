@@ -1,7 +1,8 @@
 """The RLinf training run: every GPU and EFA interface of the GPU nodes, one Ray pod per node.
 
 Launchers (``workload.launcher``):
-- ``manual`` (:mod:`.manual`): headless Service ``training-svc`` + Indexed Job ``training``;
+- ``manual`` (:mod:`.manual`): headless Service ``training-svc`` + Indexed Job ``training``, or
+  with ``workload.restart.maxRestarts`` > 0 a JobSet ``training`` around that Job (gang restart);
 - ``kuberay`` (:mod:`.rayjob`): RayCluster ``rlinf-cluster`` / RayJob ``rlinf-training``.
 
 Every Ray pod (:mod:`.pod`, :mod:`.template`): the catalog's pod shape, EFA and NCCL env, the
@@ -56,13 +57,14 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
     shape = pod_shape(settings, sync=not shared)
     pythonpath = trainer_pythonpath(settings, launch.env)
     files = {TRAINER_SCRIPT: launch.script()}
+    names = manual.pod_names(settings.workload.uses_jobset)
     if settings.workload.launcher == "manual":
         files["launch.sh"] = scripts.manual_launch(
             nnodes=nnodes,
             gpus_per_node=shape.pod.gpus,
             cpus_per_node=shape.ray_cpus,
             object_store_bytes=shape.object_store_bytes,
-            head_host=manual.head_host(),
+            head_host=names.head_host(),
             ray_port=manual.RAY_GCS_PORT,
             join_timeout_seconds=settings.workload.join_timeout_seconds,
             grace_seconds=settings.workload.termination_grace_period_seconds,
@@ -85,14 +87,14 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
             settings,
             shape=shape,
             nnodes=nnodes,
-            host_prefix=manual.JOB_NAME,
-            service=manual.SERVICE_NAME,
+            host_prefix=names.host_prefix,
+            service=names.service,
             exchange_dir=f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/.preflight" if multi_node else None,
         )
     if watchdog.enabled(settings):
         files[watchdog.WATCHDOG_SCRIPT] = watchdog.watchdog_script(
             namespace=settings.workload.namespace,
-            job_name=manual.JOB_NAME,
+            job_name=names.job,
             expected_pods=nnodes,
             deadline_seconds=settings.workload.manual.pre_running_deadline_seconds,
             not_before=settings.gpu_nodes.scheduled_start,
@@ -139,6 +141,7 @@ class RlinfTraining(pulumi.ComponentResource):
         hf_token: Optional[pulumi.Input[str]] = None,
         wandb_api_key: Optional[pulumi.Input[str]] = None,
         operator: Optional[Any] = None,
+        jobset: Optional[Any] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:RlinfTraining", name, None, opts)
@@ -199,7 +202,7 @@ class RlinfTraining(pulumi.ComponentResource):
         # a changed script means a new run: the Job's template changes, so Pulumi replaces the Job
         annotations = {"rlinf-eks/launch-sha256": _fingerprint(files)}
         if wl.launcher == "manual":
-            self._manual(name, namespace, nnodes, pod_inputs, annotations)
+            self._manual(name, namespace, nnodes, pod_inputs, annotations, jobset)
         else:
             self._kuberay(name, namespace, nnodes, pod_inputs, annotations, operator)
         k8s.networking.v1.NetworkPolicy(
@@ -218,14 +221,26 @@ class RlinfTraining(pulumi.ComponentResource):
         self.entrypoint = pulumi.Output.from_input(self.launch.shell())
         self.register_outputs({"entrypoint": self.entrypoint})
 
-    def _manual(self, name: str, namespace: str, nnodes: int, pod_inputs: RayPodInputs, annotations: dict[str, str]) -> None:
-        child = pulumi.ResourceOptions(parent=self)
-        service = k8s.core.v1.Service(
-            f"{name}-head-service",
-            metadata=meta.ObjectMetaArgs(name=manual.SERVICE_NAME, namespace=namespace, labels=dict(APP_LABELS)),
-            spec=manual.headless_service_spec(),
-            opts=child,
-        )
+    def _manual(
+        self, name: str, namespace: str, nnodes: int, pod_inputs: RayPodInputs, annotations: dict[str, str], jobset: Optional[Any]
+    ) -> None:
+        settings = pod_inputs.settings
+        restarts = settings.workload.uses_jobset
+        names = manual.pod_names(restarts)
+        depends: list[pulumi.Resource] = []
+        if restarts:
+            if jobset is None:
+                raise ValueError("workload.restart.maxRestarts > 0 needs the JobSet controller (program.build passes it as jobset=)")
+            depends.append(jobset.release)
+        else:
+            depends.append(
+                k8s.core.v1.Service(
+                    f"{name}-head-service",
+                    metadata=meta.ObjectMetaArgs(name=manual.SERVICE_NAME, namespace=namespace, labels=dict(APP_LABELS)),
+                    spec=manual.headless_service_spec(),
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
         template = ray_pod_template(
             pod_inputs,
             container_name=RAY_CONTAINER,
@@ -233,27 +248,44 @@ class RlinfTraining(pulumi.ComponentResource):
             labels=manual.LAUNCHER_LABELS,
             annotations=annotations,
             restart_policy="Never",
-            subdomain=manual.SERVICE_NAME,
+            # in a JobSet, JobSet sets the subdomain (network.enableDNSHostnames)
+            subdomain=None if restarts else manual.SERVICE_NAME,
+            first_init_containers=[manual.backoff_container(settings)] if restarts else (),
         )
-        settings = pod_inputs.settings
         job_spec = manual.job_spec(
             nnodes=nnodes,
             template=template,
             kubernetes_version=settings.cluster.kubernetes_version,
             active_deadline_seconds=settings.workload.manual.active_deadline_seconds,
+            restarts=restarts,
         )
-        job = k8s.batch.v1.Job(
-            f"{name}-job",
-            metadata=meta.ObjectMetaArgs(name=manual.JOB_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
-            spec=job_spec,
-            # a Job's template is immutable and its name fixed: a new run replaces it, delete first
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[service], delete_before_replace=True),
-        )
+        # a Job's template is immutable and its name fixed: a new run replaces it, delete first
+        run_opts = pulumi.ResourceOptions(parent=self, depends_on=depends, delete_before_replace=True)
+        run: pulumi.Resource
+        if restarts:
+            run = k8s.apiextensions.CustomResource(
+                f"{name}-jobset",
+                api_version="jobset.x-k8s.io/v1alpha2",
+                kind="JobSet",
+                metadata=meta.ObjectMetaArgs(name=manual.JOBSET_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
+                spec=manual.jobset_spec(job=to_manifest(job_spec), max_restarts=settings.workload.restart.max_restarts),
+                opts=run_opts,
+            )
+        else:
+            run = k8s.batch.v1.Job(
+                f"{name}-job",
+                metadata=meta.ObjectMetaArgs(name=manual.JOB_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
+                spec=job_spec,
+                opts=run_opts,
+            )
         if watchdog.enabled(settings):
-            self._watchdog(name, namespace, job, pulumi.Output.from_input(to_manifest(job_spec)).apply(watchdog.training_job_fingerprint))
+            self._watchdog(
+                name, namespace, run, names.job, pulumi.Output.from_input(to_manifest(job_spec)).apply(watchdog.training_job_fingerprint)
+            )
 
-    def _watchdog(self, name: str, namespace: str, job: k8s.batch.v1.Job, training_job_sha: pulumi.Output[str]) -> None:
-        """The pre-running deadline of the manual Job (see :mod:`.watchdog`)."""
+    def _watchdog(self, name: str, namespace: str, run: pulumi.Resource, job_name: str, training_job_sha: pulumi.Output[str]) -> None:
+        """The pre-running deadline of the manual Job (see :mod:`.watchdog`); in a JobSet, of its
+        child Job (first attempt: the watchdog ends once every pod has run)."""
         child = pulumi.ResourceOptions(parent=self)
         labels = dict(watchdog.WATCHDOG_LABELS)
         metadata = meta.ObjectMetaArgs(name=watchdog.WATCHDOG_NAME, namespace=namespace, labels=labels)
@@ -261,7 +293,7 @@ class RlinfTraining(pulumi.ComponentResource):
         role = k8s.rbac.v1.Role(
             f"{name}-watchdog-role",
             metadata=metadata,
-            rules=[k8s.rbac.v1.PolicyRuleArgs(**{_snake(k): v for k, v in rule.items()}) for rule in watchdog.role_rules(manual.JOB_NAME)],
+            rules=[k8s.rbac.v1.PolicyRuleArgs(**{_snake(k): v for k, v in rule.items()}) for rule in watchdog.role_rules(job_name)],
             opts=child,
         )
         binding = k8s.rbac.v1.RoleBinding(
@@ -279,7 +311,7 @@ class RlinfTraining(pulumi.ComponentResource):
             spec=watchdog.watchdog_job_spec(
                 self._settings, config_map=LAUNCH_CONFIG_MAP, script_key=watchdog.WATCHDOG_SCRIPT, training_job_sha=training_job_sha
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[job, account, role, binding], delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[run, account, role, binding], delete_before_replace=True),
         )
 
     def _kuberay(

@@ -1,17 +1,26 @@
-"""The manual launcher (the seed's default): a headless Service and an Indexed Job.
+"""The manual launcher (the seed's default): a headless Service and an Indexed Job, or, with
+``workload.restart.maxRestarts`` > 0, a JobSet around the same Indexed Job.
 
 Pod ``i`` of the Indexed Job gets the hostname ``training-<i>`` (Job controller) and, with
 ``subdomain: training-svc`` and the headless Service of that name, the DNS name
 ``training-<i>.training-svc``: pod 0 is the Ray head at ``training-0.training-svc:6379``.
+
+In a JobSet ``training`` with one replicatedJob ``training``, the child Job is
+``training-training-0``, its pod ``i`` is ``training-training-0-<i>`` and the JobSet controller
+creates the headless Service ``training`` (the default subdomain, the JobSet's name): the head is
+``training-training-0-0.training`` (JobSet API, ``network.enableDNSHostnames``).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import pulumi_kubernetes as k8s
 
-from .pod import APP_LABELS, core
+from ..config import StackSettings
+from .pod import APP_LABELS, RAY_CONTAINER, core, guaranteed
+from .scripts import REPEATED_FAILURE, render
 
 JOB_NAME = "training"
 SERVICE_NAME = "training-svc"
@@ -21,8 +30,35 @@ RAY_CLIENT_PORT = 10001
 LAUNCHER_LABELS = {**APP_LABELS, "app.kubernetes.io/component": "manual-ray"}
 
 
-def head_host() -> str:
-    return f"{JOB_NAME}-0.{SERVICE_NAME}"
+JOBSET_NAME = "training"
+REPLICATED_JOB = "training"
+# JobSet labels every child Job and pod with the restart attempt (0, 1, ...).
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+BACKOFF_CONTAINER = "restart-backoff"
+
+
+@dataclass(frozen=True)
+class PodNames:
+    """How the manual launcher's pods are named and found: pod ``i`` is ``<host_prefix>-<i>.<service>``."""
+
+    job: str
+    host_prefix: str
+    service: str
+
+    def head_host(self) -> str:
+        return f"{self.host_prefix}-0.{self.service}"
+
+
+def pod_names(jobset: bool) -> PodNames:
+    """The one place that knows the names (the launcher, preflight and watchdog use them)."""
+    if jobset:
+        child_job = f"{JOBSET_NAME}-{REPLICATED_JOB}-0"
+        return PodNames(job=child_job, host_prefix=child_job, service=JOBSET_NAME)
+    return PodNames(job=JOB_NAME, host_prefix=JOB_NAME, service=SERVICE_NAME)
+
+
+def head_host(jobset: bool = False) -> str:
+    return pod_names(jobset).head_host()
 
 
 def headless_service_spec() -> core.ServiceSpecArgs:
@@ -47,7 +83,12 @@ def _minor(version: str) -> tuple[int, int]:
 
 
 def job_spec(
-    *, nnodes: int, template: core.PodTemplateSpecArgs, kubernetes_version: str, active_deadline_seconds: Optional[int] = None
+    *,
+    nnodes: int,
+    template: core.PodTemplateSpecArgs,
+    kubernetes_version: str,
+    active_deadline_seconds: Optional[int] = None,
+    restarts: bool = False,
 ) -> k8s.batch.v1.JobSpecArgs:
     """One pod per node, all at once.
 
@@ -57,7 +98,8 @@ def job_spec(
       head is gone (launch.sh), so the Job completes when every index has.
     - ``backoffLimit: 0``: any failed pod fails the Job and the controller terminates the rest. A
       retried single index could not rejoin a Ray cluster whose head restarted; a new run resumes
-      from the latest checkpoint instead.
+      from the latest checkpoint instead: with ``restarts`` (the Job inside a JobSet) the JobSet
+      recreates the whole gang, and :func:`pod_failure_policy` tells it why the Job failed.
     - ``activeDeadlineSeconds`` (``workload.manual.activeDeadlineSeconds``): the whole run's limit;
       the Job controller then fails the Job (DeadlineExceeded) and deletes its pods. Pods that never
       start are the watchdog's (:mod:`.watchdog`): a Job has no pre-running deadline of its own.
@@ -74,5 +116,126 @@ def job_spec(
         backoff_limit=0,
         active_deadline_seconds=active_deadline_seconds,
         success_policy=success_policy,
+        pod_failure_policy=pod_failure_policy() if restarts else None,
         template=template,
+    )
+
+
+def pod_failure_policy() -> k8s.batch.v1.PodFailurePolicyArgs:
+    """The child Job's rules, in order (the first match wins; Kubernetes Jobs, "Pod failure policy"):
+
+    0. a pod of a node that went away (DisruptionTarget: drain, taint eviction, preemption,
+       node shutdown): FailJob, so the JobSet restarts the gang (rule ``NodeFault``);
+    1. the launcher's exit ``REPEATED_FAILURE`` (the trainer failed again from the same complete
+       checkpoint): FailJob, and the JobSet gives up (rule ``RepeatedFailure``).
+
+    Both fail the Job with reason ``PodFailurePolicy``; the Job controller's message ends with
+    "matching FailJob rule at index N", which the JobSet rules match. Anything else fails the Job
+    through ``backoffLimit: 0`` (reason BackoffLimitExceeded) and counts as a restart.
+    """
+    return k8s.batch.v1.PodFailurePolicyArgs(
+        rules=[
+            k8s.batch.v1.PodFailurePolicyRuleArgs(
+                action="FailJob",
+                on_pod_conditions=[k8s.batch.v1.PodFailurePolicyOnPodConditionsPatternArgs(type="DisruptionTarget", status="True")],
+            ),
+            k8s.batch.v1.PodFailurePolicyRuleArgs(
+                action="FailJob",
+                on_exit_codes=k8s.batch.v1.PodFailurePolicyOnExitCodesRequirementArgs(
+                    container_name=RAY_CONTAINER, operator="In", values=[REPEATED_FAILURE]
+                ),
+            ),
+        ]
+    )
+
+
+def failure_policy(max_restarts: int) -> dict[str, Any]:
+    """The JobSet's ``failurePolicy`` (camelCase: a custom resource). The rules, in order:
+
+    - ``NodeFault``: RestartJobSetAndIgnoreMaxRestarts: a lost node is not the run's fault;
+    - ``RepeatedFailure``: FailJobSet: a restart would fail at the same step again;
+    - ``Deadline``: FailJobSet on DeadlineExceeded: the whole-run deadline, or the watchdog's
+      pre-running deadline (nodes that never came: a restart would wait for them again);
+    - anything else (a pod error, NCCL, an OOM): the default RestartJobSet, counted.
+
+    ``restartStrategy: BlockingRecreate``: the old pods are gone before the new ones start, so no
+    lingering worker joins the new head or holds a GPU the new pod needs (JobSet API).
+    """
+    return {
+        "maxRestarts": max_restarts,
+        "restartStrategy": "BlockingRecreate",
+        "rules": [
+            {
+                "name": "NodeFault",
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": ["PodFailurePolicy"],
+                "onJobFailureMessagePatterns": ["matching FailJob rule at index 0$"],
+            },
+            {
+                "name": "RepeatedFailure",
+                "action": "FailJobSet",
+                "onJobFailureReasons": ["PodFailurePolicy"],
+                "onJobFailureMessagePatterns": ["matching FailJob rule at index 1$"],
+            },
+            {"name": "Deadline", "action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]},
+        ],
+    }
+
+
+def jobset_spec(*, job: Any, max_restarts: int) -> dict[str, Any]:
+    """The JobSet's spec around ``job`` (the child Job's spec, camelCase, from :func:`job_spec`).
+
+    - ``network``: JobSet creates the headless Service ``training`` and sets each pod's subdomain;
+      ``publishNotReadyAddresses`` as in :func:`headless_service_spec` (no readiness gates Ray).
+    - ``successPolicy``: the set succeeds when its one Job does (the Job's own successPolicy: index 0).
+    - no ``ttlSecondsAfterFinished``: Pulumi owns the JobSet (see :func:`job_spec`).
+    """
+    return {
+        "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+        "successPolicy": {"operator": "All", "targetReplicatedJobs": [REPLICATED_JOB]},
+        "failurePolicy": failure_policy(max_restarts),
+        "replicatedJobs": [{"name": REPLICATED_JOB, "replicas": 1, "template": {"spec": job}}],
+    }
+
+
+BACKOFF = r"""
+attempt="${RESTART_ATTEMPT:-0}"
+case "${attempt}" in ''|*[!0-9]*) attempt=0 ;; esac
+delay=$(( attempt * BACKOFF_SECONDS ))
+if [ "${delay}" -gt "${MAX_BACKOFF_SECONDS}" ]; then delay=${MAX_BACKOFF_SECONDS}; fi
+echo "rlinf-eks[restart]: restart attempt ${attempt}: waiting ${delay}s" >&2
+# PID 1 ignores an untrapped TERM: exit at once when the pod is stopped while waiting
+trap 'exit 143' TERM INT
+sleep "${delay}" &
+wait $!
+"""
+MAX_BACKOFF_FACTOR = 10
+
+
+def backoff_container(settings: StackSettings) -> core.ContainerArgs:
+    """Restart attempt N waits ``N x backoffSeconds`` (at most 10x) before the pod's other init
+    containers and Ray start: JobSet recreates the gang at once, which would hit a failing
+    dependency (S3, the Hugging Face hub, a flapping node) in a tight loop. Runs in the training
+    image (on the node anyway), with the attempt from JobSet's pod label."""
+    step = settings.workload.restart.backoff_seconds
+    script = render({"BACKOFF_SECONDS": step, "MAX_BACKOFF_SECONDS": step * MAX_BACKOFF_FACTOR}, BACKOFF)
+    return core.ContainerArgs(
+        name=BACKOFF_CONTAINER,
+        image=settings.workload.image,
+        command=["/bin/bash", "-c", script],
+        env=[
+            core.EnvVarArgs(
+                name="RESTART_ATTEMPT",
+                value_from=core.EnvVarSourceArgs(
+                    field_ref=core.ObjectFieldSelectorArgs(field_path=f"metadata.labels['{RESTART_ATTEMPT_LABEL}']")
+                ),
+            )
+        ],
+        resources=guaranteed({"cpu": "10m", "memory": "16Mi"}),
+        security_context=core.SecurityContextArgs(
+            privileged=False,
+            allow_privilege_escalation=False,
+            read_only_root_filesystem=True,
+            capabilities=core.CapabilitiesArgs(drop=["ALL"]),
+        ),
     )

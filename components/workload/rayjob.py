@@ -144,7 +144,7 @@ def ray_job_spec(
         spec["rayClusterSpec"] = dict(cluster_spec)
         spec["shutdownAfterJobFinishes"] = True
         spec["ttlSecondsAfterFinished"] = rayjob.ttl_seconds_after_finished
-        spec["backoffLimit"] = rayjob.backoff_limit
+        spec["backoffLimit"] = settings.workload.rayjob_backoff_limit
     else:
         spec["clusterSelector"] = {"ray.io/cluster": RAY_CLUSTER_NAME}
     return spec

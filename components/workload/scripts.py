@@ -161,7 +161,7 @@ while True:
         sys.exit(
             f"rlinf-eks: the Ray cluster did not form within {timeout}s: {len(alive)} of {nodes_wanted} "
             f"nodes and {gpus} of {gpus_wanted} GPUs joined. Check that every pod of the Job is Running "
-            f"(kubectl get pods -l batch.kubernetes.io/job-name=training), that the GPU node group has "
+            f"(kubectl get pods -l app.kubernetes.io/component=manual-ray), that the GPU node group has "
             f"{nodes_wanted} ready nodes, and that the workers reach {head}."
         )
     time.sleep(5)
@@ -318,7 +318,7 @@ run_worker() {
   until head_reachable; do
     [ "${stop_signals}" = 0 ] || stop_at_once
     if [ "${SECONDS}" -ge "${deadline}" ]; then
-      log "the Ray head ${HEAD_HOST}:${RAY_PORT} did not answer within ${JOIN_TIMEOUT_SECONDS}s: is pod training-0 Running?"
+      log "the Ray head ${HEAD_HOST}:${RAY_PORT} did not answer within ${JOIN_TIMEOUT_SECONDS}s: is pod ${HEAD_HOST%%.*} Running?"
       finish 3
     fi
     sleep 5 & wait $!

@@ -68,6 +68,7 @@ def ray_pod_template(
     annotations: Optional[Mapping[str, str]] = None,
     restart_policy: Optional[str] = None,
     subdomain: Optional[str] = None,
+    first_init_containers: Sequence[core.ContainerArgs] = (),
 ) -> core.PodTemplateSpecArgs:
     settings = inputs.settings
     vols = ray_volumes(
@@ -83,9 +84,10 @@ def ray_pod_template(
         vols.volumes.append(local_models[0])
         vols.mounts.append(local_models[1])
     containers = [ray_container(inputs, container_name, command, vols.mounts)]
-    init_containers: list[core.ContainerArgs] = []
+    # first: the restart backoff (a restarted gang waits before anything else runs)
+    init_containers: list[core.ContainerArgs] = list(first_init_containers)
     if inputs.shape.efa:
-        # first: a node without a working EFA fails here, within a minute (fabric.py)
+        # then: a node without a working EFA fails here, within a minute (fabric.py)
         init_containers.append(
             fabric_check_container(
                 settings,
