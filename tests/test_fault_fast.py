@@ -212,6 +212,16 @@ def test_given_a_dead_fabric_when_the_fabric_check_runs_then_the_pod_fails_at_on
     assert took < 5
 
 
+def test_given_an_image_without_ld_library_path_when_the_plugin_is_missing_then_the_check_still_fails_with_fabric_failed(tmp_path):
+    # many images set no LD_LIBRARY_PATH (the plugin sits in the linker cache): set -u must not turn the miss into exit 1
+    env = fake_node(tmp_path, devices=32, fi_info=domains(32), plugin=False)
+    del env["LD_LIBRARY_PATH"]
+    done, _ = run_fabric_check(tmp_path, env)
+    assert done.returncode == exit_codes.FABRIC_FAILED, done.stderr
+    assert "no NCCL net plugin" in done.stderr
+    assert "unbound variable" not in done.stderr
+
+
 def test_given_a_hung_efa_driver_when_the_fabric_check_runs_with_the_stacks_timeout_then_the_pod_fails_within_a_minute(tmp_path):
     # the default timeout, as rendered for the stacks: fi_info hangs for ever, the pod still fails in time
     done, took = run_fabric_check(tmp_path, fake_node(tmp_path, devices=32, fi_info="sleep 3600", plugin=True))

@@ -47,7 +47,9 @@ command -v fi_info >/dev/null 2>&1 || fail "fi_info (libfabric) is not in the tr
 domains=$(timeout -k 2 "${FI_INFO_TIMEOUT_SECONDS}" fi_info -p efa -t FI_EP_RDM 2>/dev/null | grep -c 'domain:')
 [ "${domains}" -ge "${EFA_PER_NODE}" ] || fail "fi_info -p efa shows ${domains} EFA domains within ${FI_INFO_TIMEOUT_SECONDS}s, ${INSTANCE_TYPE} has ${EFA_PER_NODE}"
 plugin=""
-for dir in ${LD_LIBRARY_PATH//:/ } ${PLUGIN_DIRS}; do
+# LD_LIBRARY_PATH is unset in many images: under set -u a bare expansion would exit 1, not 90
+library_path=${LD_LIBRARY_PATH:-}
+for dir in ${library_path//:/ } ${PLUGIN_DIRS}; do
   for lib in "${dir}"/libnccl-net*.so*; do
     [ -e "${lib}" ] && { plugin=${lib}; break 2; }
   done
