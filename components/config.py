@@ -914,7 +914,9 @@ class RestartSettings(_Model):
     once: its failurePolicy has no backoff). Defaults to 60 s."""
     jobset_version: ChartVersion = "0.11.1"
     """Manual launcher with restarts: the JobSet chart version (oci://registry.k8s.io/jobset/charts/jobset).
-    0.10.0 or newer: the failure rules match Job failure messages (onJobFailureMessagePatterns)."""
+    0.10.1 or newer: the failure rules match Job failure messages (onJobFailureMessagePatterns, new
+    in 0.10.0, whose chart's CRD lacked it until 0.10.1: the API server would prune the patterns, and
+    a repeated failure would then match the node-fault rule and restart for ever)."""
     jobset_namespace: str = "jobset-system"
 
     @field_validator("jobset_namespace")
@@ -927,9 +929,14 @@ class RestartSettings(_Model):
     @field_validator("jobset_version")
     @classmethod
     def _jobset_version(cls, value: str) -> str:
-        parts = tuple(int(p) for p in re.findall(r"\d+", value)[:2])
-        if parts < (0, 10):
-            raise PydanticCustomError("jobset", "JobSet 0.10.0 or newer (onJobFailureMessagePatterns, which tells a node fault from a trainer bug)")
+        parts = tuple(int(p) for p in re.findall(r"\d+", value)[:3])
+        # jobset CHANGELOG-0.10: v0.10.1 "Generate JobSet CRD for Helm chart for 0.10" (#1048)
+        if parts < (0, 10, 1):
+            raise PydanticCustomError(
+                "jobset",
+                "JobSet chart 0.10.1 or newer (onJobFailureMessagePatterns, which tells a node fault from a trainer bug;"
+                " the 0.10.0 chart's CRD drops it)",
+            )
         return value
 
 

@@ -89,10 +89,16 @@ def test_given_the_controller_values_when_compared_with_the_chart_then_every_key
     assert CHART.startswith("oci://")
 
 
-@pytest.mark.parametrize("version", ["0.9.1", "0.8.1"])
-def test_given_a_jobset_older_than_0_10_when_parsed_then_it_is_refused_by_name(version):
-    with pytest.raises(ConfigError, match=r"workload\.restart\.jobsetVersion.*0\.10\.0 or newer"):
+@pytest.mark.parametrize("version", ["0.10.0", "0.9.1", "0.8.1"])
+def test_given_a_jobset_chart_older_than_0_10_1_when_parsed_then_it_is_refused_by_name(version):
+    # 0.10.0 has the field in its API, but its chart's CRD does not: the patterns would be pruned
+    with pytest.raises(ConfigError, match=r"workload\.restart\.jobsetVersion.*0\.10\.1 or newer"):
         restart_settings(jobsetVersion=version)
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.11.1"])
+def test_given_a_jobset_chart_with_the_message_patterns_in_its_crd_when_parsed_then_it_is_accepted(version):
+    assert restart_settings(jobsetVersion=version).workload.restart.jobset_version == version
 
 
 # --- the rendered JobSet -----------------------------------------------------------------------------
