@@ -38,6 +38,10 @@ def controller_values() -> dict[str, Any]:
             "nodeSelector": dict(SYSTEM_NODE_LABELS),
             "resources": CONTROLLER_RESOURCES,
         },
+        # the chart's ServiceMonitor needs the Prometheus Operator's CRD and fails the install
+        # without it ("The cluster does not support ... monitoring.coreos.com/v1/ServiceMonitor");
+        # off by default in newer charts, said here so an older pin cannot turn it on
+        "prometheus": {"enable": False},
     }
 
 

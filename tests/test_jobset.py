@@ -36,7 +36,7 @@ CHART_VALUE_KEYS = {
     "controller.replicas", "controller.leaderElection", "controller.clientConnection", "controller.env",
     "controller.envFrom", "controller.volumeMounts", "controller.resources", "controller.securityContext",
     "controller.volumes", "controller.nodeSelector", "controller.affinity", "controller.tolerations",
-    "controller.podSecurityContext", "controller.hostNetwork",
+    "controller.podSecurityContext", "controller.hostNetwork", "prometheus.enable",
 }
 
 
@@ -87,6 +87,8 @@ def test_given_the_controller_values_when_compared_with_the_chart_then_every_key
     keys = set(values) | {f"{k}.{sub}" for k, v in values.items() if isinstance(v, dict) for sub in v}
     assert keys <= CHART_VALUE_KEYS, keys - CHART_VALUE_KEYS
     assert CHART.startswith("oci://")
+    # a ServiceMonitor would fail the install on a cluster without the Prometheus Operator
+    assert values["prometheus"] == {"enable": False}
 
 
 @pytest.mark.parametrize("version", ["0.10.0", "0.9.1", "0.8.1"])
