@@ -1503,7 +1503,16 @@ def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any], stac
     return []
 
 
-SECRET_KEYS = ("hfToken", "wandbApiKey", "kubeconfig")
+SECRET_KEY_DESCRIPTIONS: dict[str, str] = {
+    "hfToken": "Hugging Face token, for a gated or private repository (workload.model.source hf://...): reaches the "
+    "pods as HF_TOKEN through a Kubernetes Secret. Set with `pulumi config set --secret`.",
+    "wandbApiKey": "Weights & Biases API key: reaches the pods as WANDB_API_KEY through a Kubernetes Secret and turns "
+    "on the trainer's wandb logger. Set with `pulumi config set --secret`.",
+    "kubeconfig": "With cluster.existing: the kubeconfig of that cluster, for the Kubernetes provider. Set with "
+    "`pulumi config set --secret`.",
+}
+"""Secret keys of the project namespace and their descriptions (the config reference lists them)."""
+SECRET_KEYS = tuple(SECRET_KEY_DESCRIPTIONS)
 """Secret keys of the project namespace: read as secrets by program.Secrets, not by StackSettings."""
 
 
