@@ -248,6 +248,7 @@ class _Model(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         validate_default=True,
+        use_attribute_docstrings=True,
     )
 
 
@@ -349,6 +350,7 @@ class ClusterSettings(_Model):
     )
     """Control-plane log types. Defaults to api, audit, authenticator."""
     system_nodes: SystemNodeSettings = Field(default_factory=SystemNodeSettings)
+    """The on-demand node group of the operators, device plugins and the watchdog (a new cluster only)."""
     vpc_cni_version: str = "v1.20.4-eksbuild.1"
     """VPC CNI add-on version; efa-only interfaces need >= 1.18.5."""
 
@@ -413,14 +415,23 @@ class InstanceOverrides(_Model):
     """Figures of an instance type, for a type the catalog lacks or to correct a figure."""
 
     gpus: Optional[Int] = Field(None, ge=1)
+    """GPUs per instance."""
     gpu_model: Optional[str] = None
+    """GPU model, such as H100 (the GPU nodes' k8s.amazonaws.com/accelerator label is nvidia-<model>)."""
     gpu_memory_gib: Optional[Int] = Field(None, ge=1)
+    """Memory of one GPU in GiB."""
     vcpu: Optional[Int] = Field(None, ge=1)
+    """vCPUs per instance (the node's allocatable CPU, and so the training pod's request, follow from it)."""
     memory_gib: Optional[Int] = Field(None, ge=1)
+    """Instance memory in GiB (the node's allocatable memory, and so the training pod's request, follow from it)."""
     network_cards: Optional[Int] = Field(None, ge=1)
+    """Network cards: one EFA interface on card 0 and one efa-only interface on every other card."""
     max_efa: Optional[Int] = Field(None, ge=0)
+    """EFA interfaces the instance supports (0: no EFA); the pod asks for this many vpc.amazonaws.com/efa."""
     bandwidth_gbps: Optional[Int] = Field(None, ge=1)
+    """Network line rate in Gbit/s (the preflight's bandwidth target is a fraction of it)."""
     gpudirect_rdma: Optional[Bool] = None
+    """Whether EFA reads and writes GPU memory directly (GPUDirect RDMA: the pods get FI_EFA_USE_DEVICE_RDMA=1)."""
 
     def given(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -497,6 +508,7 @@ class GpuNodeSettings(_Model):
     instance_type: Ec2InstanceType = "p5.48xlarge"
     """Defaults to p5.48xlarge."""
     instance_overrides: Optional[InstanceOverrides] = None
+    """Figures of the instance type: every figure for a type the catalog lacks, or single figures to correct the catalog's."""
     node_count: Int = Field(1, ge=1, le=512)
     """Nodes the training run uses (desired size). Defaults to 1."""
     max_nodes: Optional[Int] = Field(None, ge=1, le=512)
@@ -504,11 +516,14 @@ class GpuNodeSettings(_Model):
     scale_to_zero: Bool = False
     """Let the node group idle at zero nodes (needs the cluster autoscaler). Defaults to false."""
     capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = "ON_DEMAND"
+    """How the nodes are bought: ON_DEMAND (the default, optionally in a capacity reservation), SPOT, or
+    CAPACITY_BLOCK (a purchased Capacity Block for ML, with capacityReservationId)."""
     capacity_reservation_id: Optional[str] = None
     """An On-Demand Capacity Reservation (with ON_DEMAND) or the Capacity Block (with CAPACITY_BLOCK)."""
     capacity_block: Optional[CapacityBlockSettings] = None
     """With CAPACITY_BLOCK: the block's startTime and endTime."""
     placement_group: PlacementGroupSettings = Field(default_factory=PlacementGroupSettings)
+    """The cluster placement group that keeps the nodes close on the network."""
     efa: Bool = True
     """Wire every network card with EFA. Defaults to true."""
     auto_repair: Bool = True
@@ -516,6 +531,8 @@ class GpuNodeSettings(_Model):
     eks-node-monitoring-agent add-on whose node conditions (AcceleratedHardwareReady: GPU XID
     errors, lost GPUs; NetworkingReady) it acts on: an unhealthy node is replaced. Defaults to true."""
     ami_type: Literal["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA"] = "AL2023_x86_64_NVIDIA"
+    """The EKS-optimized accelerated AMI: AL2023_x86_64_NVIDIA (the default) or
+    BOTTLEROCKET_x86_64_NVIDIA (ships its own NVIDIA device plugin, so the chart is not installed)."""
     root_volume_gib: Int = Field(200, ge=100, le=16384)
     """Encrypted gp3 root volume. Defaults to 200 GiB."""
     local_nvme_raid0: Bool = False
@@ -656,6 +673,7 @@ class KubeRaySettings(_Model):
     version: ChartVersion = "1.7.0"
     """kuberay-operator chart version. Defaults to 1.7.0 (the CRDs this project validates against)."""
     namespace: str = "ray-system"
+    """Namespace of the KubeRay operator release. Defaults to ray-system."""
 
     @field_validator("namespace")
     @classmethod
@@ -719,9 +737,13 @@ class RolloutSettings(_Model):
     backend: RolloutBackend = "hf"
     """hf (HuggingFace, the default and the one VLA models support), vllm or sglang."""
     tensor_parallel_size: Int = Field(1, ge=1)
+    """Tensor parallel size of the rollout engine; must divide the GPUs per node. Defaults to 1."""
     gpu_memory_utilization: Float = Field(0.5, gt=0, le=1)
+    """vllm and sglang: the fraction of GPU memory the rollout engine may take. Defaults to 0.5."""
     max_num_batched_tokens: Int = Field(8192, ge=1)
+    """vllm: the most tokens in one batch (max_num_batched_tokens). Defaults to 8192."""
     enforce_eager: Bool = True
+    """vllm and sglang: run without CUDA graphs (less memory, slower). Defaults to true."""
 
 
 class TrainerSettings(_Model):
@@ -735,6 +757,7 @@ class TrainerSettings(_Model):
     """Model (SFT checkpoint) path inside the pod, for a model baked into the image. Mutually
     exclusive with workload.model.source (which stages the model and derives this path)."""
     experiment_name: str = "rlinf"
+    """The trainer's experiment name (run directory and logger name). Defaults to rlinf."""
     overrides: list[str] = Field(default_factory=list)
     """Extra Hydra overrides, appended after the generated ones."""
     batch: dict[str, Int] = Field(default_factory=dict)
@@ -760,14 +783,20 @@ class RayJobSettings(_Model):
     """selector: submit to the long-lived RayCluster rlinf-cluster (the seed's form); embedded (the
     default): the RayJob carries its own cluster and shuts it down when it ends, releasing the GPUs."""
     ttl_seconds_after_finished: Int = Field(600, ge=0)
+    """Embedded cluster: seconds after the job ends before KubeRay deletes its RayCluster
+    (shutdownAfterJobFinishes), which keeps the cluster's logs reachable meanwhile. Defaults to 600."""
     active_deadline_seconds: Optional[Int] = Field(None, ge=1)
+    """Fail the RayJob once it has run this long (the RayJob's activeDeadlineSeconds). Defaults to None: no limit."""
     pre_running_deadline_seconds: Optional[Int] = Field(3600, ge=1)
     """Fail the RayJob (and, embedded, delete its cluster, releasing the GPUs) when it is not
     Running this long after it starts: nodes that never come, a failing preflight init container
     retried in CrashLoopBackOff, an image that cannot be pulled. Defaults to one hour (scale-up from
     zero plus a tens-of-GB image pull); null disables it. Needs KubeRay 1.6.0 or newer."""
     backoff_limit: Int = Field(0, ge=0)
+    """Retries of a failed RayJob (embedded cluster). Prefer workload.restart.maxRestarts, which sets it. Defaults to 0."""
     submission_mode: Literal["K8sJobMode", "HTTPMode", "SidecarMode"] = "K8sJobMode"
+    """How KubeRay submits the job: K8sJobMode (the default: a submitter pod runs ``ray job submit``),
+    HTTPMode (the operator calls the dashboard) or SidecarMode (a container in the head pod)."""
     submitter_image: Optional[str] = None
     """K8sJobMode: the image of the submitter pod, which only runs ``ray job submit`` from the
     system nodes. Defaults to ``rayproject/ray:<rayVersion>`` (KubeRay's own default is the
@@ -918,6 +947,7 @@ class RestartSettings(_Model):
     in 0.10.0, whose chart's CRD lacked it until 0.10.1: the API server would prune the patterns, and
     a repeated failure would then match the node-fault rule and restart for ever)."""
     jobset_namespace: str = "jobset-system"
+    """Namespace of the JobSet controller release. Defaults to jobset-system."""
 
     @field_validator("jobset_namespace")
     @classmethod
@@ -944,6 +974,7 @@ class WorkloadSettings(_Model):
     enabled: Bool = True
     """Create the training workload. Defaults to true."""
     namespace: str = "rlinf"
+    """Namespace of the training pods, their service account and secrets. Defaults to rlinf."""
     launcher: Literal["manual", "kuberay"] = "manual"
     """manual (the seed's default): a headless Service and an Indexed Job; kuberay: RayCluster + RayJob."""
     image: str = Field(min_length=1)
@@ -951,10 +982,13 @@ class WorkloadSettings(_Model):
     ray_version: str = "2.49.2"
     """The Ray version inside the image (KubeRay's rayVersion)."""
     trainer: TrainerSettings = Field(default_factory=TrainerSettings)
+    """What the trainer runs: dialect, Hydra config, model path, overrides and batch sizes."""
     rollout: RolloutSettings = Field(default_factory=RolloutSettings)
+    """The rollout engine and its settings."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables of every Ray pod."""
     mlflow_tracking_uri: Optional[str] = None
+    """Set as MLFLOW_TRACKING_URI in every Ray pod. Defaults to None: not set."""
     shm_fraction: Float = Field(0.4, gt=0, lt=1)
     """Share of the pod's memory backing /dev/shm (Ray's object store). Defaults to 0.4."""
     join_timeout_seconds: Int = Field(1200, ge=60)
@@ -970,6 +1004,7 @@ class WorkloadSettings(_Model):
     """TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: torch's monitoring thread aborts a process whose NCCL
     watchdog thread is stuck (in a CUDA or NCCL call that hangs) this long. Defaults to 10 minutes."""
     rayjob: RayJobSettings = Field(default_factory=RayJobSettings)
+    """KubeRay RayJob options (launcher kuberay)."""
     manual: ManualJobSettings = Field(default_factory=ManualJobSettings)
     """Deadlines of the manual launcher's Job."""
     restart: RestartSettings = Field(default_factory=RestartSettings)
@@ -1072,6 +1107,7 @@ class SharedFilesystemSettings(_Model):
     storage_capacity_gib: Int = Field(1200, ge=1200)
     """Defaults to 1200 GiB (the smallest PERSISTENT_2 size)."""
     throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 250
+    """FSx for Lustre PERSISTENT_2 throughput per TiB of storage, MB/s (125, 250, 500 or 1000). Defaults to 250."""
     mount_path: AbsolutePath = "/fsx"
     """Where pods mount it; checkpoints, logs and models live below. Defaults to /fsx."""
 
@@ -1087,6 +1123,7 @@ class StorageSettings(_Model):
     bucket_name: Optional[str] = None
     """Checkpoint bucket name. Defaults to a generated unique name."""
     shared_filesystem: SharedFilesystemSettings = Field(default_factory=SharedFilesystemSettings)
+    """FSx for Lustre shared by every training pod (checkpoints, logs, models)."""
 
     @field_validator("bucket_name")
     @classmethod
@@ -1114,18 +1151,29 @@ class StackSettings(_Model):
     """Everything a stack configures."""
 
     region: str = "us-east-1"
+    """The AWS region; read from ``aws:region``, outside the project namespace. Defaults to us-east-1."""
     availability_zone: Optional[str] = None
     """The one AZ of the GPU nodes (and of the shared filesystem). Defaults to <region>a."""
     network: NetworkSettings = Field(default_factory=NetworkSettings)
+    """The VPC: a new one or an existing one."""
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    """The EKS cluster: a new one or an existing one."""
     gpu_nodes: GpuNodeSettings = Field(default_factory=GpuNodeSettings)
+    """The EFA GPU node group."""
     device_plugins: DevicePluginSettings = Field(default_factory=DevicePluginSettings)
+    """Chart versions of the NVIDIA and EFA device plugins."""
     kuberay: KubeRaySettings = Field(default_factory=KubeRaySettings)
+    """The KubeRay operator (optional)."""
     autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
+    """The Cluster Autoscaler (optional)."""
     workload: WorkloadSettings
+    """The RLinf training workload. Required: at least its image."""
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    """The checkpoint bucket and the shared filesystem."""
     preflight: PreflightSettings = Field(default_factory=PreflightSettings)
+    """The GPU, EFA and all-reduce check before training (optional)."""
     tags: dict[str, str] = Field(default_factory=dict)
+    """Extra AWS tags on every resource (besides project and stack)."""
 
     @field_validator("region")
     @classmethod
@@ -1462,7 +1510,16 @@ def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any], stac
     return []
 
 
-SECRET_KEYS = ("hfToken", "wandbApiKey", "kubeconfig")
+SECRET_KEY_DESCRIPTIONS: dict[str, str] = {
+    "hfToken": "Hugging Face token, for a gated or private repository (workload.model.source hf://...): reaches the "
+    "pods as HF_TOKEN through a Kubernetes Secret. Set with `pulumi config set --secret`.",
+    "wandbApiKey": "Weights & Biases API key: reaches the pods as WANDB_API_KEY through a Kubernetes Secret and turns "
+    "on the trainer's wandb logger. Set with `pulumi config set --secret`.",
+    "kubeconfig": "With cluster.existing: the kubeconfig of that cluster, for the Kubernetes provider. Set with "
+    "`pulumi config set --secret`.",
+}
+"""Secret keys of the project namespace and their descriptions (the config reference lists them)."""
+SECRET_KEYS = tuple(SECRET_KEY_DESCRIPTIONS)
 """Secret keys of the project namespace: read as secrets by program.Secrets, not by StackSettings."""
 
 
