@@ -18,7 +18,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from . import identity
-from .cluster import SYSTEM_NODE_LABELS
+from .scheduling import SYSTEM_NODE_LABELS
 from .config import AutoscalerSettings
 
 CHART = "cluster-autoscaler"

@@ -12,7 +12,6 @@ The stack config requires a choice of how `pulumi up` reaches the endpoint (publ
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Mapping, Optional, Sequence
 
@@ -22,12 +21,11 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from .config import ClusterSettings, ConfigError
+from .node_role import WORKER_NODE_POLICIES, eks_node_role
+from .scheduling import SYSTEM_NODE_LABELS
 
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
-SYSTEM_NODE_LABELS = {"role": "system"}
-# What an EKS managed node's role needs to join, pull images and (until the VPC CNI has its own
-# role) attach ENIs (EKS user guide, "Amazon EKS node IAM role").
-SYSTEM_NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonEKS_CNI_Policy")
+SYSTEM_NODE_POLICIES = WORKER_NODE_POLICIES
 # EKS's node health agent (EKS User Guide, "Detect node health issues and enable automatic node repair")
 NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
 
@@ -50,16 +48,6 @@ def access_entries_for(admin_role_arns: Sequence[str]) -> dict[str, eks.AccessEn
             },
         )
     return entries
-
-
-def ec2_trust_policy() -> str:
-    """Trust policy of a node role: EC2 instances assume it."""
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
-        }
-    )
 
 
 def endpoint_access(settings: ClusterSettings) -> str:
@@ -150,7 +138,6 @@ class Cluster(pulumi.ComponentResource):
         node_monitoring_agent: bool = False,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self)
-        partition = aws.get_partition_output(opts=pulumi.InvokeOptions(parent=self)).partition
         secrets_key = aws.kms.Key(
             f"{name}-secrets",
             description=f"EKS envelope encryption of Kubernetes Secrets in {cluster_name}",
@@ -198,16 +185,10 @@ class Cluster(pulumi.ComponentResource):
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer.apply(lambda url: (url or "").removeprefix("https://"))
 
-        role = aws.iam.Role(f"{name}-system-nodes", assume_role_policy=ec2_trust_policy(), tags=tags, opts=child)
-        attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-system-nodes-{policy}",
-                role=role.name,
-                policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", policy),
-                opts=child,
-            )
-            for policy in SYSTEM_NODE_POLICIES
-        ]
+        node_role = eks_node_role(
+            f"{name}-system-nodes", attachment_prefix=f"{name}-system-nodes", policies=SYSTEM_NODE_POLICIES, parent=self, tags=tags
+        )
+        role, attachments = node_role.role, node_role.attachments
         count = settings.system_nodes.count
         system_nodes = aws.eks.NodeGroup(
             f"{name}-system",

@@ -18,7 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .config import DevicePluginSettings, GpuNodeSettings
-from .gpu_nodes import EFA_LABEL, GPU_NODE_LABELS, gpu_toleration
+from .scheduling import EFA_LABEL, GPU_NODE_LABELS, gpu_toleration
 
 NAMESPACE = "kube-system"
 NVIDIA_REPO = "https://nvidia.github.io/k8s-device-plugin"

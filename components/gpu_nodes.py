@@ -28,79 +28,23 @@ import pulumi_aws as aws
 
 from . import catalog
 from .config import CapacityBlockSettings, GpuNodeSettings
-
-# --- labels and taints --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Taint:
-    """A Kubernetes node taint, with the spelling the EKS API uses for its effect."""
-
-    key: str
-    value: str
-    effect: str  # Kubernetes spelling: NoSchedule
-
-    @property
-    def eks_effect(self) -> str:
-        """The EKS NodeGroup API spelling of the effect (NO_SCHEDULE)."""
-        return {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}[self.effect]
-
-    def toleration(self) -> dict[str, str]:
-        """The pod toleration of exactly this taint (operator Equal, same value and effect)."""
-        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
-
-    def as_dict(self) -> dict[str, str]:
-        return {"key": self.key, "value": self.value, "effect": self.effect}
-
-
-GPU_TAINT = Taint(key="nvidia.com/gpu", value="true", effect="NoSchedule")
-"""``nvidia.com/gpu=true:NoSchedule``: only pods that tolerate it (training pods, device plugins)
-land on the GPU nodes."""
-
-GPU_NODE_LABELS: Mapping[str, str] = {"role": "gpu-training"}
-"""Labels every GPU node carries; ``role: gpu-training`` is the seed's nodeSelector."""
-
-EFA_LABEL = "vpc.amazonaws.com/efa.present"
-"""Set to "true" on nodes wired with EFA; the EFA device plugin selects on it."""
-
-AUTOSCALER_GPU_LABEL = "k8s.amazonaws.com/accelerator"
-"""The label the Cluster Autoscaler's AWS provider reads to know a node is a GPU node
-(cluster-autoscaler/cloudprovider/aws ``GPULabel``)."""
-
-
-def accelerator_label_value(settings: GpuNodeSettings) -> str:
-    """``nvidia-<gpu model>`` (nvidia-h100, nvidia-a10g): the autoscaler only tests the label's
-    presence, the value names the GPU for people and selectors."""
-    return f"nvidia-{settings.instance.gpu_model.lower()}"
-
-
-def node_labels(settings: GpuNodeSettings, autoscaled: bool = False) -> dict[str, str]:
-    """The node group's labels: the GPU role, the EFA label (when EFA is on), the autoscaler's
-    GPU label (when ``autoscaled``, default False), then ``labels`` from config.
-    (``node.kubernetes.io/instance-type`` is set by the kubelet itself.)
-
-    Why the GPU label: a new node has no ``nvidia.com/gpu`` until the device plugin registers.
-    Without the label the autoscaler takes it for a ready node that cannot fit the pending pod
-    and adds another GPU node; with it, the node counts as upcoming until its GPUs appear
-    (Cluster Autoscaler FAQ, GPU node groups)."""
-    labels = dict(GPU_NODE_LABELS)
-    if settings.efa:
-        labels[EFA_LABEL] = "true"
-    if autoscaled:
-        labels[AUTOSCALER_GPU_LABEL] = accelerator_label_value(settings)
-    labels.update(settings.labels)
-    return labels
-
-
-def node_taints() -> list[dict[str, str]]:
-    """The node group's taints, Kubernetes spelling."""
-    return [GPU_TAINT.as_dict()]
-
-
-def gpu_toleration() -> dict[str, str]:
-    """The toleration a pod needs to run on the GPU nodes."""
-    return GPU_TAINT.toleration()
-
+from .node_role import SSM_POLICY, WORKER_NODE_POLICIES, eks_node_role
+# The scheduling facts live in scheduling.py; these names stay importable from here (config.py
+# and older callers import them from gpu_nodes).
+from .scheduling import (  # noqa: F401  (re-exports)
+    AUTOSCALER_GPU_LABEL,
+    EFA_LABEL,
+    EFA_RESOURCE,
+    GPU_NODE_LABELS,
+    GPU_RESOURCE,
+    GPU_TAINT,
+    HUGEPAGES_2MI_RESOURCE,
+    Taint,
+    accelerator_label_value,
+    gpu_toleration,
+    node_labels,
+    node_taints,
+)
 
 # --- launch template pieces ---------------------------------------------------------------------
 
@@ -301,22 +245,18 @@ def scale_from_zero_tags(settings: GpuNodeSettings) -> dict[str, str]:
     node group's Auto Scaling group."""
     instance = settings.instance
     prefix = "k8s.io/cluster-autoscaler/node-template/resources/"
-    tags = {prefix + "nvidia.com/gpu": str(instance.gpus)}
+    tags = {prefix + GPU_RESOURCE: str(instance.gpus)}
     if settings.efa:
-        tags[prefix + "vpc.amazonaws.com/efa"] = str(len(network_interfaces(settings)))
+        tags[prefix + EFA_RESOURCE] = str(len(network_interfaces(settings)))
     if settings.hugepages_gib:
-        tags[prefix + "hugepages-2Mi"] = f"{settings.hugepages_gib}Gi"
+        tags[prefix + HUGEPAGES_2MI_RESOURCE] = f"{settings.hugepages_gib}Gi"
     return tags
 
 
 # --- the component ------------------------------------------------------------------------------
 
-_NODE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEC2ContainerRegistryReadOnly",
-    "AmazonEKS_CNI_Policy",
-    "AmazonSSMManagedInstanceCore",
-)
+# the worker policies every EKS node needs, and Session Manager for a shell on a GPU node
+_NODE_POLICIES = (*WORKER_NODE_POLICIES, SSM_POLICY)
 
 
 class EfaGpuNodeGroup(pulumi.ComponentResource):
@@ -363,7 +303,8 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
         self.labels = node_labels(settings, autoscaled=autoscaled)
         self.taints = node_taints()
 
-        role, role_policies = self._node_role(name, tags, child)
+        node_role = eks_node_role(f"{name}-node-role", attachment_prefix=name, policies=_NODE_POLICIES, parent=self, tags=tags)
+        role, role_policies = node_role.role, node_role.attachments
 
         security_groups: list[pulumi.Input[str]] = [cluster_security_group_id]
         self.efa_security_group_id = pulumi.Output.from_input(None)
@@ -439,34 +380,6 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
                 "taints": self.taints,
             }
         )
-
-    def _node_role(
-        self, name: str, tags: dict[str, str], child: pulumi.ResourceOptions
-    ) -> tuple[aws.iam.Role, list[pulumi.Resource]]:
-        role = aws.iam.Role(
-            f"{name}-node-role",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
-                    ],
-                }
-            ),
-            tags=tags,
-            opts=child,
-        )
-        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-        attachments: list[pulumi.Resource] = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-{policy}",
-                role=role.name,
-                policy_arn=partition.apply(lambda p, policy=policy: f"arn:{p}:iam::aws:policy/{policy}"),
-                opts=child,
-            )
-            for policy in _NODE_POLICIES
-        ]
-        return role, attachments
 
     def _efa_security_group(
         self, name: str, subnet_id: pulumi.Input[str], tags: dict[str, str], child: pulumi.ResourceOptions

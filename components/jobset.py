@@ -18,7 +18,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .cluster import SYSTEM_NODE_LABELS
+from .scheduling import SYSTEM_NODE_LABELS
 from .config import RestartSettings
 
 CHART = "oci://registry.k8s.io/jobset/charts/jobset"

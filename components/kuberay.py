@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .cluster import SYSTEM_NODE_LABELS
+from .scheduling import SYSTEM_NODE_LABELS
 from .config import KubeRaySettings
 
 CHART = "kuberay-operator"

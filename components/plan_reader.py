@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
+from .scheduling import EFA_RESOURCE, GPU_RESOURCE, HUGEPAGES_2MI_RESOURCE
+
 # The plan's masks: a secret value (engine, stack config, diff) and a value not known until the
 # resource is created (a preview's computed output; pulumi-policy's unknown sentinels).
 SECRET = "[secret]"
@@ -34,9 +36,10 @@ PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 EKS_CLUSTERS = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
 
-GPU = "nvidia.com/gpu"
-EFA = "vpc.amazonaws.com/efa"
-HUGEPAGES_2MI = "hugepages-2Mi"
+# the extended resources pods request, as the device plugins advertise them (scheduling.py)
+GPU = GPU_RESOURCE
+EFA = EFA_RESOURCE
+HUGEPAGES_2MI = HUGEPAGES_2MI_RESOURCE
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
 
 Resource = Mapping[str, Any]

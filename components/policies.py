@@ -25,7 +25,6 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from .plan_reader import (
     EKS_CLUSTERS,
-    GPU,
     LAUNCH_TEMPLATE,
     NODE_GROUP,
     LaunchTemplate,
@@ -47,6 +46,7 @@ from .plan_reader import (
     referenced as _referenced,
     truthy as _truthy,
 )
+from .scheduling import GPU_RESOURCE, GPU_TAINT
 
 # the reader's names the policies' callers and tests use, beside this module's own
 __all__ = [
@@ -72,7 +72,6 @@ CHECKPOINT_STORAGE = "rlinf-eks:index:CheckpointStorage"
 RAY_PORTS = {8265: "Ray dashboard", 6379: "Ray GCS", 10001: "Ray client"}
 RAY_PORT_NAMES = {"dashboard": 8265, "gcs": 6379, "gcs-server": 6379, "client": 10001}
 EXPOSED_SERVICE_TYPES = ("LoadBalancer", "NodePort")
-GPU_RESOURCE = GPU
 PUBLIC_ENDPOINT_OPT_IN_TAG = "rlinf-eks/public-endpoint-from-anywhere"
 """A cluster tag (value ``"true"``) that carries the allowPublicEndpointFromAnywhere opt-in into
 the resource itself, so the CrossGuard pack sees it without the stack config."""
@@ -97,8 +96,8 @@ class PolicyOptions:
 
     allow_public_endpoint_from_anywhere: bool = False
     """cluster.allowPublicEndpointFromAnywhere. Defaults to false."""
-    gpu_taint_key: str = GPU_RESOURCE
-    """The taint of the GPU nodes that GPU pods must tolerate. Defaults to nvidia.com/gpu."""
+    gpu_taint_key: str = GPU_TAINT.key
+    """The key of the GPU nodes' taint that GPU pods must tolerate. Defaults to nvidia.com/gpu."""
 
 
 @dataclass(frozen=True)
@@ -304,7 +303,7 @@ def _requests_gpus(container: Mapping[str, Any]) -> bool:
 def _tolerates(tolerations: Iterable[Mapping[str, Any]], key: str) -> bool:
     for toleration in tolerations:
         effect = toleration.get("effect")
-        if effect not in (None, "", "NoSchedule"):
+        if effect not in (None, "", GPU_TAINT.effect):
             continue
         if toleration.get("operator") == "Exists" and toleration.get("key") in (None, "", key):
             return True
@@ -322,7 +321,7 @@ def check_gpu_pods_tolerate_gpu_taint(resources: Sequence[Resource], options: Po
             if any(_requests_gpus(c) for _, c in pod.containers()) and not _tolerates(pod.spec.get("tolerations") or [], options.gpu_taint_key):
                 violations.append(_violation(
                     "gpu-pods-tolerate-gpu-taint", resource,
-                    f"{obj['kind']} {pod.path} requests {GPU_RESOURCE} but does not tolerate the {options.gpu_taint_key}:NoSchedule taint",
+                    f"{obj['kind']} {pod.path} requests {GPU_RESOURCE} but does not tolerate the {options.gpu_taint_key}:{GPU_TAINT.effect} taint",
                 ))
     return violations
 

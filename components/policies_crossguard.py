@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from .plan_reader import GPU, SECRET, UNKNOWN
+from .plan_reader import SECRET, UNKNOWN
+from .scheduling import GPU_TAINT
 from .policies import Policy, PolicyOptions
 
 # pulumi-policy marks values unknown during preview with these sentinels (pulumi_policy.proxy).
@@ -80,7 +81,7 @@ def options_from_policy_config(config: Mapping[str, Any] | None) -> PolicyOption
     config = config or {}
     return PolicyOptions(
         allow_public_endpoint_from_anywhere=bool(config.get("allowPublicEndpointFromAnywhere", False)),
-        gpu_taint_key=str(config.get("gpuTaintKey", GPU)),
+        gpu_taint_key=str(config.get("gpuTaintKey", GPU_TAINT.key)),
     )
 
 

@@ -23,13 +23,14 @@ from pulumi_policy import (
 
 from rlinf_eks.policies import POLICIES
 from rlinf_eks.policies_crossguard import validate_with
+from rlinf_eks.scheduling import GPU_TAINT
 
 CONFIG = {
     "eks-endpoint-not-public": PolicyConfigSchema(
         properties={"allowPublicEndpointFromAnywhere": {"type": "boolean", "default": False}},
     ),
     "gpu-pods-tolerate-gpu-taint": PolicyConfigSchema(
-        properties={"gpuTaintKey": {"type": "string", "default": "nvidia.com/gpu"}},
+        properties={"gpuTaintKey": {"type": "string", "default": GPU_TAINT.key}},
     ),
 }
 

@@ -90,7 +90,7 @@ def test_given_an_integer_size_override_with_any_hydra_prefix_then_it_is_the_eff
 # unnoticed.
 @pytest.mark.parametrize("stack", ["single-node", "multi-node", "multi-node-kuberay"])
 def test_given_a_stack_when_planned_then_every_training_pod_selects_the_gpu_node_labels(stack):
-    from rlinf_eks.gpu_nodes import GPU_NODE_LABELS
+    from rlinf_eks.scheduling import GPU_NODE_LABELS
     from tests.harness import one, plan_stack
     from tests.test_workload_stacks import pod_templates
 

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 
 from rlinf_eks.device_plugins import DevicePlugins
-from rlinf_eks.gpu_nodes import GPU_TAINT, node_labels, node_taints
+from rlinf_eks.scheduling import GPU_TAINT, node_labels, node_taints
 from tests.harness import one, run_component, settings
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

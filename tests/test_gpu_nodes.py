@@ -11,16 +11,8 @@ import pytest
 
 from rlinf_eks import catalog
 from rlinf_eks.config import ConfigError
-from rlinf_eks.gpu_nodes import (
-    CAPACITY_BLOCK_START_ACTION,
-    EFA_LABEL,
-    GPU_TAINT,
-    EfaGpuNodeGroup,
-    gpu_toleration,
-    hugepages_count,
-    node_labels,
-    scale_from_zero_tags,
-)
+from rlinf_eks.gpu_nodes import CAPACITY_BLOCK_START_ACTION, EfaGpuNodeGroup, hugepages_count, scale_from_zero_tags
+from rlinf_eks.scheduling import EFA_LABEL, GPU_TAINT, gpu_toleration, node_labels
 from tests import aws_models
 from tests.harness import has_inputs, one, run_component, settings
 

@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from rlinf_eks.cluster import SYSTEM_NODE_LABELS
+from rlinf_eks.scheduling import SYSTEM_NODE_LABELS
 from rlinf_eks.config import ConfigError, RestartSettings
 from rlinf_eks.offline import resilience
 from rlinf_eks.jobset import CHART, JobSetController, controller_values

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 import yaml
 
-from rlinf_eks.cluster import SYSTEM_NODE_LABELS
+from rlinf_eks.scheduling import SYSTEM_NODE_LABELS
 from rlinf_eks.config import KubeRaySettings
 from rlinf_eks.kuberay import KubeRayOperator
 from rlinf_eks.workload import RlinfTraining

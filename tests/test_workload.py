@@ -9,7 +9,7 @@ from typing import Any, Optional
 import pulumi
 import pytest
 
-from rlinf_eks import catalog, gpu_nodes
+from rlinf_eks import catalog, scheduling
 from rlinf_eks.config import StackSettings
 from rlinf_eks.offline.engine import SECRET
 from rlinf_eks.workload import RlinfTraining
@@ -203,12 +203,12 @@ def test_given_efa_off_when_rendered_then_no_efa_is_requested_nor_configured():
 def test_given_the_gpu_node_group_when_rendered_then_the_pods_tolerate_its_taints_and_select_its_labels():
     s = multi_node()
     spec = pod_spec(render(s))
-    for taint in gpu_nodes.node_taints():
+    for taint in scheduling.node_taints():
         assert any(
             t["key"] == taint["key"] and t["effect"] == taint["effect"] and (t["operator"] == "Exists" or t.get("value") == taint["value"])
             for t in spec["tolerations"]
         ), taint
-    assert spec["nodeSelector"] and spec["nodeSelector"].items() <= gpu_nodes.node_labels(s.gpu_nodes).items()
+    assert spec["nodeSelector"] and spec["nodeSelector"].items() <= scheduling.node_labels(s.gpu_nodes).items()
     assert spec["serviceAccountName"] == "training-sa"
 
 

@@ -17,7 +17,7 @@ from pulumi import _types
 
 from .. import catalog
 from ..config import StackSettings
-from ..gpu_nodes import GPU_NODE_LABELS, gpu_toleration
+from ..scheduling import EFA_RESOURCE, GPU_NODE_LABELS, GPU_RESOURCE, HUGEPAGES_2MI_RESOURCE, gpu_toleration
 
 core = k8s.core.v1
 meta = k8s.meta.v1
@@ -127,11 +127,11 @@ def guaranteed(quantities: Mapping[str, str]) -> core.ResourceRequirementsArgs:
 
 def accelerator_quantities(shape: RayPodShape) -> dict[str, str]:
     """GPUs, EFA devices and 2 MiB hugepages (libfabric's buffers) of one node."""
-    quantities = {"nvidia.com/gpu": str(shape.pod.gpus)}
+    quantities = {GPU_RESOURCE: str(shape.pod.gpus)}
     if shape.efa:
-        quantities["vpc.amazonaws.com/efa"] = str(shape.efa)
+        quantities[EFA_RESOURCE] = str(shape.efa)
     if shape.pod.hugepages_2mi_mib:
-        quantities["hugepages-2Mi"] = _mi(shape.pod.hugepages_2mi_mib)
+        quantities[HUGEPAGES_2MI_RESOURCE] = _mi(shape.pod.hugepages_2mi_mib)
     return quantities
 
 
@@ -311,7 +311,7 @@ def sync_container(settings: StackSettings, bucket_name: pulumi.Input[str], path
 
 
 def scheduling() -> dict[str, Any]:
-    """The GPU node group's label and taint (gpu_nodes.py is their one source)."""
+    """The GPU node group's label and taint (scheduling.py is their one source)."""
     return {
         "node_selector": dict(GPU_NODE_LABELS),
         "tolerations": [core.TolerationArgs(**gpu_toleration())],

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional
 
 import yaml
 
-from ..cluster import SYSTEM_NODE_LABELS
+from ..scheduling import SYSTEM_NODE_LABELS
 from ..config import StackSettings
 from .pod import APP_LABELS, RayPodShape, core, guaranteed, to_manifest
 

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..cluster import SYSTEM_NODE_LABELS
+from ..scheduling import SYSTEM_NODE_LABELS
 from ..config import StackSettings
 from .pod import APP_LABELS, core, guaranteed, meta
 from .scripts import render
