@@ -35,29 +35,7 @@ FI_INFO_TIMEOUT_SECONDS = 15
 # Where EFA installer and the DLAMI / awsome-distributed-training images put aws-ofi-nccl.
 PLUGIN_DIRS = "/opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/aws-ofi-nccl/lib /usr/local/lib /usr/lib/x86_64-linux-gnu"
 
-FABRIC_CHECK = r"""
-set -uo pipefail
-export PATH="/opt/amazon/efa/bin:${PATH}"
-log() { echo "rlinf-eks fabric-check: $*" >&2; }
-fail() { log "FAILED: $*; this node cannot train over EFA (exit ${EXIT_FABRIC_FAILED})"; exit "${EXIT_FABRIC_FAILED}"; }
-
-efa=$(ls -1 /dev/infiniband/ 2>/dev/null | grep -c '^uverbs')
-[ "${efa}" -ge "${EFA_PER_NODE}" ] || fail "/dev/infiniband has ${efa} EFA devices, ${INSTANCE_TYPE} has ${EFA_PER_NODE} (is the EFA device plugin running on this node?)"
-command -v fi_info >/dev/null 2>&1 || fail "fi_info (libfabric) is not in the training image ${IMAGE}"
-domains=$(timeout -k 2 "${FI_INFO_TIMEOUT_SECONDS}" fi_info -p efa -t FI_EP_RDM 2>/dev/null | grep -c 'domain:')
-[ "${domains}" -ge "${EFA_PER_NODE}" ] || fail "fi_info -p efa shows ${domains} EFA domains within ${FI_INFO_TIMEOUT_SECONDS}s, ${INSTANCE_TYPE} has ${EFA_PER_NODE}"
-plugin=""
-# LD_LIBRARY_PATH is unset in many images: under set -u a bare expansion would exit 1, not 90
-library_path=${LD_LIBRARY_PATH:-}
-for dir in ${library_path//:/ } ${PLUGIN_DIRS}; do
-  for lib in "${dir}"/libnccl-net*.so*; do
-    [ -e "${lib}" ] && { plugin=${lib}; break 2; }
-  done
-done
-[ -n "${plugin}" ] || plugin=$(ldconfig -p 2>/dev/null | awk '/libnccl-net/ { print $NF; exit }')
-[ -n "${plugin}" ] || fail "no NCCL net plugin (libnccl-net*.so, aws-ofi-nccl) in LD_LIBRARY_PATH, ${PLUGIN_DIRS} or the linker cache: NCCL_NET=\"${NCCL_NET}\" would fail"
-log "OK: ${efa} EFA devices, ${domains} libfabric efa domains, NCCL net plugin ${plugin}"
-"""
+FABRIC_CHECK = scripts.body("fabric-check.sh")
 
 
 def efa_enabled(settings: StackSettings) -> bool:

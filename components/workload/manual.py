@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from ..config import StackSettings
 from .pod import APP_LABELS, RAY_CONTAINER, core, guaranteed
-from .scripts import REPEATED_FAILURE, render
+from .scripts import REPEATED_FAILURE, body, render
 
 JOB_NAME = "training"
 SERVICE_NAME = "training-svc"
@@ -198,17 +198,7 @@ def jobset_spec(*, job: Any, max_restarts: int) -> dict[str, Any]:
     }
 
 
-BACKOFF = r"""
-attempt="${RESTART_ATTEMPT:-0}"
-case "${attempt}" in ''|*[!0-9]*) attempt=0 ;; esac
-delay=$(( attempt * BACKOFF_SECONDS ))
-if [ "${delay}" -gt "${MAX_BACKOFF_SECONDS}" ]; then delay=${MAX_BACKOFF_SECONDS}; fi
-echo "rlinf-eks[restart]: restart attempt ${attempt}: waiting ${delay}s" >&2
-# PID 1 ignores an untrapped TERM: exit at once when the pod is stopped while waiting
-trap 'exit 143' TERM INT
-sleep "${delay}" &
-wait $!
-"""
+BACKOFF = body("backoff.sh")
 MAX_BACKOFF_FACTOR = 10
 
 

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 from ..config import ModelSource, StackSettings
 from .pod import RESTORE_MEMORY_MIB, RESTORE_MILLICPU, SCRIPTS_DIR, _cpu, _mi, core, guaranteed
-from .scripts import render
+from .scripts import body, render
 
 MODEL_ROOT_LOCAL = "/rlinf-models"
 """Without the shared filesystem: where the node-local models volume is mounted."""
@@ -61,99 +61,7 @@ def model_staging(settings: StackSettings, shared: bool) -> Optional[ModelStagin
     return ModelStaging(source, root, shared, model.size_gib)
 
 
-STAGE = r"""
-set -euo pipefail
-# MODEL_SOURCE, MODEL_KIND (hf or s3), MODEL_DIR and HF_REPO / HF_REVISION or S3_URI come from the
-# container's env.
-marker="${MODEL_DIR}/${MARKER}"
-lock="${MODEL_DIR}.lock"
-me="${HOSTNAME:-pid-$$}"
-# who holds the lock: the pod and this attempt (a restarted init container keeps its HOSTNAME)
-token="${me}:$$:${RANDOM}${RANDOM}"
-log() { echo "rlinf-eks[stage-model ${me}]: $*" >&2; }
-staged() { [ -f "${marker}" ] && [ "$(cat "${marker}")" = "${MODEL_SOURCE}" ]; }
-
-download_hf() {
-  python3 - <<'PY'
-import inspect
-import os
-
-from huggingface_hub import snapshot_download
-
-kwargs = {"repo_id": os.environ["HF_REPO"], "revision": os.environ.get("HF_REVISION") or None, "local_dir": os.environ["MODEL_DIR"]}
-# huggingface_hub < 0.23 symlinks large files into ~/.cache, which dies with this container
-if "local_dir_use_symlinks" in inspect.signature(snapshot_download).parameters:
-    kwargs["local_dir_use_symlinks"] = False
-snapshot_download(**kwargs)
-PY
-}
-
-download_s3() { aws s3 sync "${S3_URI}/" "${MODEL_DIR}/" --only-show-errors; }
-
-# Both downloads resume: files already complete are skipped on the next attempt.
-download() {
-  local attempt
-  for attempt in 1 2 3; do
-    if "download_${MODEL_KIND}"; then return 0; fi
-    log "download attempt ${attempt} of ${MODEL_SOURCE} failed"
-    if [ "${attempt}" -lt 3 ]; then sleep "${RETRY_SECONDS}"; fi
-  done
-  return 1
-}
-
-hold_lock() {
-  echo "${token}" > "${lock}/owner"
-  touch "${lock}/heartbeat"
-  ( while sleep "${HEARTBEAT_SECONDS}"; do touch "${lock}/heartbeat" 2>/dev/null || exit 0; done ) &
-  beat=$!
-  trap release_lock EXIT
-  trap 'exit 143' TERM INT
-}
-
-# Only our own lock: when our heartbeat stalled past LOCK_STALE_SECONDS, another pod took the lock
-# over, and removing its lock would let a third pod download into the same folder beside it.
-release_lock() {
-  kill "${beat}" 2>/dev/null || true
-  if [ "$(cat "${lock}/owner" 2>/dev/null)" = "${token}" ]; then rm -rf "${lock}"; fi
-}
-
-lock_age() {
-  local now changed
-  now=$(date +%s)
-  changed=$(stat -c %Y "${lock}/heartbeat" 2>/dev/null || stat -c %Y "${lock}" 2>/dev/null || echo "${now}")
-  echo $(( now - changed ))
-}
-
-mkdir -p "$(dirname "${MODEL_DIR}")"
-waited=0
-until staged; do
-  if mkdir "${lock}" 2>/dev/null; then
-    hold_lock
-    if ! staged; then
-      log "staging ${MODEL_SOURCE} into ${MODEL_DIR}"
-      mkdir -p "${MODEL_DIR}"
-      download || { log "could not stage ${MODEL_SOURCE} into ${MODEL_DIR}"; exit 1; }
-      echo "${MODEL_SOURCE}" > "${marker}.${me}"
-      mv -f "${marker}.${me}" "${marker}"
-    fi
-    break
-  fi
-  age=$(lock_age)
-  owner=$(cat "${lock}/owner" 2>/dev/null || echo "another pod")
-  owner="${owner%%:*}"
-  if [ "${age}" -gt "${LOCK_STALE_SECONDS}" ]; then
-    # rename first: of several waiters only one moves the stale lock away
-    log "the staging lock of ${owner} has not moved for ${age}s: taking over"
-    stale="${lock}.stale.${me}.$$"
-    if mv "${lock}" "${stale}" 2>/dev/null; then rm -rf "${stale}"; fi
-    continue
-  fi
-  if [ $(( waited % 60 )) -eq 0 ]; then log "waiting for ${owner} to stage ${MODEL_SOURCE} (${waited}s)"; fi
-  sleep "${POLL_SECONDS}"
-  waited=$(( waited + POLL_SECONDS ))
-done
-log "${MODEL_SOURCE} is ready at ${MODEL_DIR}"
-"""
+STAGE = body("stage-model.sh")
 
 
 def stage_script() -> str:
