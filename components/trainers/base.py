@@ -66,7 +66,8 @@ class TrainerLaunch:
         ``global_step_<N>`` checkpoint (one holding :data:`COMPLETE_MARKER`) when one exists
         (``exec``: the trainer's exit status is the script's). A directory without the marker is a
         save that was cut off (a killed pod, a lost node) and is never resumed from."""
-        lines = [f"cd {shlex.quote(self.workdir)}"]
+        # a workdir missing from the image must fail the run, not start the trainer elsewhere
+        lines = [f"cd {shlex.quote(self.workdir)} || exit"]
         if self.resume is None:
             return "\n".join([*lines, f"exec {self.shell()}", ""])
         globs = " ".join(self.resume.checkpoint_globs)

@@ -14,4 +14,4 @@ PY
 }
 
 # Runs as a background job: exec makes that job python itself, so `kill` stops it.
-mark_checkpoints_loop() { CHECKPOINTS_EXEC=exec checkpoints loop; }
+mark_checkpoints_loop() { CHECKPOINTS_EXEC='exec' checkpoints loop; }

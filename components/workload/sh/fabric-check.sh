@@ -3,7 +3,7 @@ export PATH="/opt/amazon/efa/bin:${PATH}"
 log() { echo "rlinf-eks fabric-check: $*" >&2; }
 fail() { log "FAILED: $*; this node cannot train over EFA (exit ${EXIT_FABRIC_FAILED})"; exit "${EXIT_FABRIC_FAILED}"; }
 
-efa=$(ls -1 /dev/infiniband/ 2>/dev/null | grep -c '^uverbs')
+efa=$(compgen -G '/dev/infiniband/uverbs*' | wc -l)
 [ "${efa}" -ge "${EFA_PER_NODE}" ] || fail "/dev/infiniband has ${efa} EFA devices, ${INSTANCE_TYPE} has ${EFA_PER_NODE} (is the EFA device plugin running on this node?)"
 command -v fi_info >/dev/null 2>&1 || fail "fi_info (libfabric) is not in the training image ${IMAGE}"
 domains=$(timeout -k 2 "${FI_INFO_TIMEOUT_SECONDS}" fi_info -p efa -t FI_EP_RDM 2>/dev/null | grep -c 'domain:')

@@ -50,6 +50,7 @@ PY
 # wait while a file of a checkpoint (a path under RUN_DIR with a `checkpoints` or `global_step_N`
 # part: veRL's default_local_dir, RLinf's <log_path>[/<experiment>]/checkpoints) changed in the
 # last 30 s. Logs are not watched: a trainer logs until it is stopped.
+# shellcheck disable=SC2329 # called by stop_trainer and stop_worker, themselves called through wait_for's ON_STOP
 settle_checkpoints() {
   python3 - "${RUN_DIR}" "$(( GRACE_SECONDS > 120 ? GRACE_SECONDS - 60 : GRACE_SECONDS / 2 ))" <<'PY'
 #include programs/settle_checkpoints.py
@@ -79,6 +80,7 @@ wait_for() {
 }
 
 # alive_until PID DEADLINE: whether PID still runs at DEADLINE (in $SECONDS), polling each second.
+# shellcheck disable=SC2329 # called by stop_trainer and stop_worker, themselves called through wait_for's ON_STOP
 alive_until() {
   while kill -0 "$1" 2>/dev/null; do
     [ "${SECONDS}" -ge "$2" ] && return 0
@@ -89,10 +91,12 @@ alive_until() {
 
 # The last moment to have stopped the trainer or Ray: 10 s (a quarter of short grace periods)
 # before the kubelet's SIGKILL, kept to stop Ray and record the status.
+# shellcheck disable=SC2329 # called by stop_trainer and stop_worker, themselves called through wait_for's ON_STOP
 stop_deadline() { echo $(( stop_started + GRACE_SECONDS - (GRACE_SECONDS > 40 ? 10 : GRACE_SECONDS / 4) )); }
 
 # stop_group PGID NAME: SIGINT, then SIGTERM, then SIGKILL to the process group, within what is
 # left of the grace period.
+# shellcheck disable=SC2329 # called by stop_trainer and stop_worker, themselves called through wait_for's ON_STOP
 stop_group() {
   local pgid=$1 name=$2 deadline
   deadline=$(stop_deadline)
@@ -110,11 +114,13 @@ stop_group() {
 # grace period.
 stop_at_once() {
   log "stopped before training started"
+  # shellcheck disable=SC2046 # one word per PID of a background job
   kill $(jobs -p) 2>/dev/null
   ray stop --force >/dev/null 2>&1
   finish "${STOPPED}"
 }
 
+# shellcheck disable=SC2329 # called through wait_for's ON_STOP ("${on_stop}"), which shellcheck cannot follow
 stop_trainer() {
   log "SIGTERM: letting checkpoint writes under ${RUN_DIR} settle, then interrupting the trainer"
   settle_checkpoints
@@ -159,6 +165,7 @@ run_head() {
   finish "${rc}"
 }
 
+# shellcheck disable=SC2329 # called through wait_for's ON_STOP ("${on_stop}"), which shellcheck cannot follow
 stop_worker() {
   # Every pod of the Job gets SIGTERM at once: this node's ranks may be writing their shards of the
   # checkpoint the head is letting settle, so stop Ray here only once the writes have settled too.

@@ -8,7 +8,7 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 [ "${gpus}" -eq "${GPUS_PER_NODE}" ] || fail "nvidia-smi lists ${gpus} GPUs; ${INSTANCE_TYPE} has ${GPUS_PER_NODE}"
 efa=0
 if [ "${EFA_PER_NODE}" -gt 0 ]; then
-  efa=$(ls -1 /dev/infiniband/ 2>/dev/null | grep -c '^uverbs')
+  efa=$(compgen -G '/dev/infiniband/uverbs*' | wc -l)
   [ "${efa}" -eq "${EFA_PER_NODE}" ] || fail "/dev/infiniband has ${efa} EFA devices; ${INSTANCE_TYPE} has ${EFA_PER_NODE} (is the EFA device plugin running on this node?)"
   domains=$(fi_info -p efa -t FI_EP_RDM 2>/dev/null | grep -c 'domain:')
   [ "${domains}" -ge "${EFA_PER_NODE}" ] || fail "fi_info -p efa shows ${domains} EFA domains; ${INSTANCE_TYPE} has ${EFA_PER_NODE}"
@@ -45,11 +45,11 @@ if [ "${index}" != 0 ]; then
 fi
 
 cp "${dir}/id_ed25519" /root/.ssh/id_ed25519 && chmod 600 /root/.ssh/id_ed25519
-ssh_opts="-p ${SSH_PORT} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o ConnectTimeout=5"
+ssh_opts=(-p "${SSH_PORT}" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o ConnectTimeout=5)
 hosts="${HOST_PREFIX}-0.${SERVICE}:${GPUS_PER_NODE}"
 for i in $(seq 1 $(( NNODES - 1 ))); do
   host="${HOST_PREFIX}-${i}.${SERVICE}"
-  until ssh ${ssh_opts} "${host}" true 2>/dev/null; do
+  until ssh "${ssh_opts[@]}" "${host}" true 2>/dev/null; do
     [ "${SECONDS}" -lt "${deadline}" ] || { echo "FAIL: ${host} did not accept ssh on port ${SSH_PORT} within ${JOIN_TIMEOUT_SECONDS}s" > "${dir}/result"; rm -f "${dir}/id_ed25519"; fail "$(cat "${dir}/result")"; }
     sleep 5
   done
@@ -62,7 +62,7 @@ efa_env=()
 [ "${GPUDIRECT_RDMA}" = 1 ] && efa_env+=(-x FI_EFA_USE_DEVICE_RDMA=1)
 mpirun --allow-run-as-root --prefix "$(dirname "$(dirname "$(command -v mpirun)")")" \
   -np $(( NNODES * GPUS_PER_NODE )) -H "${hosts}" --map-by "ppr:${GPUS_PER_NODE}:node" --bind-to none \
-  --mca plm_rsh_args "${ssh_opts}" --mca pml ^ucx --mca btl tcp,self --mca btl_tcp_if_include eth0 \
+  --mca plm_rsh_args "${ssh_opts[*]}" --mca pml ^ucx --mca btl tcp,self --mca btl_tcp_if_include eth0 \
   -x PATH -x LD_LIBRARY_PATH -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET -x NCCL_SOCKET_IFNAME=eth0 "${efa_env[@]}" \
   /opt/nccl-tests/build/all_reduce_perf -b 8M -e 8G -f 2 -g 1 -c 0 -n 20 2>&1 | tee "${dir}/all_reduce_perf.log"
 status=${PIPESTATUS[0]}

@@ -23,7 +23,7 @@ while [ ! -f "${STATE_DIR}/exit-code" ] && [ "${stop}" = 0 ]; do
   fi
 done
 # no delete flag: a sync never removes anything from S3
-for attempt in 1 2 3; do
+for _ in 1 2 3; do
   if upload; then echo "rlinf-eks: run directory saved to ${S3_URI}/" >&2; exit 0; fi
   sleep 10
 done
