@@ -20,7 +20,7 @@ def _config_models() -> list[type[BaseModel]]:
     return [
         value
         for value in vars(config).values()
-        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == config.__name__ and value is not config._Model
+        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__.startswith(config.__name__ + ".") and value is not config._Model
     ]
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from rlinf_eks.config import ConfigError, StackSettings
 from rlinf_eks.trainers import DIALECTS, check_world_size, launch_for, rlinf_embodied, rlinf_reasoning, verl_ppo
-from rlinf_eks.trainers.base import COMPLETE_MARKER
+from rlinf_eks.trainers.base import COMPLETE_MARKER, config_name_of
 from tests.harness import SHARED, require_shared, settings
 
 # the reference configs are upstream's: their Hydra 1.1-era warnings are not ours to fix
@@ -338,7 +338,7 @@ def _compose(config_dir: Path, name: str, overrides: list[str], version_base: st
 
 def _compose_launch(run, s: StackSettings, monkeypatch):
     dialect = s.workload.trainer.dialect
-    name = s.workload.trainer.resolved_config_name
+    name = config_name_of(s.workload.trainer)
     where = {"verl-ppo": (VERL_DIR, None), "rlinf-embodied": (EMBODIED_DIR / "config", "1.1"), "rlinf-reasoning": (REASONING_DIR, "1.1")}
     config_dir, version_base = where[dialect]
     overrides = overrides_of(run.argv)

@@ -24,9 +24,9 @@ from typing import Optional
 
 from ..config import ConfigError, StackSettings
 from . import rlinf_embodied, rlinf_reasoning, verl_ppo
-from .base import Resume, TrainerLaunch, World
+from .base import DEFAULT_CONFIG_NAMES, Resume, TrainerLaunch, World, config_name_of
 
-__all__ = ["DIALECTS", "Resume", "TrainerLaunch", "World", "check_world_size", "launch_for"]
+__all__ = ["DEFAULT_CONFIG_NAMES", "DIALECTS", "Resume", "TrainerLaunch", "World", "check_world_size", "config_name_of", "launch_for"]
 
 DIALECTS: dict[str, ModuleType] = {m.DIALECT: m for m in (verl_ppo, rlinf_embodied, rlinf_reasoning)}
 

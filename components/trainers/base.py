@@ -9,7 +9,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from ..config import StackSettings
+from ..config import StackSettings, TrainerSettings
 
 COMPLETE_MARKER = ".rlinf-eks-complete"
 """In a ``global_step_<N>`` directory: the launcher wrote it once that checkpoint was complete
@@ -108,6 +108,20 @@ class World:
         return self.nnodes * self.gpus_per_node
 
 
+# workload.trainer.configName when the stack leaves it out: each dialect's reference config
+# (the ones tests/test_trainers.py composes with Hydra).
+DEFAULT_CONFIG_NAMES: dict[str, str] = {
+    "verl-ppo": "ppo_trainer",
+    "rlinf-embodied": "maniskill_ppo_openvlaoft",
+    "rlinf-reasoning": "qwen2.5-1.5b-grpo-fsdp",
+}
+
+
+def config_name_of(trainer: TrainerSettings) -> str:
+    """The Hydra config name the trainer runs: workload.trainer.configName, else the dialect's default."""
+    return trainer.config_name or DEFAULT_CONFIG_NAMES[trainer.dialect]
+
+
 @dataclass(frozen=True)
 class Value:
     """A batch or environment size, the stack key path that sets it and, for a value the stack
@@ -125,7 +139,7 @@ def effective_sizes(settings: StackSettings, defaults: Mapping[str, int]) -> dic
     """The sizes the trainer will see, in command-line order: the reference config's value, then
     ``workload.trainer.batch``, then integer ``workload.trainer.overrides`` (last wins)."""
     trainer = settings.workload.trainer
-    note = f" (the default of {trainer.resolved_config_name})"
+    note = f" (the default of {config_name_of(trainer)})"
     sizes = {key: Value(v, f"workload.trainer.batch.{key}", note) for key, v in defaults.items()}
     for key, v in trainer.batch.items():
         sizes[key] = Value(v, f"workload.trainer.batch.{key}")

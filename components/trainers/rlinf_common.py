@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, Mapping, Optional
 
 from ..config import StackSettings
-from .base import Resume, Value, World, effective_sizes, glob_under, overridden, pattern_under, problem
+from .base import config_name_of, Resume, Value, World, effective_sizes, glob_under, overridden, pattern_under, problem
 
 __all__ = ["Reference", "problem"]
 
@@ -27,7 +27,7 @@ def _reference(settings: StackSettings, references: Mapping[str, Reference]) -> 
     the placement)."""
     if overridden(settings, PLACEMENT):
         return None
-    return references.get(settings.workload.trainer.resolved_config_name)
+    return references.get(config_name_of(settings.workload.trainer))
 
 
 def component_world_sizes(
@@ -64,7 +64,7 @@ def placement_overrides(
 def placement_warnings(settings: StackSettings, references: Mapping[str, Reference], world: World) -> list[str]:
     if _reference(settings, references) is not None:
         return []
-    name = settings.workload.trainer.resolved_config_name
+    name = config_name_of(settings.workload.trainer)
     return [
         f"workload.trainer.configName={name!r}: its {PLACEMENT} is not known here (or replaced by an override), "
         f"so RLinf's world-size rules were not checked at plan time; make sure it places work on all "
@@ -76,7 +76,7 @@ def placement_problems(settings: StackSettings, references: Mapping[str, Referen
     reference = _reference(settings, references)
     if reference is None or reference.placement != "split" or (world.size >= 2 and world.size % 2 == 0):
         return []
-    name = settings.workload.trainer.resolved_config_name
+    name = config_name_of(settings.workload.trainer)
     return [
         f"workload.trainer.configName={name!r}: places env and rollout on separate halves of the GPUs, so it needs "
         f"an even number of GPUs, but nnodes x GPUs per node = {world.nnodes} x {world.gpus_per_node} = {world.size}"
@@ -84,7 +84,7 @@ def placement_problems(settings: StackSettings, references: Mapping[str, Referen
 
 
 def sizes(settings: StackSettings, references: Mapping[str, Reference]) -> dict[str, Value]:
-    reference = references.get(settings.workload.trainer.resolved_config_name)
+    reference = references.get(config_name_of(settings.workload.trainer))
     return effective_sizes(settings, reference.sizes if reference else {})
 
 

@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..config import StackSettings
 from . import rlinf_common as common
-from .base import TrainerLaunch, World, batch_overrides
+from .base import config_name_of, TrainerLaunch, World, batch_overrides
 
 DIALECT = "rlinf-embodied"
 SCRIPT = "examples/embodiment/train_embodied_agent.py"
@@ -68,7 +68,7 @@ def launch(
     argv = [
         "python", SCRIPT,
         "--config-path", f"{path}/config",
-        "--config-name", trainer.resolved_config_name,
+        "--config-name", config_name_of(trainer),
         *overrides, *batch_overrides(settings), *trainer.overrides,
     ]  # fmt: skip
     env = {

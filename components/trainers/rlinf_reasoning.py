@@ -10,7 +10,7 @@ from typing import Optional
 
 from ..config import StackSettings
 from . import rlinf_common as common
-from .base import TrainerLaunch, World, batch_overrides
+from .base import config_name_of, TrainerLaunch, World, batch_overrides
 
 DIALECT = "rlinf-reasoning"
 SCRIPT = "examples/reasoning/main_grpo.py"
@@ -69,7 +69,7 @@ def launch(
     argv = [
         "python", SCRIPT,
         "--config-path", f"{trainer.workdir.rstrip('/')}/{CONFIG_DIR}",
-        "--config-name", trainer.resolved_config_name,
+        "--config-name", config_name_of(trainer),
         *overrides, *batch_overrides(settings), *trainer.overrides,
     ]  # fmt: skip
     return TrainerLaunch(

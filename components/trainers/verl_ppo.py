@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..config import StackSettings
-from .base import TrainerLaunch, Value, World, batch_overrides, effective_sizes, pattern_under, problem
+from .base import config_name_of, TrainerLaunch, Value, World, batch_overrides, effective_sizes, pattern_under, problem
 
 DIALECT = "verl-ppo"
 MODULE = "verl.trainer.main_ppo"
@@ -153,4 +153,4 @@ def _floor_division_warnings(settings: StackSettings, world: World) -> list[str]
 
 
 def _sizes(settings: StackSettings) -> dict[str, Value]:
-    return effective_sizes(settings, DIVIDED_BY_WORLD.get(settings.workload.trainer.resolved_config_name, {}))
+    return effective_sizes(settings, DIVIDED_BY_WORLD.get(config_name_of(settings.workload.trainer), {}))

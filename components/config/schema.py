@@ -1,4 +1,4 @@
-"""Typed stack configuration: one frozen pydantic model tree, read from Pulumi config.
+"""The settings schema: one frozen pydantic model tree and its field types.
 
 Every key lives in the project namespace (``rlinf-eks:``) except the region (``aws:region``).
 Stack files use camelCase (``gpuNodes.instanceType``); Python uses snake_case. Unknown keys are
@@ -32,7 +32,10 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from . import aws_names, catalog
+from .. import aws_names, catalog
+from . import rules
+from .errors import ConfigError, _raise_all, _rule, describe
+from .rules import _EXTRA_RULES, _FAILED_SECTIONS, _STACK, MAX_USER_TAGS, StackRule, bucket_problem, cluster_name_problem, label_problem, tag_problem
 
 PROJECT = "rlinf-eks"
 
@@ -42,9 +45,6 @@ _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # registry/repository[:tag][@digest]: no blanks or quotes (the OCI distribution spec's characters)
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
 
-
-_FAILED_SECTIONS = "failedSections"  # validation context: top-level keys whose own validation failed
-_STACK = "stack"  # validation context: the Pulumi stack name, for the names derived from it
 
 
 # Pydantic's lax mode reads `nodeCount: true` as 1 and `efa: "yes"` as true; a YAML slip must
@@ -118,127 +118,6 @@ def _absolute_path(value: str) -> str:
 
 
 AbsolutePath = Annotated[str, AfterValidator(_absolute_path)]
-
-# Kubernetes label syntax (apimachinery validation IsQualifiedName / IsValidLabelValue): an
-# optional DNS-subdomain prefix (<= 253) and a name of <= 63 alphanumerics, '-', '_', '.', starting
-# and ending alphanumeric; values likewise (<= 63, may be empty).
-_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-# The kubelet refuses to start with --node-labels in the kubernetes.io or k8s.io namespaces other
-# than the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes (and the few labels it sets
-# itself), and the NodeRestriction admission plugin rejects them (sig-auth enhancement "Bounding
-# Self-Labeling Kubelets"); EKS hands node group labels to the kubelet that way.
-_RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
-_ALLOWED_LABEL_PREFIXES = ("kubelet.kubernetes.io", "node.kubernetes.io")
-# EKS's CreateNodegroup labels: key and value 1-63 characters (botocore eks labelKey, labelValue).
-_EKS_LABEL_MAX = 63
-
-
-def label_problem(key: str, value: str) -> str | None:
-    """Why ``key: value`` cannot be a label of an EKS managed node group, or None."""
-    prefix, slash, name = key.rpartition("/")
-    if not key or len(name) > 63 or not _LABEL_NAME.fullmatch(name) or (slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))):
-        return (
-            "not a Kubernetes label key: [prefix/]name, the prefix a lowercase DNS subdomain, the name at most "
-            "63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-        )
-    if len(key) > _EKS_LABEL_MAX:
-        return f"EKS node group label keys are at most {_EKS_LABEL_MAX} characters ({len(key)})"
-    domain = prefix.lower()
-    if any(domain == d or domain.endswith("." + d) for d in _RESERVED_LABEL_DOMAINS) and domain not in _ALLOWED_LABEL_PREFIXES:
-        return (
-            "kubernetes.io and k8s.io labels are reserved: the kubelet will not set them on its own node "
-            "(only the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes); use your own prefix, such as example.com/"
-        )
-    if not value or len(value) > _EKS_LABEL_MAX or not _LABEL_NAME.fullmatch(value):
-        return (
-            f"not an EKS node label value: 1 to {_EKS_LABEL_MAX} letters, digits, '-', '_' or '.', starting and ending "
-            "with a letter or digit"
-        )
-    return None
-
-
-# AWS tags (botocore TagKey 1-128, TagValue 0-256; the aws: prefix is reserved for AWS's own tags,
-# "Tag naming limits and requirements" in the Tagging AWS Resources guide). The stack's tags reach
-# EKS, IAM and FSx too, whose models allow only letters, numbers, spaces and _.:/=+-@
-# (pattern [\p{L}\p{Z}\p{N}_.:/=+\-@]*), and at most 50 tags per resource, of which the stack
-# adds up to 5 (project, stack, Name and the two Kubernetes subnet tags).
-_TAG_PUNCTUATION = frozenset("_.:/=+-@")
-MAX_USER_TAGS = 45
-
-
-def _tag_text_problem(text: str) -> str | None:
-    import unicodedata
-
-    bad = sorted({c for c in text if c not in _TAG_PUNCTUATION and unicodedata.category(c)[0] not in "LZN"})
-    return f"EKS, IAM and FSx allow only letters, numbers, spaces and _.:/=+-@ in tags, not {''.join(bad)!r}" if bad else None
-
-
-def tag_problem(key: str, value: str) -> str | None:
-    if not 1 <= len(key) <= 128:
-        return f"a tag key is 1 to 128 characters ({len(key)})"
-    if key.lower().startswith("aws:"):
-        return "tag keys starting with aws: are reserved for AWS"
-    if len(value) > 256:
-        return f"a tag value is at most 256 characters ({len(value)})"
-    return _tag_text_problem(key) or _tag_text_problem(value)
-
-
-# EKS CreateCluster name (botocore eks ClusterName: 1-100, ^[0-9A-Za-z][A-Za-z0-9\-_]*); node group
-# names follow the same characters, at most 63 (EKS CreateNodegroup).
-_EKS_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]*")
-EKS_CLUSTER_NAME_MAX = 100
-EKS_NODEGROUP_NAME_MAX = 63
-SYSTEM_NODEGROUP_SUFFIX = "-system"
-"""The system node group is named <cluster>-system (cluster.py)."""
-
-
-def cluster_name_problem(name: str, creates_node_group: bool) -> str | None:
-    if not _EKS_NAME.fullmatch(name) or len(name) > EKS_CLUSTER_NAME_MAX:
-        return f"an EKS cluster name is 1 to {EKS_CLUSTER_NAME_MAX} letters, digits, '-' or '_', starting with a letter or digit"
-    if creates_node_group and len(name + SYSTEM_NODEGROUP_SUFFIX) > EKS_NODEGROUP_NAME_MAX:
-        return (
-            f"the system node group {name + SYSTEM_NODEGROUP_SUFFIX!r} would be {len(name + SYSTEM_NODEGROUP_SUFFIX)} characters; EKS allows "
-            f"{EKS_NODEGROUP_NAME_MAX}, so a new cluster's name is at most {EKS_NODEGROUP_NAME_MAX - len(SYSTEM_NODEGROUP_SUFFIX)}"
-        )
-    return None
-
-
-# S3 User Guide, "General purpose bucket naming rules".
-_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
-_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
-
-
-def bucket_problem(name: str) -> str | None:
-    """Why S3 would refuse ``name`` for a general purpose bucket, or None."""
-    if not _BUCKET.fullmatch(name):
-        return "an S3 bucket name is 3 to 63 lowercase letters, digits, '.' or '-', starting and ending with a letter or digit"
-    if ".." in name:
-        return "an S3 bucket name has no two adjacent periods"
-    if re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", name):
-        return "an S3 bucket name must not look like an IP address"
-    for prefix in _BUCKET_PREFIXES:
-        if name.startswith(prefix):
-            return f"S3 reserves bucket names starting with {prefix}"
-    for suffix in _BUCKET_SUFFIXES:
-        if name.endswith(suffix):
-            return f"S3 reserves bucket names ending with {suffix} (access point, Multi-Region, directory and table buckets)"
-    return None
-
-
-def _az_problem(zone: str, region: str) -> str | None:
-    """An AZ is its region and a letter (us-east-1a); a Local Zone is <region>-<zone>-<n><letter>."""
-    if re.fullmatch(re.escape(region) + r"[a-z]", zone) or re.fullmatch(re.escape(region) + r"-[a-z]+-\d+[a-z]", zone):
-        return None
-    if zone in aws_names.REGIONS:
-        return f"{zone} is a region, not an Availability Zone: use {zone}a (and aws:region {zone})"
-    return f"not an Availability Zone of region {region}: use {region} and a letter, such as {region}a"
-
-
-def _rule(path: str, value: Any, message: str) -> PydanticCustomError:
-    """A cross-field rule violation; ``path`` is the camelCase key path relative to the model."""
-    return PydanticCustomError("rule", "{text}", {"text": f"{path}={value!r}: {message}"})
 
 
 class _Model(BaseModel):
@@ -556,7 +435,7 @@ class GpuNodeSettings(_Model):
             if problem:
                 errors.append(_rule(f"labels[{key!r}]", value, problem))
         if self.labels:
-            from .gpu_nodes import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels  # lazy: gpu_nodes imports this module
+            from ..gpu_nodes import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels  # lazy: gpu_nodes imports this module
 
             # The training pods select role: gpu-training and the EFA device plugin selects the EFA
             # label; a label of the same key with another value leaves them Pending.
@@ -726,13 +605,6 @@ class AutoscalerSettings(_Model):
 Dialect = Literal["verl-ppo", "rlinf-embodied", "rlinf-reasoning"]
 RolloutBackend = Literal["hf", "vllm", "sglang"]
 
-_DEFAULT_CONFIG_NAME: dict[str, str] = {
-    "verl-ppo": "ppo_trainer",
-    "rlinf-embodied": "maniskill_ppo_openvlaoft",
-    "rlinf-reasoning": "qwen2.5-1.5b-grpo-fsdp",
-}
-
-
 class RolloutSettings(_Model):
     backend: RolloutBackend = "hf"
     """hf (HuggingFace, the default and the one VLA models support), vllm or sglang."""
@@ -762,10 +634,6 @@ class TrainerSettings(_Model):
     """Extra Hydra overrides, appended after the generated ones."""
     batch: dict[str, Int] = Field(default_factory=dict)
     """Batch and environment sizes (trainer keys to integers) checked against world-size rules."""
-
-    @property
-    def resolved_config_name(self) -> str:
-        return self.config_name or _DEFAULT_CONFIG_NAME[self.dialect]
 
     @field_validator("overrides")
     @classmethod
@@ -1207,290 +1075,28 @@ class StackSettings(_Model):
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> "StackSettings":
-        errors: list[PydanticCustomError] = []
-        # Sections that failed their own validation (see parse): rules reading them are skipped.
-        failed: frozenset[str] = (info.context or {}).get(_FAILED_SECTIONS, frozenset())
-
-        def valid(*sections: str) -> bool:
-            return not failed.intersection(sections)
-
-        gpu = self.gpu_nodes
-        try:
-            instance = gpu.instance
-        except (catalog.UnknownInstanceType, TypeError):  # reported by GpuNodeSettings
-            return self
-        wl = self.workload
-        if not valid("gpuNodes"):
-            # the default stands in for gpuNodes here, so every rule that reads it is skipped
-            gpu = instance = None  # type: ignore[assignment]
-        if not valid("workload"):
-            wl = None  # type: ignore[assignment]
-        if valid("region", "availabilityZone") and self.availability_zone:
-            problem = _az_problem(self.availability_zone, self.region)
-            if problem:
-                errors.append(_rule("availabilityZone", self.availability_zone, problem))
-        errors.extend(self._name_rules((info.context or {}).get(_STACK), valid))
-        if not valid("network", "region", "availabilityZone"):
-            pass
-        elif self.network.create:
-            azs = self.network.availability_zones
-            for index, zone in enumerate(azs):
-                problem = _az_problem(zone, self.region)
-                if problem:
-                    errors.append(_rule(f"network.availabilityZones[{index}]", zone, problem))
-            if azs and len(set(azs)) < 2:
-                errors.append(_rule("network.availabilityZones", azs, "the EKS control plane needs subnets in at least two AZs"))
-            if azs and self.gpu_az not in azs:
-                errors.append(_rule("network.availabilityZones", azs, f"must include the GPU AZ {self.gpu_az}"))
-            if self.network.private_subnet_ids or self.network.gpu_subnet_id:
-                errors.append(_rule("network.privateSubnetIds", self.network.private_subnet_ids, "subnets are only given with network.vpcId"))
-        else:
-            if len(self.network.private_subnet_ids) < 2:
-                errors.append(_rule("network.privateSubnetIds", self.network.private_subnet_ids, "an existing VPC needs at least two private subnets (two AZs)"))
-            if not self.network.gpu_subnet_id:
-                errors.append(_rule("network.gpuSubnetId", None, f"an existing VPC needs the private subnet of the GPU nodes in {self.gpu_az}"))
-        if valid("cluster") and not self.cluster.existing and not self.cluster.endpoint_public_access_cidrs and not self.cluster.deploy_from_vpc:
-            # The same `pulumi up` that creates the cluster creates the Kubernetes objects through
-            # its API endpoint: a private-only endpoint fails there (after the nodes bill) unless
-            # the deployer is inside the VPC.
-            errors.append(
-                _rule(
-                    "cluster.endpointPublicAccessCidrs",
-                    [],
-                    "a new cluster's API endpoint must be reachable by `pulumi up`: list the deployer's public CIDRs "
-                    "(e.g. [198.51.100.7/32]), or set cluster.deployFromVpc: true if pulumi up runs inside the VPC "
-                    "(VPN, bastion, CodeBuild)",
-                )
-            )
-        if valid("cluster", "network") and self.cluster.existing and self.network.create:
-            errors.append(_rule("network.vpcId", None, "an existing cluster needs its VPC: set network.vpcId, privateSubnetIds and gpuSubnetId"))
-        if valid("autoscaler", "cluster") and self.autoscaler.enabled and self.autoscaler.kubernetes_minor != self.cluster.kubernetes_version:
-            errors.append(
-                _rule(
-                    "autoscaler.imageTag",
-                    self.autoscaler.image_tag,
-                    f"must be a v{self.cluster.kubernetes_version}.x release to match cluster.kubernetesVersion {self.cluster.kubernetes_version}",
-                )
-            )
-        if wl is not None:
-            errors.extend(self._workload_rules(wl, gpu, instance, valid))
-        if gpu is not None:
-            errors.extend(self._node_rules(gpu, wl, valid))
-        if gpu is not None and wl is not None and valid("storage"):
-            errors.extend(self._model_rules(gpu, wl))
-        _raise_all(errors)
+        _raise_all(rules.stack_rules(self, info.context or {}))
         return self
 
-    def _name_rules(self, stack: Optional[str], valid: Any) -> list[PydanticCustomError]:
-        """Names derived from the stack name (program.build): the cluster rlinf-<stack>, its system
-        node group rlinf-<stack>-system, and the stack tag; unknown (None) outside a stack."""
-        errors: list[PydanticCustomError] = []
-        if stack is None or not valid("cluster"):
-            return errors
-        if self.cluster.name is None:
-            derived = f"rlinf-{stack}"
-            problem = cluster_name_problem(derived, creates_node_group=not self.cluster.existing)
-            if problem:
-                errors.append(_rule("cluster.name", None, f"defaults to {derived!r} from the stack name {stack!r}, but {problem}; set cluster.name"))
-        problem = tag_problem("stack", stack)
-        if problem:
-            errors.append(_rule("tags", {"stack": stack}, f"every resource is tagged with the stack name, but {problem}"))
-        return errors
 
-    def _workload_rules(self, wl: "WorkloadSettings", gpu: Any, instance: Any, valid: Any) -> list[PydanticCustomError]:
-        """Rules of the workload section with KubeRay and, when ``gpu`` is given, the GPU nodes."""
-        errors: list[PydanticCustomError] = []
-        if valid("kuberay") and wl.launcher == "kuberay" and not self.kuberay.enabled:
-            errors.append(_rule("workload.launcher", "kuberay", "needs the KubeRay operator: set kuberay.enabled: true, or use launcher manual"))
-        rollout, dialect = wl.rollout, wl.trainer.dialect
-        if instance is not None and (rollout.tensor_parallel_size > instance.gpus or instance.gpus % rollout.tensor_parallel_size):
-            errors.append(
-                _rule(
-                    "workload.rollout.tensorParallelSize",
-                    rollout.tensor_parallel_size,
-                    f"must divide the GPUs per node ({instance.gpus} on {instance.name}): one of "
-                    + ", ".join(str(d) for d in range(1, instance.gpus + 1) if instance.gpus % d == 0),
-                )
-            )
-        if dialect == "rlinf-embodied" and rollout.backend != "hf":
-            errors.append(_rule("workload.rollout.backend", rollout.backend, "RLinf embodied training rolls out with HuggingFace only: use hf"))
-        if dialect == "verl-ppo" and rollout.backend == "sglang":
-            errors.append(_rule("workload.rollout.backend", "sglang", "the verl-ppo dialect supports hf or vllm"))
-        if dialect == "rlinf-reasoning" and rollout.backend == "hf":
-            errors.append(_rule("workload.rollout.backend", "hf", "RLinf reasoning rolls out with vllm or sglang"))
-        if wl.enabled and gpu is not None:
-            from .trainers import check_world_size  # lazy: trainers imports this module
-
-            for line in check_world_size(self, gpu.node_count, instance.gpus):
-                errors.append(PydanticCustomError("rule", "{text}", {"text": line}))
-        return errors
-
-    def _node_rules(self, gpu: GpuNodeSettings, wl: Optional["WorkloadSettings"], valid: Any) -> list[PydanticCustomError]:
-        """Rules of the GPU nodes with the preflight, autoscaler and storage sections."""
-        errors: list[PydanticCustomError] = []
-        if valid("preflight") and self.preflight.enabled and not gpu.efa:
-            errors.append(_rule("preflight.enabled", True, "the preflight measures EFA bandwidth; it needs gpuNodes.efa: true"))
-        if valid("autoscaler") and gpu.scale_to_zero and not self.autoscaler.enabled:
-            errors.append(_rule("gpuNodes.scaleToZero", True, "nodes come back from zero only with the cluster autoscaler: set autoscaler.enabled: true"))
-        if valid("storage") and wl is not None and self.storage.shared_filesystem.enabled is False and gpu.node_count > 1 and wl.enabled:
-            errors.append(
-                _rule(
-                    "storage.sharedFilesystem.enabled",
-                    False,
-                    f"{gpu.node_count} nodes write one FSDP checkpoint shard per rank under the log path: a multi-node run needs the shared filesystem",
-                )
-            )
-        return errors
-
-
-    def _model_rules(self, gpu: GpuNodeSettings, wl: "WorkloadSettings") -> list[PydanticCustomError]:
-        """A node-local model must fit beside the images on the root volume (without the NVMe RAID0,
-        emptyDirs live in the kubelet's directory on the root volume)."""
-        model = wl.model
-        if not model.source or self.shared_filesystem or gpu.local_nvme_raid0:
-            return []
-        room = gpu.root_volume_gib - ROOT_VOLUME_RESERVE_GIB
-        if model.size_gib <= room:
-            return []
-        return [
-            _rule(
-                "workload.model.sizeGib",
-                model.size_gib,
-                f"the node-local model lives on the {gpu.root_volume_gib} GiB root volume, which keeps {ROOT_VOLUME_RESERVE_GIB} GiB "
-                f"for images and the run directory: at most {room}, or raise gpuNodes.rootVolumeGib, set gpuNodes.localNvmeRaid0: true, "
-                "or use the shared filesystem",
-            )
-        ]
-
-
-# Root volume space kept for the container images (training images are tens of GB) and the run
-# directory when a node-local model is staged beside them.
-ROOT_VOLUME_RESERVE_GIB = 100
-
-
-def _raise_all(errors: list[PydanticCustomError]) -> None:
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise PydanticCustomError("rules", "{text}", {"text": "\n".join(e.message() for e in errors)})
-
-
-# --- reading and reporting ----------------------------------------------------------------------
-
-
-class ConfigError(ValueError):
-    """A stack configuration that cannot be deployed: one line per problem."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems))
-
-
-# camelCase top-level keys of the project namespace, in model order
-TOP_LEVEL_KEYS: dict[str, str] = {
-    (field.alias or name): name for name, field in StackSettings.model_fields.items() if name != "region"
-}
-
-
-def _dotted(loc: tuple[Any, ...]) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += ("." if path else "") + str(part)
-    return path
-
-
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The settings model found at a key path, for listing the keys valid there."""
-    model: Any = StackSettings
-    for part in loc:
-        fields = {f.alias or n: f for n, f in model.model_fields.items()}
-        field = fields.get(part)
-        annotation = getattr(field, "annotation", None)
-        candidates = [annotation, *getattr(annotation, "__args__", ())]
-        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
-        if model is None:
-            return None
-    return model
-
-
-def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
-    for part in loc:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
-
-
-def _did_you_mean(key: str, valid: list[str]) -> str:
-    """A hint for a near miss (case, or a letter or two), such as ' (did you mean nodeCount?)'; else ''."""
-    import difflib
-
-    by_lower = {name.lower(): name for name in valid}
-    match = by_lower.get(key.lower()) or next(iter(difflib.get_close_matches(key, valid, n=1, cutoff=0.75)), None)
-    return f" (did you mean {match}?)" if match else ""
-
-
-def _needs(loc: tuple[Any, ...]) -> str:
-    """For a missing section: the keys it must have, e.g. "; an object with at least: image"."""
-    model = _model_at(loc)
-    if model is None:
-        return ""
-    required = [f.alias or n for n, f in model.model_fields.items() if f.is_required()]
-    return f"; an object with at least: {', '.join(required)}" if required else ""
-
-
-def describe(err: ValidationError, data: Mapping[str, Any]) -> list[str]:
-    """Turn pydantic's errors into lines that name the key path, the value and what is valid."""
-    problems: list[str] = []
-    for item in err.errors(include_url=False):
-        loc = tuple(p for p in item["loc"] if p not in ("function-after",))
-        prefix = _dotted(loc)
-        if loc == ("region",):
-            prefix = "aws:region"  # the one key outside the project namespace
-        if item["type"] in ("rule", "rules"):
-            for line in item["msg"].split("\n"):
-                problems.append(f"{prefix + '.' if prefix else ''}{line}")
-            continue
-        if item["type"] == "extra_forbidden":
-            model = _model_at(loc[:-1])
-            names = [f.alias or n for n, f in model.model_fields.items()] if model else []
-            valid = ", ".join(names) or "see the README"
-            problems.append(f"{prefix}: unknown key{_did_you_mean(str(loc[-1]), names)}; valid keys here: {valid}")
-            continue
-        if item["type"] == "missing":
-            problems.append(f"{prefix}: required key is missing{_needs(loc)}")
-            continue
-        value = _lookup(data, loc)
-        message = item["msg"]
-        if item["type"] == "int_type":
-            message = "must be an integer" + (", not a boolean" if isinstance(value, bool) else " (unquoted, no decimal point)")
-        elif item["type"] == "bool_type":
-            message = "must be true or false (a YAML boolean, unquoted)"
-        if item["type"] == "literal_error":
-            message = message.replace("Input should be", "must be one of")
-        problems.append(f"{prefix}={value!r}: {message}")
-    return problems
-
-
-def parse(data: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
+def validate(data: Mapping[str, Any], stack: Optional[str] = None, extra_rules: tuple[StackRule, ...] = ()) -> StackSettings:
     """Validate a plain mapping (camelCase keys) into StackSettings, or raise ConfigError.
 
-    ``stack`` (the Pulumi stack name) lets the names derived from it be checked too."""
+    ``stack`` (the Pulumi stack name) lets the names derived from it be checked too;
+    ``extra_rules`` are the rules of the layers above (rlinf_eks.loading passes the trainers'),
+    run among the workload rules so that every problem is reported in one ConfigError."""
+    context = {_STACK: stack, _EXTRA_RULES: extra_rules}
     try:
-        return StackSettings.model_validate(dict(data), context={_STACK: stack})
+        return StackSettings.model_validate(dict(data), context=context)
     except ValidationError as err:
-        raise ConfigError(describe(err, data) + _rules_of_valid_sections(err, data, stack)) from None
+        raise ConfigError(describe(err, data, StackSettings) + _rules_of_valid_sections(err, data, context)) from None
 
 
 # Stands in for a workload section that failed, so the other sections' rules can still run.
 _WORKLOAD_STAND_IN = {"image": "stand-in"}
 
 
-def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any], stack: Optional[str] = None) -> list[str]:
+def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any], context: dict[str, Any]) -> list[str]:
     """The cross-section rules that only read sections which validated.
 
     Pydantic runs StackSettings' rules only once every field is valid, so a typo in one section
@@ -1504,90 +1110,7 @@ def _rules_of_valid_sections(err: ValidationError, data: Mapping[str, Any], stac
     if "workload" in failed:
         rest["workload"] = _WORKLOAD_STAND_IN
     try:
-        StackSettings.model_validate(rest, context={_FAILED_SECTIONS: failed, _STACK: stack})
+        StackSettings.model_validate(rest, context={**context, _FAILED_SECTIONS: failed})
     except ValidationError as again:
-        return [line for line in describe(again, rest) if not line.startswith(tuple(failed))]
+        return [line for line in describe(again, rest, StackSettings) if not line.startswith(tuple(failed))]
     return []
-
-
-SECRET_KEY_DESCRIPTIONS: dict[str, str] = {
-    "hfToken": "Hugging Face token, for a gated or private repository (workload.model.source hf://...): reaches the "
-    "pods as HF_TOKEN through a Kubernetes Secret. Set with `pulumi config set --secret`.",
-    "wandbApiKey": "Weights & Biases API key: reaches the pods as WANDB_API_KEY through a Kubernetes Secret and turns "
-    "on the trainer's wandb logger. Set with `pulumi config set --secret`.",
-    "kubeconfig": "With cluster.existing: the kubeconfig of that cluster, for the Kubernetes provider. Set with "
-    "`pulumi config set --secret`.",
-}
-"""Secret keys of the project namespace and their descriptions (the config reference lists them)."""
-SECRET_KEYS = tuple(SECRET_KEY_DESCRIPTIONS)
-"""Secret keys of the project namespace: read as secrets by program.Secrets, not by StackSettings."""
-
-
-# Namespaces of the providers this program uses: their keys (kubernetes:cluster, aws:profile) are
-# theirs even where a name matches one of this project's keys.
-PROVIDER_NAMESPACES = frozenset({"aws", "eks", "kubernetes", "pulumi"})
-
-
-def foreign_project_key(key: str, project: str = PROJECT) -> Optional[str]:
-    """Why ``key`` looks like this project's key under a wrong namespace (``rlinf:gpuNodes``, a
-    misspelt project), which the program would silently never read; None for other keys."""
-    namespace, sep, name = key.partition(":")
-    if not sep or namespace == project or namespace in PROVIDER_NAMESPACES:
-        return None
-    top = re.split(r"[.\[]", name, maxsplit=1)[0]
-    similar = difflib.SequenceMatcher(None, namespace, project).ratio() >= 0.75
-    if top in TOP_LEVEL_KEYS or top in SECRET_KEYS or similar:
-        return (
-            f"{key}: namespace {namespace!r} is not this project's ({project}), so the program would never read it; "
-            f"use {project}:{name} (or leave the namespace out)"
-        )
-    return None
-
-
-def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
-    """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
-    the engine passes them, or already structured), or raise ConfigError.
-
-    Keys of other namespaces (aws:profile, kubernetes:context, ...) belong to providers and are
-    left alone; an unknown key of this project's namespace is a typo and is rejected.
-    """
-    import json
-
-    data: dict[str, Any] = {}
-    unknown: list[str] = []
-    prefix = f"{PROJECT}:"
-    for key, value in values.items():
-        if key == "aws:region":
-            data["region"] = value
-        elif key.startswith(prefix):
-            name = key[len(prefix) :]
-            if name in TOP_LEVEL_KEYS:
-                try:
-                    data[name] = json.loads(value) if isinstance(value, str) else value
-                except json.JSONDecodeError:
-                    data[name] = value  # a plain string (availabilityZone)
-            elif name not in SECRET_KEYS:
-                unknown.append(key)
-    valid = ", ".join(sorted([*TOP_LEVEL_KEYS, *SECRET_KEYS]))
-    problems = [
-        f"{key}: unknown key{_did_you_mean(key[len(prefix):], [*TOP_LEVEL_KEYS, *SECRET_KEYS])}; valid keys: {valid}"
-        for key in sorted(unknown)
-    ]
-    problems += [problem for key in sorted(values) if (problem := foreign_project_key(key))]
-    try:
-        settings = parse(data, stack)
-    except ConfigError as err:
-        raise ConfigError(problems + err.problems) from None
-    if problems:
-        raise ConfigError(problems)
-    return settings
-
-
-def from_pulumi_config() -> StackSettings:
-    """Read the stack's settings from the running Pulumi program's whole config (so that a
-    misspelt top-level key fails `pulumi up` too, instead of being ignored)."""
-    from pulumi.runtime import config as runtime_config
-
-    import pulumi
-
-    return settings_from_config({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}, pulumi.get_stack())

@@ -1,0 +1,100 @@
+"""Reading Pulumi config: the project's keys ("rlinf-eks:gpuNodes", "aws:region") into the
+mapping the schema validates, the secret keys, and keys under a wrong namespace."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from typing import Any, Mapping, Optional
+
+from .errors import ConfigError, _did_you_mean
+from .rules import StackRule
+from .schema import PROJECT, StackSettings, validate
+
+TOP_LEVEL_KEYS: dict[str, str] = {
+    (field.alias or name): name for name, field in StackSettings.model_fields.items() if name != "region"
+}
+
+
+SECRET_KEY_DESCRIPTIONS: dict[str, str] = {
+    "hfToken": "Hugging Face token, for a gated or private repository (workload.model.source hf://...): reaches the "
+    "pods as HF_TOKEN through a Kubernetes Secret. Set with `pulumi config set --secret`.",
+    "wandbApiKey": "Weights & Biases API key: reaches the pods as WANDB_API_KEY through a Kubernetes Secret and turns "
+    "on the trainer's wandb logger. Set with `pulumi config set --secret`.",
+    "kubeconfig": "With cluster.existing: the kubeconfig of that cluster, for the Kubernetes provider. Set with "
+    "`pulumi config set --secret`.",
+}
+"""Secret keys of the project namespace and their descriptions (the config reference lists them)."""
+SECRET_KEYS = tuple(SECRET_KEY_DESCRIPTIONS)
+"""Secret keys of the project namespace: read as secrets by program.Secrets, not by StackSettings."""
+
+
+# Namespaces of the providers this program uses: their keys (kubernetes:cluster, aws:profile) are
+# theirs even where a name matches one of this project's keys.
+PROVIDER_NAMESPACES = frozenset({"aws", "eks", "kubernetes", "pulumi"})
+
+
+def foreign_project_key(key: str, project: str = PROJECT) -> Optional[str]:
+    """Why ``key`` looks like this project's key under a wrong namespace (``rlinf:gpuNodes``, a
+    misspelt project), which the program would silently never read; None for other keys."""
+    namespace, sep, name = key.partition(":")
+    if not sep or namespace == project or namespace in PROVIDER_NAMESPACES:
+        return None
+    top = re.split(r"[.\[]", name, maxsplit=1)[0]
+    similar = difflib.SequenceMatcher(None, namespace, project).ratio() >= 0.75
+    if top in TOP_LEVEL_KEYS or top in SECRET_KEYS or similar:
+        return (
+            f"{key}: namespace {namespace!r} is not this project's ({project}), so the program would never read it; "
+            f"use {project}:{name} (or leave the namespace out)"
+        )
+    return None
+
+
+def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None, extra_rules: tuple[StackRule, ...] = ()) -> StackSettings:
+    """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
+    the engine passes them, or already structured), or raise ConfigError.
+
+    Keys of other namespaces (aws:profile, kubernetes:context, ...) belong to providers and are
+    left alone; an unknown key of this project's namespace is a typo and is rejected.
+    ``extra_rules``: see schema.validate (rlinf_eks.loading passes the trainers' rules).
+    """
+
+    data: dict[str, Any] = {}
+    unknown: list[str] = []
+    prefix = f"{PROJECT}:"
+    for key, value in values.items():
+        if key == "aws:region":
+            data["region"] = value
+        elif key.startswith(prefix):
+            name = key[len(prefix) :]
+            if name in TOP_LEVEL_KEYS:
+                try:
+                    data[name] = json.loads(value) if isinstance(value, str) else value
+                except json.JSONDecodeError:
+                    data[name] = value  # a plain string (availabilityZone)
+            elif name not in SECRET_KEYS:
+                unknown.append(key)
+    valid = ", ".join(sorted([*TOP_LEVEL_KEYS, *SECRET_KEYS]))
+    problems = [
+        f"{key}: unknown key{_did_you_mean(key[len(prefix):], [*TOP_LEVEL_KEYS, *SECRET_KEYS])}; valid keys: {valid}"
+        for key in sorted(unknown)
+    ]
+    problems += [problem for key in sorted(values) if (problem := foreign_project_key(key))]
+    try:
+        settings = validate(data, stack, extra_rules)
+    except ConfigError as err:
+        raise ConfigError(problems + err.problems) from None
+    if problems:
+        raise ConfigError(problems)
+    return settings
+
+
+def from_pulumi_config(extra_rules: tuple[StackRule, ...] = ()) -> StackSettings:
+    """Read the stack's settings from the running Pulumi program's whole config (so that a
+    misspelt top-level key fails `pulumi up` too, instead of being ignored)."""
+    from pulumi.runtime import config as runtime_config
+
+    import pulumi
+
+    return settings_from_config({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}, pulumi.get_stack(), extra_rules)
