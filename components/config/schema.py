@@ -33,6 +33,8 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from .. import aws_names, catalog
+# scheduling imports config only for type checking: no cycle
+from ..scheduling import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels
 from . import rules
 from .errors import ConfigError, _raise_all, _rule, describe
 from .rules import _EXTRA_RULES, _FAILED_SECTIONS, _STACK, MAX_USER_TAGS, StackRule, bucket_problem, cluster_name_problem, label_problem, tag_problem
@@ -435,8 +437,6 @@ class GpuNodeSettings(_Model):
             if problem:
                 errors.append(_rule(f"labels[{key!r}]", value, problem))
         if self.labels:
-            from ..gpu_nodes import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels  # lazy: gpu_nodes imports this module
-
             # The training pods select role: gpu-training and the EFA device plugin selects the EFA
             # label; a label of the same key with another value leaves them Pending.
             built_in = node_labels(self.model_copy(update={"labels": {}}), autoscaled=True)
