@@ -32,3 +32,13 @@ def test_no_workload_no_faults_section():
     off = resilience.render(settings(workload={"enabled": False}), "single-node")
     assert "  checkpoints:" not in off and "  restart (" not in off and "  hang:" not in off
     assert resilience.render(None, "single-node") == ""
+
+
+def test_the_plan_says_when_a_run_that_never_starts_or_never_ends_gives_its_gpus_back():
+    manual = resilience.render(settings(), "single-node")
+    assert "deadline: pods not all Running 1h 00m after the Job's start" in manual
+    assert "no limit on the whole run" in manual
+    timed = resilience.render(settings(workload={"manual": {"activeDeadlineSeconds": 86400}}), "single-node")
+    assert "deadline: the whole run fails after 1d 0h 00m" in timed
+    kuberay = resilience.render(settings(kuberay={"enabled": True}, workload={"launcher": "kuberay"}), "single-node")
+    assert "a RayJob not Running 1h 00m after submission fails" in kuberay

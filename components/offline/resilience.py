@@ -2,7 +2,7 @@
 "Faults:"). One function per topic, each returning plain lines; :func:`render` joins them.
 
 Topics: :func:`checkpoint_lines` (which checkpoints count, where resume comes from),
-:func:`restart_lines` (who restarts a failed run, how often), :func:`fabric_lines` (no fallback to
+:func:`restart_lines` (who restarts a failed run, how often), :func:`deadline_lines` (runs that never start or never end), :func:`fabric_lines` (no fallback to
 sockets), :func:`hang_lines` (the progress watchdog), :func:`reservation_lines` (a Capacity Block's
 end) and :func:`node_health_lines` (node auto repair). Printed only, never in plan.json: the time
 left before a Capacity Block ends depends on the day the plan runs, and plan.json is
@@ -117,6 +117,32 @@ def restart_lines(settings: StackSettings) -> list[str]:
     return lines
 
 
+def deadline_lines(settings: StackSettings) -> list[str]:
+    """When a run that never starts, or never ends, gives its GPUs back."""
+    wl = settings.workload
+    if not wl.enabled:
+        return []
+    if wl.launcher == "manual":
+        pre, whole = wl.manual.pre_running_deadline_seconds, wl.manual.active_deadline_seconds
+        block = settings.gpu_nodes.capacity_block
+        since = "the Capacity Block's start (or the Job's, if later)" if block is not None and block.start_time else "the Job's start"
+        starting = (
+            f"deadline: pods not all Running {_duration(pre)} after {since} (image pull, unschedulable, a stuck init "
+            "container) make the watchdog Job fail the training Job (DeadlineExceeded) and its pods go"
+            if pre
+            else "deadline: no pre-running deadline (workload.manual.preRunningDeadlineSeconds: null): pods that never start hold the GPU nodes"
+        )
+    else:
+        pre, whole = wl.rayjob.pre_running_deadline_seconds, wl.rayjob.active_deadline_seconds
+        starting = (
+            f"deadline: a RayJob not Running {_duration(pre)} after submission fails (preRunningDeadlineSeconds) and releases its GPUs"
+            if pre
+            else "deadline: no pre-running deadline (workload.rayjob.preRunningDeadlineSeconds: null)"
+        )
+    running = f"deadline: the whole run fails after {_duration(whole)}" if whole else "deadline: no limit on the whole run (activeDeadlineSeconds unset)"
+    return [starting, running]
+
+
 def _duration(seconds: float) -> str:
     seconds = int(seconds)
     days, rest = divmod(abs(seconds), 86400)
@@ -195,6 +221,7 @@ def fault_lines(settings: StackSettings, stack: str, now: Optional[datetime] = N
     return [
         *checkpoint_lines(settings, stack),
         *restart_lines(settings),
+        *deadline_lines(settings),
         *fabric_lines(settings),
         *hang_lines(settings),
         *reservation_lines(settings, now),
