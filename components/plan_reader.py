@@ -117,7 +117,9 @@ def referenced(
 
 
 @dataclass(frozen=True)
-class LaunchTemplate:
+class _PlannedResource:
+    """A view of one plan resource: its name and its inputs by wire name."""
+
     resource: Resource
 
     @property
@@ -128,6 +130,9 @@ class LaunchTemplate:
     def inputs(self) -> Mapping[str, Any]:
         return inputs_of(self.resource)
 
+
+@dataclass(frozen=True)
+class LaunchTemplate(_PlannedResource):
     @property
     def instance_type(self) -> Optional[str]:
         return self.inputs.get("instanceType")
@@ -153,18 +158,9 @@ class LaunchTemplate:
 
 
 @dataclass(frozen=True)
-class NodeGroup:
-    resource: Resource
+class NodeGroup(_PlannedResource):
     template: Optional[LaunchTemplate]
     """Its launch template when the plan holds it (None: none given, or not in these resources)."""
-
-    @property
-    def name(self) -> str:
-        return str(self.resource.get("name", "?"))
-
-    @property
-    def inputs(self) -> Mapping[str, Any]:
-        return inputs_of(self.resource)
 
     @property
     def template_ref(self) -> list[Any]:
