@@ -16,6 +16,7 @@ from typing import Optional
 
 from ..config import CapacityBlockSettings, StackSettings
 from ..trainers import TrainerLaunch, launch_for
+from ..trainers.base import COMPLETE_MARKER
 from ..workload import exit_codes, fabric, manual, progress, scripts
 from ..workload.pod import pod_shape, run_paths
 
@@ -49,7 +50,7 @@ def checkpoint_lines(settings: StackSettings, stack: str) -> list[str]:
     never = "resumed from (the S3 export holds it unmarked)" if paths.shared else "uploaded, restored or resumed from"
     lines = [
         f"checkpoints: {where}; a global_step_N counts once the launcher marks it complete "
-        f"({scripts.COMPLETE_MARKER}: a newer step exists, veRL's latest_checkpointed_iteration.txt names it, "
+        f"({COMPLETE_MARKER}: a newer step exists, veRL's latest_checkpointed_iteration.txt names it, "
         f"or the trainer exited 0); a save cut off by a fault is never {never}",
     ]
     if launch.resume is not None:

@@ -7,7 +7,6 @@ custom resource embeds.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
@@ -328,7 +327,3 @@ def to_manifest(value: Any) -> Any:
         return [to_manifest(v) for v in value]
     return value
 
-
-def shell_assignments(values: Mapping[str, Any]) -> str:
-    """``NAME=value`` lines, quoted for bash, for the head of a rendered script."""
-    return "\n".join(f"{k}={shlex.quote(str(v))}" for k, v in values.items())
