@@ -7,7 +7,7 @@ and stderr unchanged. It stops the trainer, and exits with a status of its own
 
 - **no progress** (``workload.progressTimeoutSeconds``): no output from the trainer and no new
   ``global_step_N`` directory under the run directory for that long. A collective that never
-  completes prints nothing; torch's NCCL watchdog (``TORCH_NCCL_*``, :func:`nccl_timeout_env`)
+  completes prints nothing; torch's NCCL watchdog (``TORCH_NCCL_*``, :func:`.env.nccl_timeout_env`)
   catches hung collectives inside a process group, this catches the rest (a dead Ray actor the
   driver waits on for ever, a stuck rollout). Exit ``PROGRESS_TIMEOUT``.
 - **the Capacity Block ends** (``gpuNodes.capacityBlock.endTime``): EC2 sends the instances'
