@@ -113,16 +113,23 @@ def _fingerprint(files: Mapping[str, str]) -> str:
 
 def _check_shared_filesystem(settings: StackSettings, claim: Optional[pulumi.Input[str]]) -> None:
     """The settings decide whether the run has the shared filesystem; the claim must agree."""
-    if settings.shared_filesystem and claim is None:
+    wanted = settings.shared_filesystem
+    if wanted == (claim is not None):
+        return
+    enabled = settings.storage.shared_filesystem.enabled
+    why = (
+        f"storage.sharedFilesystem.enabled: {'unset' if enabled is None else str(enabled).lower()}, "
+        f"gpuNodes.nodeCount: {settings.gpu_nodes.node_count}; unset means on for more than one node"
+    )
+    if wanted:
         raise ValueError(
-            "RlinfTraining: the settings use the shared filesystem (storage.sharedFilesystem.enabled, or more than one "
-            "GPU node when unset) but no shared_volume_claim was given: pass the SharedFilesystem's claim_name"
+            f"RlinfTraining: the settings use the shared filesystem ({why}) but no shared_volume_claim was given: "
+            "pass the SharedFilesystem's claim_name"
         )
-    if claim is not None and not settings.shared_filesystem:
-        raise ValueError(
-            "RlinfTraining: a shared_volume_claim was given but the settings do not use the shared filesystem "
-            "(storage.sharedFilesystem.enabled: false, or one GPU node when unset): drop the claim or enable the shared filesystem"
-        )
+    raise ValueError(
+        f"RlinfTraining: a shared_volume_claim was given but the settings do not use the shared filesystem ({why}): "
+        "drop the claim, or set storage.sharedFilesystem.enabled: true"
+    )
 
 
 class RlinfTraining(pulumi.ComponentResource):
@@ -171,7 +178,6 @@ class RlinfTraining(pulumi.ComponentResource):
         if not isinstance(settings, StackSettings):
             settings = StackSettings.model_validate(settings)
         _check_shared_filesystem(settings, shared_volume_claim)
-        self._settings = settings
         wl = settings.workload
         namespace = wl.namespace
         self.run = run = resolve_run(settings, pulumi.get_stack(), wandb=wandb_api_key is not None)
@@ -317,7 +323,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 name=watchdog.WATCHDOG_NAME, namespace=namespace, labels=labels, annotations=dict(SKIP_AWAIT)
             ),
             spec=watchdog.watchdog_job_spec(
-                self._settings, config_map=LAUNCH_CONFIG_MAP, script_key=watchdog.WATCHDOG_SCRIPT, training_job_sha=training_job_sha
+                self.run.settings, config_map=LAUNCH_CONFIG_MAP, script_key=watchdog.WATCHDOG_SCRIPT, training_job_sha=training_job_sha
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[job, account, role, binding], delete_before_replace=True),
         )
