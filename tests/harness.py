@@ -59,6 +59,17 @@ def settings(**sections: Any) -> config_mod.StackSettings:
     return config_mod.parse(data)
 
 
+def with_shared_filesystem(s: config_mod.StackSettings, shared: bool) -> config_mod.StackSettings:
+    """``s`` with ``storage.sharedFilesystem.enabled`` set to ``shared`` (``s`` itself when it
+    already agrees): RlinfTraining takes a claim exactly when its settings use the shared
+    filesystem. Not validated again, so that a multi-node run without it (which the stack rules
+    refuse) still renders, for the tests of the node-local layout."""
+    if s.shared_filesystem == shared:
+        return s
+    fs = s.storage.shared_filesystem.model_copy(update={"enabled": shared})
+    return s.model_copy(update={"storage": s.storage.model_copy(update={"shared_filesystem": fs})})
+
+
 class Registered(list):
     """The resources a run registered, as plan.json dicts."""
 
