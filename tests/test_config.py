@@ -3,7 +3,8 @@
 import pytest
 
 from rlinf_eks import catalog
-from rlinf_eks.config import ConfigError, StackSettings, parse
+from rlinf_eks.config import ConfigError, StackSettings
+from rlinf_eks.loading import parse
 from tests.harness import MINIMAL, settings
 
 
@@ -312,7 +313,7 @@ def test_valid_settings_round_trip_through_camel_case():
 def test_whole_pulumi_config_rejects_an_unknown_project_key_and_ignores_other_namespaces():
     """GIVEN the config `pulumi up` hands the program (objects as JSON text) WHEN a top-level key
     of this project is misspelt THEN it is rejected with a hint, while provider keys pass."""
-    from rlinf_eks.config import settings_from_config
+    from rlinf_eks.loading import settings_from_config
 
     values = {
         "aws:region": "us-east-1",
