@@ -330,3 +330,10 @@ def test_whole_pulumi_config_rejects_an_unknown_project_key_and_ignores_other_na
     assert err.value.problems[0].startswith("rlinf-eks:gpuNode: unknown key (did you mean gpuNodes?); valid keys: ")
     del values["rlinf-eks:gpuNode"]
     assert settings_from_config(values).workload.image == "i"
+
+
+def test_every_stack_rule_reads_top_level_sections_only():
+    from rlinf_eks import loading
+
+    keys = {field.alias or name for name, field in StackSettings.model_fields.items()}
+    assert loading.RULES and all(rule.sections and set(rule.sections) <= keys for rule in loading.RULES)

@@ -119,7 +119,6 @@ def validate_sections(data: Mapping[str, Any]) -> Sections:
     values: dict[str, Any] = {}
     items: list[dict[str, Any]] = []
     failed: set[str] = set()
-    names = {name: name for name in _FIELDS.values()}
     for key, name in _FIELDS.items():
         given = key if key in data else name if name in data else None
         if given is None:
@@ -132,6 +131,7 @@ def validate_sections(data: Mapping[str, Any]) -> Sections:
         except ValidationError as err:
             items += [{**item, "loc": (key, *item["loc"])} for item in err.errors(include_url=False)]
             failed.add(key)
-    items += [{"type": "extra_forbidden", "loc": (key,), "msg": "Extra inputs are not permitted"} for key in data if key not in _FIELDS and key not in names]
+    unknown = [key for key in data if key not in _FIELDS and key not in _FIELDS.values()]
+    items += [{"type": "extra_forbidden", "loc": (key,), "msg": "Extra inputs are not permitted"} for key in unknown]
     settings = StackSettings.model_construct(**values)
     return Sections(settings, describe_errors(items, data, StackSettings), frozenset(failed))

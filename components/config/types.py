@@ -46,10 +46,9 @@ SubnetId = Annotated[str, _aws_id("subnet", "a subnet")]
 
 def _ec2_type(value: str) -> str:
     if value not in aws_names.EC2_INSTANCE_TYPES:
+        hint = did_you_mean(value, aws_names.EC2_INSTANCE_TYPES, cutoff=0.8, ignore_case=False)
         raise PydanticCustomError(
-            "instance_type",
-            "{text}",
-            {"text": f"not an EC2 instance type{did_you_mean(value, aws_names.EC2_INSTANCE_TYPES, cutoff=0.8, ignore_case=False)} (botocore {aws_names.BOTOCORE_VERSION}'s list)"},
+            "instance_type", "{text}", {"text": f"not an EC2 instance type{hint} (botocore {aws_names.BOTOCORE_VERSION}'s list)"}
         )
     return value
 

@@ -1,9 +1,9 @@
 """rlinf-embodied: RLinf v0.3 VLA training (``examples/embodiment/train_embodied_agent.py``).
 
-HuggingFace rollout only (``rollout_backends``: the loading step rejects vllm and sglang). The config needs ``EMBODIED_PATH``
-(its ``hydra.searchpath`` reads it), MuJoCo/PyOpenGL render headless with EGL, and the driver
-calls ``ray.init(address="auto")`` and waits for ``cluster.num_nodes`` nodes (field notes,
-section 3). Checkpoints go under the log path (``<log_path>[/<experiment>]/checkpoints/
+HuggingFace rollout only (``RlinfEmbodied.rollout_backends``: the loading step rejects vllm and
+sglang). The config needs ``EMBODIED_PATH`` (its ``hydra.searchpath`` reads it), MuJoCo/PyOpenGL
+render headless with EGL, and the driver calls ``ray.init(address="auto")`` and waits for
+``cluster.num_nodes`` nodes (field notes, section 3). Checkpoints go under the log path (``<log_path>[/<experiment>]/checkpoints/
 global_step_<N>``, RLinf's embodied runner); ``runner.resume_dir`` takes one to resume.
 """
 

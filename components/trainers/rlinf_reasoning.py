@@ -1,7 +1,7 @@
 """rlinf-reasoning: RLinf v0.3 math GRPO (``examples/reasoning/main_grpo.py``), rolling out with
-vLLM or SGLang (``rollout_backends``: the loading step rejects hf). The driver calls ``ray.init(address="auto")`` and waits
-for ``cluster.num_nodes`` nodes (field notes, section 3). Checkpoints go under the log path;
-``runner.resume_dir`` takes one to resume.
+vLLM or SGLang (``RlinfReasoning.rollout_backends``: the loading step rejects hf). The driver
+calls ``ray.init(address="auto")`` and waits for ``cluster.num_nodes`` nodes (field notes,
+section 3). Checkpoints go under the log path; ``runner.resume_dir`` takes one to resume.
 """
 
 from __future__ import annotations
