@@ -11,7 +11,8 @@ from typing import Any
 
 import pulumi
 
-from .config import PROJECT, StackSettings, from_pulumi_config
+from .config import PROJECT, StackSettings
+from .loading import from_pulumi_config
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from rlinf_eks import config as config_mod
+from rlinf_eks.loading import parse
 from rlinf_eks.offline import engine
 from rlinf_eks.offline.plan import Plan, make_plan
 from rlinf_eks.offline.stack_config import available_stacks, load
@@ -56,7 +57,7 @@ def settings(**sections: Any) -> config_mod.StackSettings:
             data[key] = {**data[key], **value}
         else:
             data[key] = value
-    return config_mod.parse(data)
+    return parse(data)
 
 
 def with_shared_filesystem(s: config_mod.StackSettings, shared: bool) -> config_mod.StackSettings:

@@ -24,7 +24,7 @@ def _modules_after_import(module: str) -> list[str]:
 
 def test_importing_config_does_not_import_trainers():
     loaded = _modules_after_import("rlinf_eks.config")
-    assert "rlinf_eks.config.schema" in loaded  # the check ran on a real import
+    assert "rlinf_eks.config.stack" in loaded  # the check ran on a real import (config/schema.py is split by section)
     assert not [m for m in loaded if m.startswith("rlinf_eks.trainers") or m == "rlinf_eks.loading"]
 
 
@@ -72,10 +72,17 @@ def test_the_import_walk_sees_real_imports():
     assert "rlinf_eks.config.StackSettings" in found
 
 
-def test_the_loading_step_applies_the_trainer_rules_through_config_parse():
+def test_config_has_no_loading_step_and_loading_parse_applies_the_trainer_rules():
     from rlinf_eks import config, loading
+    from rlinf_eks.trainers import TRAINER_RULES
 
-    assert config.parse is loading.parse and config.settings_from_config is loading.settings_from_config
+    assert not any(hasattr(config, name) for name in ("parse", "settings_from_config", "from_pulumi_config"))
+    assert set(TRAINER_RULES) <= set(loading.RULES)
+    data = {"cluster": {"deployFromVpc": True}, "workload": {"image": "i", "trainer": {"dialect": "rlinf-embodied"}, "rollout": {"backend": "vllm"}}}
+    config.validate(data)  # config's own rules: the rollout backend is the trainers' to check
+    with pytest.raises(config.ConfigError) as err:
+        loading.parse(data)
+    assert err.value.problems == ["workload.rollout.backend='vllm': RLinf embodied training rolls out with HuggingFace only: use hf"]
 
 
 # --- the whole package: no circle, static reading -------------------------------------------------

@@ -443,3 +443,15 @@ def test_every_dialect_is_registered():
     from typing import get_args
 
     assert set(DIALECTS) == set(get_args(Dialect))
+
+
+def test_each_dialect_owns_its_default_config_name_and_rollout_backends():
+    from typing import get_args
+
+    from rlinf_eks.config import RolloutBackend, TrainerSettings
+
+    documented = TrainerSettings.model_fields["config_name"].description or ""
+    for name, dialect in DIALECTS.items():
+        assert dialect.name == name and dialect.default_config_name in documented  # the config reference names it
+        assert dialect.rollout_backends and set(dialect.rollout_backends) <= set(get_args(RolloutBackend))
+        assert config_name_of(stack(name, dialect.rollout_backends[-1]).workload.trainer) == dialect.default_config_name

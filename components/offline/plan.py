@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import yaml
 
 from .. import config as config_mod
+from ..loading import settings_from_config
 from . import engine
 from .stack_config import StackConfig
 
@@ -77,7 +78,7 @@ def manifest_file_name(obj: dict[str, Any]) -> str:
 
 def settings_of(stack_config: StackConfig) -> config_mod.StackSettings:
     """Validate the stack's config exactly as the program will (raises ConfigError)."""
-    return config_mod.settings_from_config(stack_config.values, stack_config.stack)
+    return settings_from_config(stack_config.values, stack_config.stack)
 
 
 SECRET_KEYS = config_mod.SECRET_KEYS
