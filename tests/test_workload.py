@@ -371,3 +371,13 @@ def test_given_no_shared_filesystem_when_rendered_then_the_sync_is_a_native_side
         assert next(c for c in spec["initContainers"] if c["name"] == "sync-checkpoints")["restartPolicy"] == "Always"
     else:
         assert app == ["ray", "sync-checkpoints"] and "sync-checkpoints" not in init
+
+
+def test_settings_given_as_a_mapping_pass_every_rule_of_the_loading_step():
+    # A library user may hand RlinfTraining the stack file's mapping; it is loaded like a stack
+    # (cross-section and trainer rules included), not merely parsed section by section.
+    from rlinf_eks.config import ConfigError
+
+    data = {"workload": {"image": "example.com/rlinf:test", "launcher": "kuberay"}, "cluster": {"deployFromVpc": True}}
+    with pytest.raises(ConfigError, match="workload.launcher='kuberay': needs the KubeRay operator"):
+        run_component(lambda: RlinfTraining("rlinf", settings=data, service_account_name="training-sa", bucket_name="b"))

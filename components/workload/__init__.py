@@ -31,6 +31,7 @@ import pulumi_kubernetes as k8s
 from ..config import StackSettings
 from ..jobset import JobSetController
 from ..kuberay import KubeRayOperator
+from ..loading import parse
 from . import fabric, manual, network_policy, progress, rayjob, scripts, watchdog
 from .env import SECRET_ENV, plain_env, trainer_pythonpath
 from .kube import APP_LABELS, RAY_CONTAINER, SCRIPTS_DIR, STATE_DIR, meta, to_manifest
@@ -176,7 +177,7 @@ class RlinfTraining(pulumi.ComponentResource):
     ):
         super().__init__("rlinf-eks:index:RlinfTraining", name, None, opts)
         if not isinstance(settings, StackSettings):
-            settings = StackSettings.model_validate(settings)
+            settings = parse(settings, pulumi.get_stack())  # every rule, the trainers' too: one ConfigError
         _check_shared_filesystem(settings, shared_volume_claim)
         wl = settings.workload
         namespace = wl.namespace
