@@ -42,8 +42,6 @@ class TrainerLaunch:
     (PYTHONPATH holds only the trainer checkout: prepend it to the image's own PYTHONPATH);
     ``workdir``: run ``argv`` from here; ``warnings``: things the plan should show;
     ``resume``: how to resume from the latest checkpoint, None when the dialect cannot;
-    ``ray_head_required``: the driver connects to a running Ray (``ray.init(address="auto")``)
-    even on one node, so the launcher must start ``ray start --head`` first;
     ``checkpoint_patterns``: Python glob patterns of every ``global_step_<N>`` directory the
     trainer writes (the launcher marks the complete ones), whether or not it can resume;
     ``resume_note``: for the plan, why a dialect without ``resume`` cannot resume.
@@ -54,7 +52,6 @@ class TrainerLaunch:
     workdir: str
     warnings: list[str] = field(default_factory=list)
     resume: Optional[Resume] = None
-    ray_head_required: bool = False
     checkpoint_patterns: tuple[str, ...] = ()
     resume_note: str = ""
 

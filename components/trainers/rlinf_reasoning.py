@@ -78,7 +78,6 @@ def launch(
         workdir=trainer.workdir,
         warnings=common.placement_warnings(settings, REFERENCE, world),
         resume=common.resume(settings, log_dir),
-        ray_head_required=True,
         checkpoint_patterns=common.checkpoint_patterns(settings, log_dir),
     )
 
