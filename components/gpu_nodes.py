@@ -29,22 +29,7 @@ import pulumi_aws as aws
 from . import catalog
 from .config import CapacityBlockSettings, GpuNodeSettings
 from .node_role import SSM_POLICY, WORKER_NODE_POLICIES, eks_node_role
-# The scheduling facts live in scheduling.py; these names stay importable from here (config.py
-# and older callers import them from gpu_nodes).
-from .scheduling import (  # noqa: F401  (re-exports)
-    AUTOSCALER_GPU_LABEL,
-    EFA_LABEL,
-    EFA_RESOURCE,
-    GPU_NODE_LABELS,
-    GPU_RESOURCE,
-    GPU_TAINT,
-    HUGEPAGES_2MI_RESOURCE,
-    Taint,
-    accelerator_label_value,
-    gpu_toleration,
-    node_labels,
-    node_taints,
-)
+from .scheduling import EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT, HUGEPAGES_2MI_RESOURCE, node_labels, node_taints
 
 # --- launch template pieces ---------------------------------------------------------------------
 

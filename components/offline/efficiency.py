@@ -37,6 +37,7 @@ from ..plan_reader import (
     inputs_of,
     k8s_objects,
     node_groups,
+    of_type,
     pod_requests,
     pod_templates,
     quantity,
@@ -136,10 +137,6 @@ def _constant(count: float) -> dict[str, float]:
     return {k: count for k in _SCENARIOS}
 
 
-def _of(resources: list[Mapping[str, Any]], *types: str) -> list[Mapping[str, Any]]:
-    return [r for r in resources if r.get("type") in types]
-
-
 def _gpu_node_items(region: str, gpu_groups: list[NodeGroup], gpu_price: Any, gpu_nodes: Mapping[str, int]) -> list[dict[str, Any]]:
     names = [g.name for g in gpu_groups]
     items = [_item("gpuNodes", names, "instance-hour", gpu_price, dict(gpu_nodes))]
@@ -170,15 +167,15 @@ def _shared_items(resources: list[Mapping[str, Any]], region: str) -> list[dict[
     items = []
     for item, type_, unit, price in (("natGateways", NAT_GATEWAY, "gateway-hour", pricing.nat_gateway),
                                      ("publicIpv4", EIP, "address-hour", pricing.public_ipv4)):
-        found = _of(resources, type_)
+        found = of_type(resources, type_)
         if found:
             items.append(_item(item, [r.get("name", "?") for r in found], unit, price(region), _constant(len(found))))
-    for fs in _of(resources, LUSTRE):
+    for fs in of_type(resources, LUSTRE):
         inputs = inputs_of(fs)
         price = pricing.fsx_lustre_per_gb(region, str(inputs.get("deploymentType")), str(inputs.get("storageType") or "SSD"),
                                           int(inputs.get("perUnitStorageThroughput") or 0))
         items.append(_item("sharedFilesystem", [fs.get("name", "?")], "GB-hour", price, _constant(float(inputs.get("storageCapacity") or 0))))
-    keys = _of(resources, KMS_KEY)
+    keys = of_type(resources, KMS_KEY)
     if keys:
         items.append(_item("kmsKeys", [r.get("name", "?") for r in keys], "key-hour", pricing.kms_key(region), _constant(len(keys))))
     return items
@@ -202,7 +199,7 @@ def stack_cost_of(
     One rule for what has no price: the item's ``perHour*`` are null and ``price.reason`` says
     why; a total is null when any item is, and ``totalUnknownReason`` names those items."""
     items = _gpu_node_items(region, gpu_groups, gpu_price, gpu_nodes)
-    clusters = _of(resources, *EKS_CLUSTERS)
+    clusters = of_type(resources, *EKS_CLUSTERS)
     for cluster in clusters:
         version = str(inputs_of(cluster).get("version") or "")
         items.append(_item("controlPlane", [cluster.get("name", "?")], "cluster-hour",
@@ -270,7 +267,7 @@ def _strategies(resources: list[Mapping[str, Any]], names: list[str]) -> list[st
     """The strategy of each named placement group, ``existing`` for one the plan does not create."""
     # A placement group's id is its name (EC2), which the launch template refers to.
     registered: dict[str, Mapping[str, Any]] = {}
-    for r in _of(resources, PLACEMENT_GROUP):
+    for r in of_type(resources, PLACEMENT_GROUP):
         registered.update((key, r) for key in (r.get("id"), inputs_of(r).get("name")) if key)
     return sorted({str(inputs_of(registered.get(name)).get("strategy") or "existing") for name in names})
 

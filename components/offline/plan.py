@@ -80,9 +80,6 @@ def settings_of(stack_config: StackConfig) -> config_mod.StackSettings:
     return config_mod.settings_from_config(stack_config.values, stack_config.stack)
 
 
-SECRET_KEYS = config_mod.SECRET_KEYS
-
-
 def make_plan(stack_config: StackConfig) -> Plan:
     """Validate, then run the program under mocks and collect the plan."""
     from ..program import run_program
