@@ -15,6 +15,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from .config import SharedFilesystemSettings
+from .plan_reader import CHECKPOINT_STORAGE
 
 # FSx for Lustre: LNet on TCP 988, and 1018-1023 (FSx for Lustre user guide, "File system access
 # control with Amazon VPC").
@@ -70,7 +71,7 @@ class CheckpointStorage(pulumi.ComponentResource):
         tags: Mapping[str, str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
-        super().__init__("rlinf-eks:index:CheckpointStorage", name, None, opts)
+        super().__init__(CHECKPOINT_STORAGE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         bucket = aws.s3.Bucket(
             f"{name}-bucket",

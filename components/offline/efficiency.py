@@ -26,9 +26,13 @@ from typing import Any, Iterable, Mapping, Optional
 from .. import catalog, pricing
 from ..plan_reader import (
     EFA,
+    EIP,
     EKS_CLUSTERS,
     GPU,
     HUGEPAGES_2MI,
+    KMS_KEY,
+    LUSTRE,
+    NAT_GATEWAY,
     NODE_GROUP_TYPES,
     PLACEMENT_GROUP,
     SUBNET,
@@ -106,10 +110,6 @@ def _fraction(part: float, whole: float) -> Optional[float]:
 
 # --- what the whole stack bills -----------------------------------------------------------------
 
-NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
-EIP = "aws:ec2/eip:Eip"
-LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-KMS_KEY = "aws:kms/key:Key"
 # A managed node group without a launch template gets a 20 GiB gp2/gp3 root volume (EKS API
 # reference, CreateNodegroup diskSize: "defaults to 20 GiB").
 DEFAULT_NODE_DISK_GIB = 20

@@ -19,6 +19,7 @@ import yaml
 from .. import config as config_mod
 from . import engine
 from .stack_config import StackConfig
+from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
 
 PLAN_FILE = "plan.json"
 MANIFESTS = "manifests"
@@ -32,7 +33,7 @@ class OutputError(ValueError):
     """An --out folder the plan cannot write."""
 
 # Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).
-_NOT_MANIFESTS = ("kubernetes:helm.sh/", "pulumi:providers:")
+_NOT_MANIFESTS = (HELM_PREFIX, PROVIDER_PREFIX)
 
 
 @dataclass
@@ -66,7 +67,7 @@ class Plan:
 
 
 def is_manifest(resource: dict[str, Any]) -> bool:
-    return resource["type"].startswith("kubernetes:") and not resource["type"].startswith(_NOT_MANIFESTS)
+    return resource["type"].startswith(KUBERNETES_PREFIX) and not resource["type"].startswith(_NOT_MANIFESTS)
 
 
 def manifest_file_name(obj: dict[str, Any]) -> str:
