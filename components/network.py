@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional
 import pulumi
 import pulumi_aws as aws
 
-from .config import StackSettings
+from .config import NetworkSettings
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,15 @@ def public_subnet_tags(cluster_name: str) -> dict[str, str]:
 class Network(pulumi.ComponentResource):
     """A new VPC (``network.vpcId`` unset) or the existing one from config.
 
+    Args:
+        settings: ``NetworkSettings`` (the stack's ``network``), or a mapping with its camelCase keys.
+        gpu_az: the one AZ of the GPU nodes (``StackSettings.gpu_az``). A new VPC has a private
+            subnet there (listed in ``network.availabilityZones`` or not) and its single NAT
+            gateway; an existing VPC's ``gpuSubnetId`` must lie in it.
+        cluster_name: the EKS cluster the subnets are tagged for (load balancer discovery) and
+            the prefix of the resources' Name tags.
+        tags: AWS tags of every resource.
+
     Outputs: ``vpc_id``, ``vpc_cidr``, ``private_subnet_ids`` (at least two AZs) and
     ``gpu_subnet_id`` (the one private subnet in the GPU AZ).
     """
@@ -83,23 +92,24 @@ class Network(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        settings: StackSettings | Mapping[str, Any],
+        settings: NetworkSettings | Mapping[str, Any],
+        gpu_az: str,
         cluster_name: str,
         tags: Mapping[str, str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:Network", name, None, opts)
-        if not isinstance(settings, StackSettings):
-            settings = StackSettings.model_validate(settings)
-        net = settings.network
-        if net.create:
-            self._create(name, settings, cluster_name, dict(tags))
+        if not isinstance(settings, NetworkSettings):
+            settings = NetworkSettings.model_validate(settings)
+        if settings.create:
+            self._create(name, settings, gpu_az, cluster_name, dict(tags))
         else:
-            assert net.vpc_id and net.gpu_subnet_id  # enforced by StackSettings
-            self.vpc_id = pulumi.Output.from_input(net.vpc_id)
-            self.vpc_cidr = aws.ec2.get_vpc_output(id=net.vpc_id, opts=pulumi.InvokeOptions(parent=self)).cidr_block
-            self.private_subnet_ids = pulumi.Output.from_input(list(net.private_subnet_ids))
-            self.gpu_subnet_id = pulumi.Output.from_input(net.gpu_subnet_id)
+            if not settings.gpu_subnet_id:
+                raise ValueError(f"network.gpuSubnetId: an existing VPC needs the private subnet of the GPU nodes in {gpu_az}")
+            self.vpc_id = pulumi.Output.from_input(settings.vpc_id)
+            self.vpc_cidr = aws.ec2.get_vpc_output(id=settings.vpc_id, opts=pulumi.InvokeOptions(parent=self)).cidr_block
+            self.private_subnet_ids = pulumi.Output.from_input(list(settings.private_subnet_ids))
+            self.gpu_subnet_id = pulumi.Output.from_input(settings.gpu_subnet_id)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
@@ -109,11 +119,10 @@ class Network(pulumi.ComponentResource):
             }
         )
 
-    def _create(self, name: str, settings: StackSettings, cluster_name: str, tags: dict[str, str]) -> None:
-        net = settings.network
-        given = list(dict.fromkeys(net.availability_zones)) or default_availability_zones(settings.gpu_az)
+    def _create(self, name: str, net: NetworkSettings, gpu_az: str, cluster_name: str, tags: dict[str, str]) -> None:
+        given = list(dict.fromkeys(net.availability_zones)) or default_availability_zones(gpu_az)
         # the GPU AZ first: a single NAT gateway goes there, so GPU nodes' egress never crosses AZs
-        azs = [settings.gpu_az, *(az for az in given if az != settings.gpu_az)]
+        azs = [gpu_az, *(az for az in given if az != gpu_az)]
         child = pulumi.ResourceOptions(parent=self)
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
@@ -194,9 +203,9 @@ class Network(pulumi.ComponentResource):
                 f"{name}-private-{plan.az}", subnet_id=private.id, route_table_id=private_routes.id, opts=child
             )
             private_ids.append(private.id)
-            if plan.az == settings.gpu_az:
+            if plan.az == gpu_az:
                 gpu_subnet = private
-        assert gpu_subnet is not None  # StackSettings requires the GPU AZ among the AZs
+        assert gpu_subnet is not None  # the GPU AZ is always among the AZs (first)
 
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block

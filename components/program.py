@@ -46,7 +46,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     tags = {"project": PROJECT, "stack": stack, **settings.tags}
     cluster_name = settings.cluster.name or f"rlinf-{stack}"
 
-    network = Network("rlinf", settings=settings, cluster_name=cluster_name, tags=tags)
+    network = Network("rlinf", settings=settings.network, gpu_az=settings.gpu_az, cluster_name=cluster_name, tags=tags)
     cluster = Cluster(
         "rlinf",
         settings=settings.cluster,
