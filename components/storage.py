@@ -56,7 +56,10 @@ class CheckpointStorage(pulumi.ComponentResource):
     """The S3 bucket for checkpoints and logs: versioned, SSE-S3 encrypted, public access blocked,
     bucket-owner-enforced, TLS only, protected and retained.
 
-    ``bucket_name``: a fixed name; defaults to None (a generated unique name).
+    Args:
+        bucket_name: a fixed name. Defaults to None (a generated unique name).
+        tags: AWS tags of the bucket.
+
     Outputs: ``bucket_name``, ``bucket_arn``.
     """
 
@@ -162,9 +165,20 @@ class SharedFilesystem(pulumi.ComponentResource):
     """FSx for Lustre (PERSISTENT_2) in the GPU subnet, linked to the checkpoint bucket, mounted by
     pods through the FSx CSI driver as the claim ``shared-fs`` in the workload namespace.
 
-    ``client_security_group_id``: the security group the client nodes carry (the cluster security
-    group); it is given ingress on the Lustre ports from the file servers. Defaults to None (no
-    rule: the caller opens the clients itself).
+    Args:
+        settings: ``SharedFilesystemSettings`` (or a mapping with its camelCase keys).
+        namespace: the workload namespace of the claim (pass the Namespace's output, so the
+            claim waits for it).
+        cluster_name: the EKS cluster that gets the FSx CSI driver add-on.
+        vpc_id: the VPC of the filesystem's security group.
+        vpc_cidr: the VPC's CIDR, allowed in on the Lustre ports.
+        subnet_id: the one subnet of the filesystem (the GPU subnet).
+        bucket_name: the checkpoint bucket the whole filesystem mirrors.
+        tags: AWS tags of every AWS resource.
+        k8s_opts: must carry the cluster's Kubernetes provider (for the PersistentVolume and claim).
+        client_security_group_id: the security group the client nodes carry (the cluster security
+            group); it is given ingress on the Lustre ports from the file servers. Defaults to
+            None (no rule: the caller opens the clients itself).
 
     Outputs: ``file_system_id``, ``claim_name``, ``mount_name``, ``dns_name``.
     """
