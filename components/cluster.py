@@ -7,7 +7,8 @@ envelope encryption of Secrets, no default node group, and a small on-demand sys
 for operators, CoreDNS and device-plugin controllers.
 
 The stack config requires a choice of how `pulumi up` reaches the endpoint (public CIDRs or
-``deployFromVpc``): the same run creates Kubernetes objects through it (config.StackSettings).
+``deployFromVpc``): the same run creates Kubernetes objects through it (a rule of the config
+package, ``rlinf_eks.config``).
 """
 
 from __future__ import annotations
