@@ -116,6 +116,10 @@ DEFAULT_NODE_DISK_GIB = 20
 _SCENARIOS = ("whileTraining", "idle", "atMax")
 
 
+def _scenario_key(prefix: str, scenario: str) -> str:
+    return f"{prefix}{scenario[0].upper()}{scenario[1:]}"
+
+
 def _item(item: str, names: list[str], unit: str, price: Any, quantities: Mapping[str, float]) -> dict[str, Any]:
     """One cost line: ``quantities`` of ``unit`` per scenario, each at ``price`` (a ServicePrice)."""
     per_unit = price.usd_per_unit_hour
@@ -129,7 +133,7 @@ def _item(item: str, names: list[str], unit: str, price: Any, quantities: Mappin
         "unit": unit,
         "quantity": {k: quantities[k] for k in _SCENARIOS},
         "price": price.to_json(),
-        **{f"perHour{k[0].upper()}{k[1:]}": hourly(quantities[k]) for k in _SCENARIOS},
+        **{_scenario_key("perHour", k): hourly(quantities[k]) for k in _SCENARIOS},
     }
 
 
@@ -179,10 +183,6 @@ def _shared_items(resources: list[Mapping[str, Any]], region: str) -> list[dict[
     if keys:
         items.append(_item("kmsKeys", [r.get("name", "?") for r in keys], "key-hour", pricing.kms_key(region), _constant(len(keys))))
     return items
-
-
-def _scenario_key(prefix: str, scenario: str) -> str:
-    return f"{prefix}{scenario[0].upper()}{scenario[1:]}"
 
 
 def stack_cost_of(
