@@ -21,7 +21,7 @@ required``), KubeRay docs (head ports 8265 dashboard, 6379 GCS, 10001 client), E
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Sequence
 
 from .plan_reader import (
     AWS_EKS_CLUSTER,
@@ -56,6 +56,9 @@ from .plan_reader import (
     truthy as _truthy,
 )
 from .scheduling import GPU_RESOURCE, GPU_TAINT
+
+if TYPE_CHECKING:
+    from .config import StackSettings
 
 # the reader's names the policies' callers and tests use, beside this module's own
 __all__ = [
@@ -399,7 +402,7 @@ def evaluate(resources: Sequence[Resource], options: PolicyOptions = PolicyOptio
     return [v for policy in POLICIES for v in policy.check(resources, options)]
 
 
-def options_from_settings(settings: Any) -> PolicyOptions:
+def options_from_settings(settings: Optional[StackSettings]) -> PolicyOptions:
     """The opt-ins of a stack's StackSettings (None: the defaults)."""
     if settings is None:
         return PolicyOptions()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
-from typing import Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from .. import catalog, pricing
 from ..plan_reader import (
@@ -46,6 +46,9 @@ from ..plan_reader import (
     pod_templates,
     quantity,
 )
+
+if TYPE_CHECKING:
+    from ..config import StackSettings
 
 __all__ = ["efficiency_of", "efficiency_report", "render_efficiency", "dumps", "pod_requests", "quantity", "training_pods",
            "gpu_node_groups", "stack_cost_of", "NODE_GROUP_TYPES", "EKS_CLUSTERS"]
@@ -120,7 +123,7 @@ def _scenario_key(prefix: str, scenario: str) -> str:
     return f"{prefix}{scenario[0].upper()}{scenario[1:]}"
 
 
-def _item(item: str, names: list[str], unit: str, price: Any, quantities: Mapping[str, float]) -> dict[str, Any]:
+def _item(item: str, names: list[str], unit: str, price: pricing.ServicePrice, quantities: Mapping[str, float]) -> dict[str, Any]:
     """One cost line: ``quantities`` of ``unit`` per scenario, each at ``price`` (a ServicePrice)."""
     per_unit = price.usd_per_unit_hour
 
@@ -141,7 +144,7 @@ def _constant(count: float) -> dict[str, float]:
     return {k: count for k in _SCENARIOS}
 
 
-def _gpu_node_items(region: str, gpu_groups: list[NodeGroup], gpu_price: Any, gpu_nodes: Mapping[str, int]) -> list[dict[str, Any]]:
+def _gpu_node_items(region: str, gpu_groups: list[NodeGroup], gpu_price: pricing.ServicePrice, gpu_nodes: Mapping[str, int]) -> list[dict[str, Any]]:
     names = [g.name for g in gpu_groups]
     items = [_item("gpuNodes", names, "instance-hour", gpu_price, dict(gpu_nodes))]
     gpu_gib = max((g.template.volume_gib if g.template else 0.0 for g in gpu_groups), default=0.0)
@@ -190,7 +193,7 @@ def stack_cost_of(
     *,
     region: str,
     gpu_groups: list[NodeGroup],
-    gpu_price: Any,
+    gpu_price: pricing.ServicePrice,
     gpu_nodes: Mapping[str, int],
     on_date: str,
 ) -> dict[str, Any]:
@@ -375,7 +378,15 @@ def efficiency_of(
     }
 
 
-def efficiency_report(plan: Any, settings: Any, on_date: Optional[str] = None) -> dict[str, Any]:
+class PlanLike(Protocol):
+    """What the report reads of an offline plan (``offline.plan.Plan``, which imports this module)."""
+
+    project: str
+    stack: str
+    resources: list[dict[str, Any]]
+
+
+def efficiency_report(plan: PlanLike, settings: StackSettings, on_date: Optional[str] = None) -> dict[str, Any]:
     """The efficiency report of an offline ``plan`` (``offline.plan.Plan``) of a stack with
     ``settings`` (``StackSettings``): the instance figures (with stack overrides), region and, for
     a subnet given by id, its AZ come from the settings; everything else from the plan."""

@@ -12,7 +12,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import yaml
 
@@ -20,6 +20,10 @@ from .. import config as config_mod
 from . import engine
 from .stack_config import StackConfig
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
+
+if TYPE_CHECKING:
+    from ..placeholders import Placeholder
+    from ..policies import Violation
 
 PLAN_FILE = "plan.json"
 MANIFESTS = "manifests"
@@ -45,7 +49,7 @@ class Plan:
     warnings: list[str]
     settings: config_mod.StackSettings | None = None
     """The validated settings the plan ran with (not part of plan.json); feeds the efficiency report."""
-    placeholders: list[Any] = field(default_factory=list)
+    placeholders: list[Placeholder] = field(default_factory=list)
     """Example values to replace before ``pulumi up`` (``rlinf_eks.placeholders``; not part of plan.json)."""
 
     def to_json(self) -> dict[str, Any]:
@@ -163,7 +167,7 @@ def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:
     return efficiency_report(plan, plan.settings) if plan.settings is not None else None
 
 
-def violations_of_plan(plan: Plan) -> list[Any]:
+def violations_of_plan(plan: Plan) -> list[Violation]:
     """The policies (rlinf_eks.policies, the same functions as the CrossGuard pack) over the plan."""
     from .. import policies
 
