@@ -106,7 +106,8 @@ class TrainingIdentity(pulumi.ComponentResource):
             role may read ``model_prefix`` in it. Defaults to None (no such grant).
         model_prefix: the model's prefix in ``model_bucket``. Defaults to "" (the whole bucket).
         partition: the ARN partition of the model bucket (``partition_of(region)``). Defaults to aws.
-        k8s_opts: must carry the cluster's Kubernetes provider (Namespace, ServiceAccount).
+        k8s_provider: the cluster's Kubernetes provider (Namespace, ServiceAccount); None: the
+            default provider (the ambient kubeconfig).
 
     Outputs: ``namespace`` (resolves once the Namespace exists), ``service_account_name``,
     ``role_arn``.
@@ -129,12 +130,12 @@ class TrainingIdentity(pulumi.ComponentResource):
         model_bucket: Optional[str] = None,
         model_prefix: str = "",
         partition: str = "aws",
-        k8s_opts: pulumi.ResourceOptions,
+        k8s_provider: Optional[k8s.Provider],
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:TrainingIdentity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        in_cluster = pulumi.ResourceOptions.merge(k8s_opts, child)
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=k8s_provider)
 
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",

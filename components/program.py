@@ -60,9 +60,9 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     k8s = pulumi.ResourceOptions(provider=cluster.provider)
     before_gpu: list[pulumi.Resource] = [network, cluster, *_node_add_ons(settings, cluster, tags, k8s)]
     storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
-    identity = _identity(settings, cluster, storage, tags, k8s)
+    identity = _identity(settings, cluster, storage, tags)
     before_gpu += [storage, identity]
-    shared_fs = _shared_filesystem(settings, network, cluster, storage, identity, tags, k8s)
+    shared_fs = _shared_filesystem(settings, network, cluster, storage, identity, tags)
     operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s) if settings.kuberay.enabled else None
     jobset = JobSetController("jobset", settings=settings.workload.restart, opts=k8s) if settings.workload.uses_jobset else None
     training = _training(settings, secrets, identity, storage, shared_fs, operator, jobset, k8s)
@@ -120,9 +120,7 @@ def model_bucket_grant(settings: StackSettings) -> tuple[Optional[str], str]:
     return model.bucket, model.prefix
 
 
-def _identity(
-    settings: StackSettings, cluster: Cluster, storage: CheckpointStorage, tags: dict[str, str], k8s: pulumi.ResourceOptions
-) -> TrainingIdentity:
+def _identity(settings: StackSettings, cluster: Cluster, storage: CheckpointStorage, tags: dict[str, str]) -> TrainingIdentity:
     model_bucket, model_prefix = model_bucket_grant(settings)
     return TrainingIdentity(
         "training",
@@ -135,7 +133,7 @@ def _identity(
         model_bucket=model_bucket,
         model_prefix=model_prefix,
         partition=partition_of(settings.region),
-        k8s_opts=k8s,
+        k8s_provider=cluster.provider,
     )
 
 
@@ -146,7 +144,6 @@ def _shared_filesystem(
     storage: CheckpointStorage,
     identity: TrainingIdentity,
     tags: dict[str, str],
-    k8s: pulumi.ResourceOptions,
 ) -> Optional[SharedFilesystem]:
     if not settings.shared_filesystem:
         return None
@@ -160,7 +157,7 @@ def _shared_filesystem(
         subnet_id=network.gpu_subnet_id,
         bucket_name=storage.bucket_name,
         tags=tags,
-        k8s_opts=k8s,
+        k8s_provider=cluster.provider,
         client_security_group_id=cluster.cluster_security_group_id,  # every GPU node carries it
     )
 

@@ -175,7 +175,8 @@ class SharedFilesystem(pulumi.ComponentResource):
         subnet_id: the one subnet of the filesystem (the GPU subnet).
         bucket_name: the checkpoint bucket the whole filesystem mirrors.
         tags: AWS tags of every AWS resource.
-        k8s_opts: must carry the cluster's Kubernetes provider (for the PersistentVolume and claim).
+        k8s_provider: the cluster's Kubernetes provider (PersistentVolume, claim); None: the
+            default provider (the ambient kubeconfig).
         client_security_group_id: the security group the client nodes carry (the cluster security
             group); it is given ingress on the Lustre ports from the file servers. Defaults to
             None (no rule: the caller opens the clients itself).
@@ -200,7 +201,7 @@ class SharedFilesystem(pulumi.ComponentResource):
         subnet_id: pulumi.Input[str],
         bucket_name: pulumi.Input[str],
         tags: Mapping[str, str],
-        k8s_opts: pulumi.ResourceOptions,
+        k8s_provider: Optional[k8s.Provider],
         client_security_group_id: Optional[pulumi.Input[str]] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
@@ -216,7 +217,7 @@ class SharedFilesystem(pulumi.ComponentResource):
         filesystem = _lustre_filesystem(name, settings, subnet_id, group, tags, child)
         _link_bucket(name, filesystem, bucket_name, tags, child)
         driver = _csi_driver(name, cluster_name, tags, child)
-        in_cluster = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(parent=self, depends_on=[driver]))
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=k8s_provider, depends_on=[driver])
         claim = _volume_claim(name, namespace, filesystem, settings.storage_capacity_gib, in_cluster)
 
         self.file_system_id = filesystem.id

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pulumi
 
 from rlinf_eks.config import SharedFilesystemSettings
 from rlinf_eks.storage import CheckpointStorage, SharedFilesystem
@@ -29,7 +28,7 @@ def _filesystem(settings, client_security_group_id=None):
         subnet_id="subnet-gpu",
         bucket_name="ckpt-bucket",
         tags={"project": "rlinf-eks"},
-        k8s_opts=pulumi.ResourceOptions(),
+        k8s_provider=None,
         client_security_group_id=client_security_group_id,
     )
 
