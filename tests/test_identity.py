@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-
 from rlinf_eks.config import PROJECT
 from rlinf_eks.identity import TrainingIdentity, checkpoint_bucket_policy
 from rlinf_eks.offline import engine

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-
 from rlinf_eks.config import SharedFilesystemSettings
 from rlinf_eks.storage import CheckpointStorage, SharedFilesystem
 from tests.harness import has_inputs, one, run_component
