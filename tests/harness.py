@@ -1,6 +1,6 @@
 """Test helpers: run a component or a whole stack under Pulumi mocks and query what it registered.
 
-    run = run_component(lambda: Network("rlinf", settings=settings(), cluster_name="c", tags={}))
+    run = run_component(lambda: Network("rlinf", settings={}, gpu_az="us-east-1a", cluster_name="c", tags={}))
     vpc = one(run, "aws:ec2/vpc:Vpc")
     assert has_inputs(vpc, {"enableDnsHostnames": True})
 
