@@ -7,7 +7,8 @@ envelope encryption of Secrets, no default node group, and a small on-demand sys
 for operators, CoreDNS and device-plugin controllers.
 
 The stack config requires a choice of how `pulumi up` reaches the endpoint (public CIDRs or
-``deployFromVpc``): the same run creates Kubernetes objects through it (config.StackSettings).
+``deployFromVpc``): the same run creates Kubernetes objects through it (a rule of the config
+package, ``rlinf_eks.config``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,17 @@ def missing_kubeconfig_error(cluster_name: str) -> ConfigError:
 
 class Cluster(pulumi.ComponentResource):
     """A new EKS cluster, or an existing one (``cluster.existing``) attached by name.
+
+    Args:
+        settings: ``ClusterSettings`` (or a mapping with its camelCase keys).
+        cluster_name: the EKS cluster's name (new or existing).
+        vpc_id: the VPC of a new cluster.
+        subnet_ids: the private subnets of a new cluster and its system nodes (at least two AZs).
+        existing_kubeconfig: the kubeconfig of an existing cluster (secret); None for a new one.
+            An existing cluster without it raises ``ConfigError`` before anything is registered.
+        tags: AWS tags of every resource.
+        node_monitoring_agent: install EKS's node monitoring agent add-on (node auto repair acts
+            on its conditions). Defaults to False.
 
     Outputs: ``cluster_name`` (resolves once the system node group exists), ``kubeconfig`` (secret), ``cluster_security_group_id`` (the
     EKS-created cluster security group that managed nodes carry), ``oidc_provider_arn``,

@@ -18,6 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .config import DevicePluginSettings, GpuNodeSettings
+from .gpu_nodes import is_bottlerocket
 from .scheduling import EFA_LABEL, GPU_NODE_LABELS, gpu_toleration
 
 NAMESPACE = "kube-system"
@@ -30,7 +31,7 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 def wants_nvidia_plugin(gpu_nodes: GpuNodeSettings) -> bool:
     """The NVIDIA plugin runs everywhere except on Bottlerocket, which ships its own."""
-    return not gpu_nodes.ami_type.startswith("BOTTLEROCKET")
+    return not is_bottlerocket(gpu_nodes)
 
 
 def _required_node_affinity(labels: Mapping[str, str]) -> dict[str, Any]:

@@ -29,22 +29,7 @@ import pulumi_aws as aws
 from . import catalog
 from .config import CapacityBlockSettings, GpuNodeSettings
 from .node_role import SSM_POLICY, WORKER_NODE_POLICIES, eks_node_role
-# The scheduling facts live in scheduling.py; these names stay importable from here (config.py
-# and older callers import them from gpu_nodes).
-from .scheduling import (  # noqa: F401  (re-exports)
-    AUTOSCALER_GPU_LABEL,
-    EFA_LABEL,
-    EFA_RESOURCE,
-    GPU_NODE_LABELS,
-    GPU_RESOURCE,
-    GPU_TAINT,
-    HUGEPAGES_2MI_RESOURCE,
-    Taint,
-    accelerator_label_value,
-    gpu_toleration,
-    node_labels,
-    node_taints,
-)
+from .scheduling import EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT, HUGEPAGES_2MI_RESOURCE, node_labels, node_taints
 
 # --- launch template pieces ---------------------------------------------------------------------
 
@@ -146,6 +131,11 @@ def capacity_block_start(settings: GpuNodeSettings) -> Optional[ScheduledScaling
     )
 
 
+def is_bottlerocket(settings: GpuNodeSettings) -> bool:
+    """A Bottlerocket AMI: TOML user data, a separate data volume, its own NVIDIA device plugin."""
+    return settings.ami_type.startswith("BOTTLEROCKET")
+
+
 @dataclass(frozen=True)
 class BlockDevice:
     device_name: str
@@ -158,7 +148,7 @@ def block_devices(settings: GpuNodeSettings) -> list[BlockDevice]:
     AL2023: one root volume /dev/xvda of ``rootVolumeGib``. Bottlerocket: /dev/xvda is the small
     OS volume (kept at the AMI's size) and /dev/xvdb the data volume that holds images and pod
     storage, so the configured size goes there."""
-    if settings.ami_type.startswith("BOTTLEROCKET"):
+    if is_bottlerocket(settings):
         return [BlockDevice("/dev/xvda", None), BlockDevice("/dev/xvdb", settings.root_volume_gib)]
     return [BlockDevice("/dev/xvda", settings.root_volume_gib)]
 
@@ -221,7 +211,7 @@ def bottlerocket_user_data(settings: GpuNodeSettings) -> str:
 
 def user_data(settings: GpuNodeSettings) -> str:
     """The launch template's user data (plain text; base64-encoded by the component)."""
-    if settings.ami_type.startswith("BOTTLEROCKET"):
+    if is_bottlerocket(settings):
         return bottlerocket_user_data(settings)
     return al2023_user_data(settings)
 
@@ -394,22 +384,18 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
         )
         # EFA needs all traffic allowed from AND to the group itself; without the self rules the
         # OS-bypass traffic is silently dropped and NCCL falls back to TCP sockets (AWS EFA guide).
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-efa-ingress-self",
-            security_group_id=group.id,
-            ip_protocol="-1",
-            referenced_security_group_id=group.id,
-            description="EFA: all traffic from the EFA group",
-            opts=child,
-        )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-efa-egress-self",
-            security_group_id=group.id,
-            ip_protocol="-1",
-            referenced_security_group_id=group.id,
-            description="EFA: all traffic to the EFA group",
-            opts=child,
-        )
+        for rule, direction, way in (
+            (aws.vpc.SecurityGroupIngressRule, "ingress", "from"),
+            (aws.vpc.SecurityGroupEgressRule, "egress", "to"),
+        ):
+            rule(
+                f"{name}-efa-{direction}-self",
+                security_group_id=group.id,
+                ip_protocol="-1",
+                referenced_security_group_id=group.id,
+                description=f"EFA: all traffic {way} the EFA group",
+                opts=child,
+            )
         return group
 
     def _launch_template(

@@ -95,6 +95,20 @@ class TrainingIdentity(pulumi.ComponentResource):
     """The workload namespace, ``training-sa`` and its IRSA role scoped to the checkpoint bucket
     and, with ``model_bucket`` (an s3:// model source), read-only to ``model_prefix`` in it.
 
+    Args:
+        namespace: the workload namespace to create.
+        cluster_name: the EKS cluster (named in the role's description).
+        oidc_provider_arn / oidc_issuer: the cluster's IAM OIDC provider and issuer (with or
+            without ``https://``): the role trusts only ``<namespace>/training-sa`` tokens.
+        bucket_arn: the checkpoint bucket the role may read and write.
+        tags: AWS tags of the role.
+        model_bucket: the bucket of an s3:// model source outside the checkpoint bucket; the
+            role may read ``model_prefix`` in it. Defaults to None (no such grant).
+        model_prefix: the model's prefix in ``model_bucket``. Defaults to "" (the whole bucket).
+        partition: the ARN partition of the model bucket (``partition_of(region)``). Defaults to aws.
+        k8s_provider: the cluster's Kubernetes provider (Namespace, ServiceAccount); None: the
+            default provider (the ambient kubeconfig).
+
     Outputs: ``namespace`` (resolves once the Namespace exists), ``service_account_name``,
     ``role_arn``.
     """
@@ -116,12 +130,12 @@ class TrainingIdentity(pulumi.ComponentResource):
         model_bucket: Optional[str] = None,
         model_prefix: str = "",
         partition: str = "aws",
-        k8s_opts: pulumi.ResourceOptions,
+        k8s_provider: Optional[k8s.Provider],
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:TrainingIdentity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        in_cluster = pulumi.ResourceOptions.merge(k8s_opts, child)
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=k8s_provider)
 
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",

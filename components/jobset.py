@@ -46,9 +46,15 @@ def controller_values() -> dict[str, Any]:
 
 
 class JobSetController(pulumi.ComponentResource):
-    """The jobset Helm release. ``settings``: the stack's ``workload.restart`` (``jobsetVersion``,
-    ``jobsetNamespace``, created by the release). ``opts`` must carry the cluster's Kubernetes
-    provider. Output: ``release`` (the JobSet ``depends_on`` it)."""
+    """The jobset Helm release.
+
+    Args:
+        settings: the stack's ``workload.restart`` (``RestartSettings``): ``jobsetVersion`` and
+            ``jobsetNamespace`` (created by the release).
+        opts: must carry the cluster's Kubernetes provider.
+
+    Output: ``release`` (the JobSet ``depends_on`` it).
+    """
 
     release: k8s.helm.v3.Release
 

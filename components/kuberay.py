@@ -38,9 +38,10 @@ def operator_values() -> dict[str, Any]:
 class KubeRayOperator(pulumi.ComponentResource):
     """The kuberay-operator Helm release (chart repo https://ray-project.github.io/kuberay-helm/).
 
-    ``settings``: ``KubeRaySettings`` (or a mapping with its camelCase keys): ``version`` (chart
-    version, default 1.7.0) and ``namespace`` (default ray-system, created by the release).
-    ``opts`` must carry the cluster's Kubernetes provider.
+    Args:
+        settings: ``KubeRaySettings`` (or a mapping with its camelCase keys): ``version`` (chart
+            version, default 1.7.0) and ``namespace`` (default ray-system, created by the release).
+        opts: must carry the cluster's Kubernetes provider.
 
     Outputs: ``release`` (the Helm release: Ray custom resources ``depends_on`` it),
     ``namespace``.

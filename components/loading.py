@@ -1,36 +1,54 @@
-"""The loading step above config and trainers: the schema and its rules (rlinf_eks.config), then
-the trainers' world-size rules (rlinf_eks.trainers), all problems in one ConfigError.
+"""The loading step, the single way in: a stack's settings from a mapping or from Pulumi config.
 
-``rlinf_eks.config.parse``, ``settings_from_config`` and ``from_pulumi_config`` are these."""
+It sits above config and trainers (both below it, neither imports it):
+
+1. validate every section of the stack by itself (rlinf_eks.config.validate_sections);
+2. run the rule table, skipping each rule that reads a section which failed: config's stack
+   rules, the trainers' rules (rollout backend, world sizes), then config's GPU node rules;
+3. raise one ConfigError with every problem, or return StackSettings.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from .config import pulumi_config, schema
-from .config.rules import StackRule
-from .config.schema import StackSettings
-from .trainers import check_world_size
+from .config import NODE_RULES, STACK_RULES, ConfigError, StackRule, StackSettings, broken_rules, pulumi_config, validate_sections
+from .trainers import TRAINER_RULES
 
-TRAINER_RULES: tuple[StackRule, ...] = (check_world_size,)
-"""Run among the workload rules, with the GPU nodes' count and GPUs per node (a workload that is
-enabled and GPU nodes that validated)."""
+RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES)
+"""Every cross-section rule, in the order its problems are reported."""
 
 
 def parse(data: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
     """Validate a plain mapping (camelCase keys) into StackSettings, or raise ConfigError.
 
     ``stack`` (the Pulumi stack name) lets the names derived from it be checked too."""
-    return schema.validate(data, stack, TRAINER_RULES)
+    sections = validate_sections(data)
+    problems = sections.problems + broken_rules(RULES, sections, stack)
+    if problems:
+        raise ConfigError(problems)
+    return sections.settings
 
 
 def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
-    """StackSettings from a whole stack config ("namespace:key" -> value), or raise ConfigError
-    (see rlinf_eks.config.pulumi_config.settings_from_config)."""
-    return pulumi_config.settings_from_config(values, stack, TRAINER_RULES)
+    """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
+    the engine passes them, or already structured), or raise ConfigError.
+
+    Keys of other namespaces (aws:profile, kubernetes:context, ...) belong to providers and are
+    left alone; an unknown key of this project's namespace is a typo and is rejected (its problem
+    comes first)."""
+    data, problems = pulumi_config.stack_data(values)
+    try:
+        settings = parse(data, stack)
+    except ConfigError as err:
+        raise ConfigError(problems + err.problems) from None
+    if problems:
+        raise ConfigError(problems)
+    return settings
 
 
 def from_pulumi_config() -> StackSettings:
     """Read the stack's settings from the running Pulumi program's whole config (so that a
     misspelt top-level key fails `pulumi up` too, instead of being ignored)."""
-    return pulumi_config.from_pulumi_config(TRAINER_RULES)
+    values, stack = pulumi_config.running_stack_config()
+    return settings_from_config(values, stack)

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional
 import pulumi
 import pulumi_aws as aws
 
-from .config import StackSettings
+from .config import NetworkSettings
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,15 @@ def public_subnet_tags(cluster_name: str) -> dict[str, str]:
 class Network(pulumi.ComponentResource):
     """A new VPC (``network.vpcId`` unset) or the existing one from config.
 
+    Args:
+        settings: ``NetworkSettings`` (the stack's ``network``), or a mapping with its camelCase keys.
+        gpu_az: the one AZ of the GPU nodes (``StackSettings.gpu_az``). A new VPC has a private
+            subnet there (listed in ``network.availabilityZones`` or not) and its single NAT
+            gateway; an existing VPC's ``gpuSubnetId`` must lie in it.
+        cluster_name: the EKS cluster the subnets are tagged for (load balancer discovery) and
+            the prefix of the resources' Name tags.
+        tags: AWS tags of every resource.
+
     Outputs: ``vpc_id``, ``vpc_cidr``, ``private_subnet_ids`` (at least two AZs) and
     ``gpu_subnet_id`` (the one private subnet in the GPU AZ).
     """
@@ -83,23 +92,24 @@ class Network(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        settings: StackSettings | Mapping[str, Any],
+        settings: NetworkSettings | Mapping[str, Any],
+        gpu_az: str,
         cluster_name: str,
         tags: Mapping[str, str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:Network", name, None, opts)
-        if not isinstance(settings, StackSettings):
-            settings = StackSettings.model_validate(settings)
-        net = settings.network
-        if net.create:
-            self._create(name, settings, cluster_name, dict(tags))
+        if not isinstance(settings, NetworkSettings):
+            settings = NetworkSettings.model_validate(settings)
+        if settings.create:
+            self._create(name, settings, gpu_az, cluster_name, dict(tags))
         else:
-            assert net.vpc_id and net.gpu_subnet_id  # enforced by StackSettings
-            self.vpc_id = pulumi.Output.from_input(net.vpc_id)
-            self.vpc_cidr = aws.ec2.get_vpc_output(id=net.vpc_id, opts=pulumi.InvokeOptions(parent=self)).cidr_block
-            self.private_subnet_ids = pulumi.Output.from_input(list(net.private_subnet_ids))
-            self.gpu_subnet_id = pulumi.Output.from_input(net.gpu_subnet_id)
+            if not settings.gpu_subnet_id:
+                raise ValueError(f"network.gpuSubnetId: an existing VPC needs the private subnet of the GPU nodes in {gpu_az}")
+            self.vpc_id = pulumi.Output.from_input(settings.vpc_id)
+            self.vpc_cidr = aws.ec2.get_vpc_output(id=settings.vpc_id, opts=pulumi.InvokeOptions(parent=self)).cidr_block
+            self.private_subnet_ids = pulumi.Output.from_input(list(settings.private_subnet_ids))
+            self.gpu_subnet_id = pulumi.Output.from_input(settings.gpu_subnet_id)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
@@ -109,11 +119,10 @@ class Network(pulumi.ComponentResource):
             }
         )
 
-    def _create(self, name: str, settings: StackSettings, cluster_name: str, tags: dict[str, str]) -> None:
-        net = settings.network
-        given = list(dict.fromkeys(net.availability_zones)) or default_availability_zones(settings.gpu_az)
+    def _create(self, name: str, net: NetworkSettings, gpu_az: str, cluster_name: str, tags: dict[str, str]) -> None:
+        given = list(dict.fromkeys(net.availability_zones)) or default_availability_zones(gpu_az)
         # the GPU AZ first: a single NAT gateway goes there, so GPU nodes' egress never crosses AZs
-        azs = [settings.gpu_az, *(az for az in given if az != settings.gpu_az)]
+        azs = [gpu_az, *(az for az in given if az != gpu_az)]
         child = pulumi.ResourceOptions(parent=self)
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
@@ -121,84 +130,121 @@ class Network(pulumi.ComponentResource):
             # EKS requires DNS support and hostnames for nodes to register and for private endpoints
             enable_dns_support=True,
             enable_dns_hostnames=True,
-            tags={**tags, "Name": f"{cluster_name}-vpc"},
+            tags=_named(tags, f"{cluster_name}-vpc"),
             opts=child,
         )
-        igw = aws.ec2.InternetGateway(
-            f"{name}-igw", vpc_id=vpc.id, tags={**tags, "Name": f"{cluster_name}-igw"}, opts=child
-        )
-        public_routes = aws.ec2.RouteTable(
-            f"{name}-public-rt", vpc_id=vpc.id, tags={**tags, "Name": f"{cluster_name}-public"}, opts=child
-        )
-        aws.ec2.Route(
-            f"{name}-public-default",
-            route_table_id=public_routes.id,
-            destination_cidr_block="0.0.0.0/0",
-            gateway_id=igw.id,
-            opts=child,
-        )
-
+        igw, public_routes = _internet_routes(name, vpc, cluster_name, tags, child)
         plans = subnet_plan(net.cidr, azs)
-        per_az = net.nat_gateways == "one-per-az"
-        private_ids: list[pulumi.Output[str]] = []
         nat_ids: dict[str, pulumi.Output[str]] = {}
-        gpu_subnet: Optional[aws.ec2.Subnet] = None
+        private_subnets: list[aws.ec2.Subnet] = []
         for plan in plans:
-            public = aws.ec2.Subnet(
-                f"{name}-public-{plan.az}",
-                vpc_id=vpc.id,
-                cidr_block=plan.public_cidr,
-                availability_zone=plan.az,
-                map_public_ip_on_launch=False,
-                tags={**tags, **public_subnet_tags(cluster_name), "Name": f"{cluster_name}-public-{plan.az}"},
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-public-{plan.az}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
-            )
-            if per_az or not nat_ids:
-                eip = aws.ec2.Eip(
-                    f"{name}-nat-{plan.az}", domain="vpc", tags={**tags, "Name": f"{cluster_name}-nat-{plan.az}"}, opts=child
-                )
-                nat = aws.ec2.NatGateway(
-                    f"{name}-nat-{plan.az}",
-                    allocation_id=eip.id,
-                    subnet_id=public.id,
-                    connectivity_type="public",
-                    tags={**tags, "Name": f"{cluster_name}-nat-{plan.az}"},
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
-                )
-                nat_ids[plan.az] = nat.id
-            private = aws.ec2.Subnet(
-                f"{name}-private-{plan.az}",
-                vpc_id=vpc.id,
-                cidr_block=plan.private_cidr,
-                availability_zone=plan.az,
-                tags={**tags, **private_subnet_tags(cluster_name), "Name": f"{cluster_name}-private-{plan.az}"},
-                opts=child,
-            )
-            private_routes = aws.ec2.RouteTable(
-                f"{name}-private-rt-{plan.az}",
-                vpc_id=vpc.id,
-                tags={**tags, "Name": f"{cluster_name}-private-{plan.az}"},
-                opts=child,
-            )
-            aws.ec2.Route(
-                f"{name}-private-default-{plan.az}",
-                route_table_id=private_routes.id,
-                destination_cidr_block="0.0.0.0/0",
-                nat_gateway_id=nat_ids.get(plan.az, nat_ids[plans[0].az]),
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-private-{plan.az}", subnet_id=private.id, route_table_id=private_routes.id, opts=child
-            )
-            private_ids.append(private.id)
-            if plan.az == settings.gpu_az:
-                gpu_subnet = private
-        assert gpu_subnet is not None  # StackSettings requires the GPU AZ among the AZs
+            public = _public_subnet(name, vpc, plan, public_routes, cluster_name, tags, child)
+            if net.nat_gateways == "one-per-az" or not nat_ids:
+                nat_ids[plan.az] = _nat_gateway(name, plan.az, public, igw, cluster_name, tags, child).id
+            nat_id = nat_ids.get(plan.az, nat_ids[plans[0].az])
+            private_subnets.append(_private_subnet(name, vpc, plan, nat_id, cluster_name, tags, child))
 
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block
-        self.private_subnet_ids = pulumi.Output.all(*private_ids).apply(list)
-        self.gpu_subnet_id = gpu_subnet.id
+        self.private_subnet_ids = pulumi.Output.all(*(subnet.id for subnet in private_subnets)).apply(list)
+        self.gpu_subnet_id = private_subnets[0].id  # the GPU AZ comes first (azs above)
+
+
+# --- the pieces of a new VPC, in the order Network registers them -------------------------------
+
+
+def _named(tags: dict[str, str], name: str) -> dict[str, str]:
+    """The tags plus the Name the EC2 console shows."""
+    return {**tags, "Name": name}
+
+
+def _internet_routes(
+    name: str, vpc: aws.ec2.Vpc, cluster_name: str, tags: dict[str, str], child: pulumi.ResourceOptions
+) -> tuple[aws.ec2.InternetGateway, aws.ec2.RouteTable]:
+    """The internet gateway and the public subnets' route table, its default route through it."""
+    igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=_named(tags, f"{cluster_name}-igw"), opts=child)
+    public_routes = aws.ec2.RouteTable(
+        f"{name}-public-rt", vpc_id=vpc.id, tags=_named(tags, f"{cluster_name}-public"), opts=child
+    )
+    aws.ec2.Route(
+        f"{name}-public-default",
+        route_table_id=public_routes.id,
+        destination_cidr_block="0.0.0.0/0",
+        gateway_id=igw.id,
+        opts=child,
+    )
+    return igw, public_routes
+
+
+def _public_subnet(
+    name: str,
+    vpc: aws.ec2.Vpc,
+    plan: SubnetPlan,
+    public_routes: aws.ec2.RouteTable,
+    cluster_name: str,
+    tags: dict[str, str],
+    child: pulumi.ResourceOptions,
+) -> aws.ec2.Subnet:
+    public = aws.ec2.Subnet(
+        f"{name}-public-{plan.az}",
+        vpc_id=vpc.id,
+        cidr_block=plan.public_cidr,
+        availability_zone=plan.az,
+        map_public_ip_on_launch=False,
+        tags=_named({**tags, **public_subnet_tags(cluster_name)}, f"{cluster_name}-public-{plan.az}"),
+        opts=child,
+    )
+    aws.ec2.RouteTableAssociation(f"{name}-public-{plan.az}", subnet_id=public.id, route_table_id=public_routes.id, opts=child)
+    return public
+
+
+def _nat_gateway(
+    name: str,
+    az: str,
+    public: aws.ec2.Subnet,
+    igw: aws.ec2.InternetGateway,
+    cluster_name: str,
+    tags: dict[str, str],
+    child: pulumi.ResourceOptions,
+) -> aws.ec2.NatGateway:
+    eip = aws.ec2.Eip(f"{name}-nat-{az}", domain="vpc", tags=_named(tags, f"{cluster_name}-nat-{az}"), opts=child)
+    return aws.ec2.NatGateway(
+        f"{name}-nat-{az}",
+        allocation_id=eip.id,
+        subnet_id=public.id,
+        connectivity_type="public",
+        tags=_named(tags, f"{cluster_name}-nat-{az}"),
+        opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[igw])),
+    )
+
+
+def _private_subnet(
+    name: str,
+    vpc: aws.ec2.Vpc,
+    plan: SubnetPlan,
+    nat_id: pulumi.Input[str],
+    cluster_name: str,
+    tags: dict[str, str],
+    child: pulumi.ResourceOptions,
+) -> aws.ec2.Subnet:
+    """A private subnet with its own route table, whose default route goes through ``nat_id``."""
+    private = aws.ec2.Subnet(
+        f"{name}-private-{plan.az}",
+        vpc_id=vpc.id,
+        cidr_block=plan.private_cidr,
+        availability_zone=plan.az,
+        tags=_named({**tags, **private_subnet_tags(cluster_name)}, f"{cluster_name}-private-{plan.az}"),
+        opts=child,
+    )
+    private_routes = aws.ec2.RouteTable(
+        f"{name}-private-rt-{plan.az}", vpc_id=vpc.id, tags=_named(tags, f"{cluster_name}-private-{plan.az}"), opts=child
+    )
+    aws.ec2.Route(
+        f"{name}-private-default-{plan.az}",
+        route_table_id=private_routes.id,
+        destination_cidr_block="0.0.0.0/0",
+        nat_gateway_id=nat_id,
+        opts=child,
+    )
+    aws.ec2.RouteTableAssociation(f"{name}-private-{plan.az}", subnet_id=private.id, route_table_id=private_routes.id, opts=child)
+    return private

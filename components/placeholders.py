@@ -10,7 +10,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from .config import StackSettings
 
 # The account id the AWS documentation uses in examples ("123456789012"); never a real account
 # (AWS General Reference, "AWS account identifiers" examples).
@@ -72,7 +75,7 @@ def _what_to_set(path: str) -> str:
     return _WHAT_TO_SET.get(base, "set a value of your own")
 
 
-def find_placeholders(settings: Any) -> list[Placeholder]:
+def find_placeholders(settings: StackSettings) -> list[Placeholder]:
     """Every placeholder in validated ``StackSettings``, in key order."""
     found: list[Placeholder] = []
     data = settings.model_dump(by_alias=True, mode="json", exclude_none=True)

@@ -25,16 +25,73 @@ from .scheduling import EFA_RESOURCE, GPU_RESOURCE, HUGEPAGES_2MI_RESOURCE
 SECRET = "[secret]"
 UNKNOWN = "[unknown]"
 
+# --- resource types -----------------------------------------------------------------------------
+# Every type token the library reads in a plan (policies, efficiency report, diff, manifests) or
+# mocks (offline/fake_cloud.py), spelt once.
+
+ROOT_STACK = "pulumi:pulumi:Stack"
+PROVIDER_PREFIX = "pulumi:providers:"
+"""The type of every provider instance starts so (``pulumi:providers:kubernetes``)."""
+KUBERNETES_PREFIX = "kubernetes:"
+"""pulumi-kubernetes' types: Kubernetes objects (``kubernetes:batch/v1:Job``) and Helm releases."""
+HELM_PREFIX = "kubernetes:helm.sh/"
+"""Helm releases: pulumi-kubernetes resources that are not objects of the cluster's API."""
+
+# EKS
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
 # pulumi-eks's ManagedNodeGroup takes the aws.eks.NodeGroup inputs under the same wire names
 # (scalingConfig, subnetIds, launchTemplate, instanceTypes, capacityType, diskSize).
 NODE_GROUP_TYPES = (NODE_GROUP, MANAGED_NODE_GROUP)
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+EKS_CLUSTER = "eks:index:Cluster"
+"""pulumi-eks's Cluster (a component): its inputs are flat (``endpointPublicAccess``, ``vpcId``)."""
+AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
+"""A plain aws.eks.Cluster: its network inputs sit under ``vpcConfig``."""
+EKS_CLUSTERS = (EKS_CLUSTER, AWS_EKS_CLUSTER)
+
+# EC2 and VPC
+VPC = "aws:ec2/vpc:Vpc"
 SUBNET = "aws:ec2/subnet:Subnet"
-PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+INTERNET_GATEWAY = "aws:ec2/internetGateway:InternetGateway"
+NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
+EIP = "aws:ec2/eip:Eip"
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
+ROUTE = "aws:ec2/route:Route"
+ROUTE_TABLE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-EKS_CLUSTERS = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
+SECURITY_GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+
+# IAM and KMS
+IAM_ROLE = "aws:iam/role:Role"
+IAM_POLICY = "aws:iam/policy:Policy"
+OIDC_PROVIDER = "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
+KMS_KEY = "aws:kms/key:Key"
+
+# S3 (the V2 types: older pulumi-aws programs)
+BUCKET = "aws:s3/bucket:Bucket"
+BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
+BUCKETS = (BUCKET, BUCKET_V2)
+BUCKET_VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
+BUCKET_ENCRYPTION = (
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
+)
+BUCKET_PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+
+# FSx for Lustre
+LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+DATA_REPOSITORY_ASSOCIATION = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+
+# Kubernetes objects
+JOB = "kubernetes:batch/v1:Job"
+RAY_JOB = "kubernetes:ray.io/v1:RayJob"
+
+# this library's components
+CHECKPOINT_STORAGE = "rlinf-eks:index:CheckpointStorage"
 
 # the extended resources pods request, as the device plugins advertise them (scheduling.py)
 GPU = GPU_RESOURCE
@@ -221,7 +278,7 @@ def node_groups(resources: Sequence[Resource]) -> list[NodeGroup]:
 def k8s_objects(resources: Iterable[Resource]) -> Iterator[tuple[Resource, Mapping[str, Any]]]:
     """(resource, manifest) of every Kubernetes object in the resources."""
     for resource in resources:
-        if str(resource.get("type", "")).startswith("kubernetes:") and isinstance(inputs_of(resource).get("kind"), str):
+        if str(resource.get("type", "")).startswith(KUBERNETES_PREFIX) and isinstance(inputs_of(resource).get("kind"), str):
             yield resource, inputs_of(resource)
 
 

@@ -21,16 +21,25 @@ required``), KubeRay docs (head ports 8265 dashboard, 6379 GCS, 10001 client), E
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Sequence
 
 from .plan_reader import (
+    AWS_EKS_CLUSTER,
+    BUCKET_ENCRYPTION,
+    BUCKET_PUBLIC_ACCESS_BLOCK,
+    BUCKET_VERSIONING,
+    BUCKETS,
+    CHECKPOINT_STORAGE,
+    EGRESS_RULE,
     EKS_CLUSTERS,
+    INGRESS_RULE,
     LAUNCH_TEMPLATE,
     NODE_GROUP,
     LaunchTemplate,
     NodeGroup,
     SECRET,
     SECURITY_GROUP,
+    SECURITY_GROUP_RULE,
     SUBNET,
     UNKNOWN,
     Resource,
@@ -48,26 +57,19 @@ from .plan_reader import (
 )
 from .scheduling import GPU_RESOURCE, GPU_TAINT
 
+if TYPE_CHECKING:
+    from .config import StackSettings
+
 # the reader's names the policies' callers and tests use, beside this module's own
 __all__ = [
     "SECRET", "UNKNOWN", "NODE_GROUP", "LAUNCH_TEMPLATE", "SUBNET", "SECURITY_GROUP", "EKS_CLUSTERS", "pod_templates",
+    "SECURITY_GROUP_RULE", "INGRESS_RULE", "EGRESS_RULE", "BUCKETS", "BUCKET_VERSIONING", "BUCKET_ENCRYPTION",
+    "BUCKET_PUBLIC_ACCESS_BLOCK", "CHECKPOINT_STORAGE",
     "Violation", "PolicyOptions", "Policy", "POLICIES", "evaluate", "options_from_settings",
     "check_efa_node_groups", "check_imdsv2", "check_ebs_encrypted", "check_s3_encrypted", "check_checkpoint_bucket",
     "check_ray_ports_not_exposed", "check_no_privileged_containers", "check_gpu_pods_tolerate_gpu_taint",
     "check_eks_endpoint_private",
 ]
-
-SECURITY_GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
-BUCKET_VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
-BUCKET_ENCRYPTION = (
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
-)
-BUCKET_PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-CHECKPOINT_STORAGE = "rlinf-eks:index:CheckpointStorage"
 
 RAY_PORTS = {8265: "Ray dashboard", 6379: "Ray GCS", 10001: "Ray client"}
 RAY_PORT_NAMES = {"dashboard": 8265, "gcs": 6379, "gcs-server": 6379, "client": 10001}
@@ -75,7 +77,6 @@ EXPOSED_SERVICE_TYPES = ("LoadBalancer", "NodePort")
 PUBLIC_ENDPOINT_OPT_IN_TAG = "rlinf-eks/public-endpoint-from-anywhere"
 """A cluster tag (value ``"true"``) that carries the allowPublicEndpointFromAnywhere opt-in into
 the resource itself, so the CrossGuard pack sees it without the stack config."""
-
 
 
 @dataclass(frozen=True)
@@ -368,7 +369,7 @@ def check_eks_endpoint_private(resources: Sequence[Resource], options: PolicyOpt
     violations = []
     for cluster in _of_type(resources, *EKS_CLUSTERS):
         inputs = _inputs(cluster)
-        vpc = inputs.get("vpcConfig") if cluster["type"] == "aws:eks/cluster:Cluster" else inputs
+        vpc = inputs.get("vpcConfig") if cluster["type"] == AWS_EKS_CLUSTER else inputs
         vpc = vpc or {}
         public = vpc.get("endpointPublicAccess", True)
         cidrs = vpc.get("publicAccessCidrs") or ["0.0.0.0/0"]
@@ -401,7 +402,7 @@ def evaluate(resources: Sequence[Resource], options: PolicyOptions = PolicyOptio
     return [v for policy in POLICIES for v in policy.check(resources, options)]
 
 
-def options_from_settings(settings: Any) -> PolicyOptions:
+def options_from_settings(settings: Optional[StackSettings]) -> PolicyOptions:
     """The opt-ins of a stack's StackSettings (None: the defaults)."""
     if settings is None:
         return PolicyOptions()

@@ -7,11 +7,23 @@ the offline plan exercises exactly the program that deploys.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import pulumi
 
-from .config import PROJECT, StackSettings, from_pulumi_config
+from .config import PROJECT, StackSettings
+from .loading import from_pulumi_config
+
+from .autoscaler import ClusterAutoscaler
+from .cluster import Cluster
+from .device_plugins import DevicePlugins
+from .gpu_nodes import EfaGpuNodeGroup
+from .identity import TrainingIdentity, partition_of
+from .jobset import JobSetController
+from .kuberay import KubeRayOperator
+from .network import Network
+from .storage import CheckpointStorage, SharedFilesystem
+from .workload import RlinfTraining
 
 
 @dataclass(frozen=True)
@@ -33,21 +45,40 @@ class Secrets:
 
 
 def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, Any]:
-    """Create every resource of one stack; return its outputs."""
-    from .cluster import Cluster
-    from .device_plugins import DevicePlugins
-    from .gpu_nodes import EfaGpuNodeGroup
-    from .identity import TrainingIdentity, partition_of
-    from .kuberay import KubeRayOperator
-    from .network import Network
-    from .storage import CheckpointStorage, SharedFilesystem
-    from .workload import RlinfTraining
+    """Create every resource of one stack; return its outputs.
 
+    Everything that can fail comes before the GPU nodes and everything is removed after them:
+    the GPU node group depends on all of it (``before_gpu``) and nothing depends on the node
+    group. A Helm release waits for its DaemonSets and Deployments: a DaemonSet with zero
+    matching nodes is ready at once, and the operators run on the system nodes. The training
+    Job/RayJob is not awaited (pulumi.com/skipAwait): its pods stay Pending until the GPU nodes
+    join."""
     tags = {"project": PROJECT, "stack": stack, **settings.tags}
     cluster_name = settings.cluster.name or f"rlinf-{stack}"
 
-    network = Network("rlinf", settings=settings, cluster_name=cluster_name, tags=tags)
-    cluster = Cluster(
+    network = Network("rlinf", settings=settings.network, gpu_az=settings.gpu_az, cluster_name=cluster_name, tags=tags)
+    cluster = _cluster(settings, secrets, network, cluster_name, tags)
+    k8s = pulumi.ResourceOptions(provider=cluster.provider)
+    before_gpu: list[pulumi.Resource] = [network, cluster, *_node_add_ons(settings, cluster, tags, k8s)]
+    storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
+    identity = _identity(settings, cluster, storage, tags)
+    before_gpu += [storage, identity]
+    shared_fs = _shared_filesystem(settings, network, cluster, storage, identity, tags)
+    operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s) if settings.kuberay.enabled else None
+    jobset = JobSetController("jobset", settings=settings.workload.restart, opts=k8s) if settings.workload.uses_jobset else None
+    training = _training(settings, secrets, identity, storage, shared_fs, operator, jobset, k8s)
+    # A dependsOn edge (no property dependency) does not make the node group follow a
+    # replacement of the Job: only dependents whose inputs change are replaced with it.
+    before_gpu += [r for r in (shared_fs, operator, jobset, training) if r is not None]
+    gpu_nodes = _gpu_nodes(settings, network, cluster, tags, before_gpu)
+    return _outputs(cluster, gpu_nodes, storage, shared_fs, training)
+
+
+# --- the pieces of build, in the order it registers them -----------------------------------------
+
+
+def _cluster(settings: StackSettings, secrets: Secrets, network: Network, cluster_name: str, tags: dict[str, str]) -> Cluster:
+    return Cluster(
         "rlinf",
         settings=settings.cluster,
         cluster_name=cluster_name,
@@ -57,20 +88,15 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         tags=tags,
         node_monitoring_agent=settings.gpu_nodes.auto_repair,
     )
-    k8s = pulumi.ResourceOptions(provider=cluster.provider)
-    # Everything that can fail comes before the GPU nodes and everything is removed after them:
-    # the GPU node group depends on all of it (below) and nothing depends on the node group. A
-    # Helm release waits for its DaemonSets and Deployments: a DaemonSet with zero matching nodes
-    # is ready at once, and the operators run on the system nodes. The training Job/RayJob is not
-    # awaited (pulumi.com/skipAwait): its pods stay Pending until the GPU nodes join.
-    before_gpu: list[pulumi.Resource] = [network, cluster]
-    before_gpu.append(
-        DevicePlugins("device-plugins", settings=settings.device_plugins, gpu_nodes=settings.gpu_nodes, opts=k8s)
-    )
-    if settings.autoscaler.enabled:
-        from .autoscaler import ClusterAutoscaler
 
-        before_gpu.append(
+
+def _node_add_ons(settings: StackSettings, cluster: Cluster, tags: dict[str, str], k8s: pulumi.ResourceOptions) -> list[pulumi.Resource]:
+    """What makes GPU nodes usable: the device plugins, and the Cluster Autoscaler when enabled."""
+    add_ons: list[pulumi.Resource] = [
+        DevicePlugins("device-plugins", settings=settings.device_plugins, gpu_nodes=settings.gpu_nodes, opts=k8s)
+    ]
+    if settings.autoscaler.enabled:
+        add_ons.append(
             ClusterAutoscaler(
                 "autoscaler",
                 settings=settings.autoscaler,
@@ -82,11 +108,22 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
                 opts=k8s,
             )
         )
-    storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
+    return add_ons
+
+
+def model_bucket_grant(settings: StackSettings) -> tuple[Optional[str], str]:
+    """The bucket and prefix of an s3:// model that the training role must be granted read of:
+    (None, "") without a model, for another source, or for a model in the checkpoint bucket
+    (already readable)."""
     model = settings.workload.model.parsed if settings.workload.enabled else None
-    # a model in the checkpoint bucket is already readable; another bucket needs its own grant
-    model_bucket = model.bucket if model is not None and model.kind == "s3" and model.bucket != settings.storage.bucket_name else None
-    identity = TrainingIdentity(
+    if model is None or model.kind != "s3" or model.bucket == settings.storage.bucket_name:
+        return None, ""
+    return model.bucket, model.prefix
+
+
+def _identity(settings: StackSettings, cluster: Cluster, storage: CheckpointStorage, tags: dict[str, str]) -> TrainingIdentity:
+    model_bucket, model_prefix = model_bucket_grant(settings)
+    return TrainingIdentity(
         "training",
         namespace=settings.workload.namespace,
         cluster_name=cluster.cluster_name,
@@ -95,39 +132,47 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         bucket_arn=storage.bucket_arn,
         tags=tags,
         model_bucket=model_bucket,
-        model_prefix=model.prefix if model_bucket else "",
+        model_prefix=model_prefix,
         partition=partition_of(settings.region),
-        k8s_opts=k8s,
+        k8s_provider=cluster.provider,
     )
-    before_gpu += [storage, identity]
-    shared_fs = None
-    if settings.shared_filesystem:
-        shared_fs = SharedFilesystem(
-            "shared-fs",
-            settings=settings.storage.shared_filesystem,
-            namespace=identity.namespace,  # the claim needs the namespace to exist
-            cluster_name=cluster.cluster_name,
-            vpc_id=network.vpc_id,
-            vpc_cidr=network.vpc_cidr,
-            subnet_id=network.gpu_subnet_id,
-            bucket_name=storage.bucket_name,
-            tags=tags,
-            k8s_opts=k8s,
-            client_security_group_id=cluster.cluster_security_group_id,  # every GPU node carries it
-        )
-        before_gpu.append(shared_fs)
-    operator = None
-    if settings.kuberay.enabled:
-        operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s)
-        before_gpu.append(operator)
 
-    jobset = None
-    if settings.workload.uses_jobset:
-        from .jobset import JobSetController
 
-        jobset = JobSetController("jobset", settings=settings.workload.restart, opts=k8s)
-        before_gpu.append(jobset)
+def _shared_filesystem(
+    settings: StackSettings,
+    network: Network,
+    cluster: Cluster,
+    storage: CheckpointStorage,
+    identity: TrainingIdentity,
+    tags: dict[str, str],
+) -> Optional[SharedFilesystem]:
+    if not settings.shared_filesystem:
+        return None
+    return SharedFilesystem(
+        "shared-fs",
+        settings=settings.storage.shared_filesystem,
+        namespace=identity.namespace,  # the claim needs the namespace to exist
+        cluster_name=cluster.cluster_name,
+        vpc_id=network.vpc_id,
+        vpc_cidr=network.vpc_cidr,
+        subnet_id=network.gpu_subnet_id,
+        bucket_name=storage.bucket_name,
+        tags=tags,
+        k8s_provider=cluster.provider,
+        client_security_group_id=cluster.cluster_security_group_id,  # every GPU node carries it
+    )
 
+
+def _training(
+    settings: StackSettings,
+    secrets: Secrets,
+    identity: TrainingIdentity,
+    storage: CheckpointStorage,
+    shared_fs: Optional[SharedFilesystem],
+    operator: Optional[KubeRayOperator],
+    jobset: Optional[JobSetController],
+    k8s: pulumi.ResourceOptions,
+) -> Optional[RlinfTraining]:
     training = None
     if settings.workload.enabled:
         training = RlinfTraining(
@@ -142,11 +187,13 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
             jobset=jobset,
             opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[identity])),
         )
-        # A dependsOn edge (no property dependency) does not make the node group follow a
-        # replacement of the Job: only dependents whose inputs change are replaced with it.
-        before_gpu.append(training)
+    return training
 
-    gpu_nodes = EfaGpuNodeGroup(
+
+def _gpu_nodes(
+    settings: StackSettings, network: Network, cluster: Cluster, tags: dict[str, str], before_gpu: list[pulumi.Resource]
+) -> EfaGpuNodeGroup:
+    return EfaGpuNodeGroup(
         "gpu",
         settings=settings.gpu_nodes,
         cluster_name=cluster.cluster_name,
@@ -158,6 +205,14 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
         opts=pulumi.ResourceOptions(depends_on=before_gpu),
     )
 
+
+def _outputs(
+    cluster: Cluster,
+    gpu_nodes: EfaGpuNodeGroup,
+    storage: CheckpointStorage,
+    shared_fs: Optional[SharedFilesystem],
+    training: Optional[RlinfTraining],
+) -> dict[str, Any]:
     outputs: dict[str, Any] = {
         "clusterName": cluster.cluster_name,
         "kubeconfig": pulumi.Output.secret(cluster.kubeconfig),

@@ -9,17 +9,14 @@
   awake) a GPU node.
 - The extended resources the device plugins advertise (:data:`GPU_RESOURCE`, :data:`EFA_RESOURCE`).
 
-Plain data only (no Pulumi, no config import at run time): the policies, the CrossGuard pack and
-the plan reader use it as well as the components.
+Plain data only (no Pulumi, no config import): the policies, the CrossGuard pack and the plan
+reader use it as well as the components, and the config's GPU node rules build on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
-
-if TYPE_CHECKING:  # only attributes are read; importing config here would tie the plan reader to it
-    from .config import GpuNodeSettings
+from typing import Mapping, Protocol
 
 # --- extended resources -------------------------------------------------------------------------
 
@@ -87,13 +84,26 @@ AUTOSCALER_GPU_LABEL = "k8s.amazonaws.com/accelerator"
 (cluster-autoscaler/cloudprovider/aws ``GPULabel``)."""
 
 
-def accelerator_label_value(settings: GpuNodeSettings) -> str:
+def accelerator_label_value(gpu_model: str) -> str:
     """``nvidia-<gpu model>`` (nvidia-h100, nvidia-a10g): the autoscaler only tests the label's
     presence, the value names the GPU for people and selectors."""
-    return f"nvidia-{settings.instance.gpu_model.lower()}"
+    return f"nvidia-{gpu_model.lower()}"
 
 
-def node_labels(settings: GpuNodeSettings, autoscaled: bool = False) -> dict[str, str]:
+class GpuNodeFacts(Protocol):
+    """What the node labels depend on: plain values (config's GpuNodeSettings has them)."""
+
+    @property
+    def efa(self) -> bool: ...
+
+    @property
+    def gpu_model(self) -> str: ...
+
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+
+def node_labels(settings: GpuNodeFacts, autoscaled: bool = False) -> dict[str, str]:
     """The GPU node group's labels: the GPU role, the EFA label (when EFA is on), the autoscaler's
     GPU label (when ``autoscaled``, default False), then ``labels`` from config.
     (``node.kubernetes.io/instance-type`` is set by the kubelet itself.)
@@ -106,7 +116,7 @@ def node_labels(settings: GpuNodeSettings, autoscaled: bool = False) -> dict[str
     if settings.efa:
         labels[EFA_LABEL] = "true"
     if autoscaled:
-        labels[AUTOSCALER_GPU_LABEL] = accelerator_label_value(settings)
+        labels[AUTOSCALER_GPU_LABEL] = accelerator_label_value(settings.gpu_model)
     labels.update(settings.labels)
     return labels
 

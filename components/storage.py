@@ -15,6 +15,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from .config import SharedFilesystemSettings
+from .plan_reader import CHECKPOINT_STORAGE
 
 # FSx for Lustre: LNet on TCP 988, and 1018-1023 (FSx for Lustre user guide, "File system access
 # control with Amazon VPC").
@@ -55,7 +56,10 @@ class CheckpointStorage(pulumi.ComponentResource):
     """The S3 bucket for checkpoints and logs: versioned, SSE-S3 encrypted, public access blocked,
     bucket-owner-enforced, TLS only, protected and retained.
 
-    ``bucket_name``: a fixed name; defaults to None (a generated unique name).
+    Args:
+        bucket_name: a fixed name. Defaults to None (a generated unique name).
+        tags: AWS tags of the bucket.
+
     Outputs: ``bucket_name``, ``bucket_arn``.
     """
 
@@ -70,7 +74,7 @@ class CheckpointStorage(pulumi.ComponentResource):
         tags: Mapping[str, str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
-        super().__init__("rlinf-eks:index:CheckpointStorage", name, None, opts)
+        super().__init__(CHECKPOINT_STORAGE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         bucket = aws.s3.Bucket(
             f"{name}-bucket",
@@ -161,9 +165,21 @@ class SharedFilesystem(pulumi.ComponentResource):
     """FSx for Lustre (PERSISTENT_2) in the GPU subnet, linked to the checkpoint bucket, mounted by
     pods through the FSx CSI driver as the claim ``shared-fs`` in the workload namespace.
 
-    ``client_security_group_id``: the security group the client nodes carry (the cluster security
-    group); it is given ingress on the Lustre ports from the file servers. Defaults to None (no
-    rule: the caller opens the clients itself).
+    Args:
+        settings: ``SharedFilesystemSettings`` (or a mapping with its camelCase keys).
+        namespace: the workload namespace of the claim (pass the Namespace's output, so the
+            claim waits for it).
+        cluster_name: the EKS cluster that gets the FSx CSI driver add-on.
+        vpc_id: the VPC of the filesystem's security group.
+        vpc_cidr: the VPC's CIDR, allowed in on the Lustre ports.
+        subnet_id: the one subnet of the filesystem (the GPU subnet).
+        bucket_name: the checkpoint bucket the whole filesystem mirrors.
+        tags: AWS tags of every AWS resource.
+        k8s_provider: the cluster's Kubernetes provider (PersistentVolume, claim); None: the
+            default provider (the ambient kubeconfig).
+        client_security_group_id: the security group the client nodes carry (the cluster security
+            group); it is given ingress on the Lustre ports from the file servers. Defaults to
+            None (no rule: the caller opens the clients itself).
 
     Outputs: ``file_system_id``, ``claim_name``, ``mount_name``, ``dns_name``.
     """
@@ -185,7 +201,7 @@ class SharedFilesystem(pulumi.ComponentResource):
         subnet_id: pulumi.Input[str],
         bucket_name: pulumi.Input[str],
         tags: Mapping[str, str],
-        k8s_opts: pulumi.ResourceOptions,
+        k8s_provider: Optional[k8s.Provider],
         client_security_group_id: Optional[pulumi.Input[str]] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
@@ -195,121 +211,15 @@ class SharedFilesystem(pulumi.ComponentResource):
         tags = dict(tags)
         child = pulumi.ResourceOptions(parent=self)
 
-        group = aws.ec2.SecurityGroup(
-            f"{name}-lustre",
-            vpc_id=vpc_id,
-            # EC2 accepts only a-zA-Z0-9, spaces and ._-:/()#,@[]+=&;{}!$* in a group's
-            # description (CreateSecurityGroup reference): no apostrophes
-            description="FSx for Lustre: LNet from the cluster VPC and between file servers",
-            tags={**tags, "Name": f"{name}-lustre"},
-            opts=child,
-        )
-        cidr = pulumi.Output.from_input(vpc_cidr)
-        for low, high, source in lustre_ingress_rules():
-            aws.vpc.SecurityGroupIngressRule(
-                f"{name}-lustre-{low}-{high}-from-{source}",
-                security_group_id=group.id,
-                ip_protocol="tcp",
-                from_port=low,
-                to_port=high,
-                cidr_ipv4=cidr if source == "vpc" else None,
-                referenced_security_group_id=group.id if source == "self" else None,
-                opts=child,
-            )
-        # the AWS provider strips a new group's default allow-all egress; file servers answer
-        # clients and replicate among themselves inside the VPC
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-lustre-to-vpc", security_group_id=group.id, ip_protocol="-1", cidr_ipv4=cidr, opts=child
-        )
-        # Lustre servers also open connections to clients (LNet is bidirectional: lock callbacks,
-        # reconnects), so the clients' group must admit the Lustre ports from the file servers
-        # (FSx for Lustre user guide, "Lustre client VPC security group rules"); without it
-        # clients get evicted and I/O on /fsx hangs.
+        group = _lustre_security_group(name, vpc_id, vpc_cidr, tags, child)
         if client_security_group_id is not None:
-            for low, high in LUSTRE_PORTS:
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-lustre-{low}-{high}-to-clients",
-                    security_group_id=client_security_group_id,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    referenced_security_group_id=group.id,
-                    description="FSx for Lustre: LNet from the file servers",
-                    opts=child,
-                )
+            _admit_file_servers(name, client_security_group_id, group, child)
+        filesystem = _lustre_filesystem(name, settings, subnet_id, group, tags, child)
+        _link_bucket(name, filesystem, bucket_name, tags, child)
+        driver = _csi_driver(name, cluster_name, tags, child)
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=k8s_provider, depends_on=[driver])
+        claim = _volume_claim(name, namespace, filesystem, settings.storage_capacity_gib, in_cluster)
 
-        filesystem = aws.fsx.LustreFileSystem(
-            f"{name}-lustre",
-            deployment_type="PERSISTENT_2",
-            storage_type="SSD",
-            storage_capacity=settings.storage_capacity_gib,
-            per_unit_storage_throughput=settings.throughput_mbps_per_tib,
-            # one subnet: PERSISTENT_2 lives in one AZ, the GPU AZ, next to the nodes (pulumi-aws
-            # flattens the one-item list to a string)
-            subnet_ids=subnet_id,
-            security_group_ids=[group.id],
-            file_system_type_version="2.15",
-            data_compression_type="LZ4",
-            # should the filesystem ever be deleted outside Pulumi's protection, keep a backup
-            skip_final_backup=False,
-            copy_tags_to_backups=True,
-            tags={**tags, "Name": name},
-            opts=pulumi.ResourceOptions.merge(child, _DATA_STORE),
-        )
-        aws.fsx.DataRepositoryAssociation(
-            f"{name}-bucket-link",
-            file_system_id=filesystem.id,
-            # the whole filesystem mirrors the whole bucket: a path on /fsx is the same key in S3
-            file_system_path="/",
-            data_repository_path=pulumi.Output.concat("s3://", bucket_name),
-            batch_import_meta_data_on_create=True,
-            # unlinking never deletes files from the filesystem
-            delete_data_in_filesystem=False,
-            s3=aws.fsx.DataRepositoryAssociationS3Args(
-                auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(DRA_EVENTS)),
-                auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(DRA_EVENTS)),
-            ),
-            tags=tags,
-            opts=child,
-        )
-        # The node plugin tolerates every taint by default (chart value node.tolerateAllTaints:
-        # true), so it also runs on the tainted GPU nodes. Static volumes need no IAM for the
-        # driver: only dynamic provisioning calls the FSx API.
-        driver = aws.eks.Addon(
-            f"{name}-csi-driver",
-            cluster_name=cluster_name,
-            addon_name="aws-fsx-csi-driver",
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="OVERWRITE",
-            tags=tags,
-            opts=child,
-        )
-
-        in_cluster = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(parent=self, depends_on=[driver]))
-        volume = k8s.core.v1.PersistentVolume(
-            f"{name}-pv",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                # PersistentVolumes are cluster-scoped: the namespace keeps two stacks' volumes apart
-                name=pulumi.Output.concat(namespace, "-", SHARED_CLAIM),
-                labels={"app.kubernetes.io/part-of": "rlinf"},
-            ),
-            spec=persistent_volume_spec(filesystem.id, filesystem.dns_name, filesystem.mount_name, settings.storage_capacity_gib),
-            opts=in_cluster,
-        )
-        claim = k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-pvc",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=SHARED_CLAIM, namespace=namespace),
-            spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                access_modes=["ReadWriteMany"],
-                # "" (not unset): no default StorageClass may provision a different volume
-                storage_class_name="",
-                volume_name=volume.metadata.name,
-                resources=k8s.core.v1.VolumeResourceRequirementsArgs(
-                    requests={"storage": f"{settings.storage_capacity_gib}Gi"}
-                ),
-            ),
-            opts=in_cluster,
-        )
         self.file_system_id = filesystem.id
         self.claim_name = claim.metadata.name
         self.mount_name = filesystem.mount_name
@@ -322,3 +232,156 @@ class SharedFilesystem(pulumi.ComponentResource):
                 "dnsName": self.dns_name,
             }
         )
+
+
+# --- the pieces of SharedFilesystem, in the order it registers them -----------------------------
+
+
+def _lustre_security_group(
+    name: str, vpc_id: pulumi.Input[str], vpc_cidr: pulumi.Input[str], tags: dict[str, str], child: pulumi.ResourceOptions
+) -> aws.ec2.SecurityGroup:
+    """The file servers' group: the Lustre ports from the VPC and from itself, all egress to the VPC."""
+    group = aws.ec2.SecurityGroup(
+        f"{name}-lustre",
+        vpc_id=vpc_id,
+        # EC2 accepts only a-zA-Z0-9, spaces and ._-:/()#,@[]+=&;{}!$* in a group's
+        # description (CreateSecurityGroup reference): no apostrophes
+        description="FSx for Lustre: LNet from the cluster VPC and between file servers",
+        tags={**tags, "Name": f"{name}-lustre"},
+        opts=child,
+    )
+    cidr = pulumi.Output.from_input(vpc_cidr)
+    for low, high, source in lustre_ingress_rules():
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-lustre-{low}-{high}-from-{source}",
+            security_group_id=group.id,
+            ip_protocol="tcp",
+            from_port=low,
+            to_port=high,
+            cidr_ipv4=cidr if source == "vpc" else None,
+            referenced_security_group_id=group.id if source == "self" else None,
+            opts=child,
+        )
+    # the AWS provider strips a new group's default allow-all egress; file servers answer
+    # clients and replicate among themselves inside the VPC
+    aws.vpc.SecurityGroupEgressRule(
+        f"{name}-lustre-to-vpc", security_group_id=group.id, ip_protocol="-1", cidr_ipv4=cidr, opts=child
+    )
+    return group
+
+
+def _admit_file_servers(
+    name: str, client_security_group_id: pulumi.Input[str], group: aws.ec2.SecurityGroup, child: pulumi.ResourceOptions
+) -> None:
+    """The clients' group admits the Lustre ports from the file servers.
+
+    Lustre servers also open connections to clients (LNet is bidirectional: lock callbacks,
+    reconnects), so the clients' group must admit the Lustre ports from the file servers (FSx for
+    Lustre user guide, "Lustre client VPC security group rules"); without it clients get evicted
+    and I/O on /fsx hangs."""
+    for low, high in LUSTRE_PORTS:
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-lustre-{low}-{high}-to-clients",
+            security_group_id=client_security_group_id,
+            ip_protocol="tcp",
+            from_port=low,
+            to_port=high,
+            referenced_security_group_id=group.id,
+            description="FSx for Lustre: LNet from the file servers",
+            opts=child,
+        )
+
+
+def _lustre_filesystem(
+    name: str,
+    settings: SharedFilesystemSettings,
+    subnet_id: pulumi.Input[str],
+    group: aws.ec2.SecurityGroup,
+    tags: dict[str, str],
+    child: pulumi.ResourceOptions,
+) -> aws.fsx.LustreFileSystem:
+    return aws.fsx.LustreFileSystem(
+        f"{name}-lustre",
+        deployment_type="PERSISTENT_2",
+        storage_type="SSD",
+        storage_capacity=settings.storage_capacity_gib,
+        per_unit_storage_throughput=settings.throughput_mbps_per_tib,
+        # one subnet: PERSISTENT_2 lives in one AZ, the GPU AZ, next to the nodes (pulumi-aws
+        # flattens the one-item list to a string)
+        subnet_ids=subnet_id,
+        security_group_ids=[group.id],
+        file_system_type_version="2.15",
+        data_compression_type="LZ4",
+        # should the filesystem ever be deleted outside Pulumi's protection, keep a backup
+        skip_final_backup=False,
+        copy_tags_to_backups=True,
+        tags={**tags, "Name": name},
+        opts=pulumi.ResourceOptions.merge(child, _DATA_STORE),
+    )
+
+
+def _link_bucket(
+    name: str, filesystem: aws.fsx.LustreFileSystem, bucket_name: pulumi.Input[str], tags: dict[str, str], child: pulumi.ResourceOptions
+) -> None:
+    """The data repository association: the whole filesystem mirrors the whole bucket, both ways."""
+    aws.fsx.DataRepositoryAssociation(
+        f"{name}-bucket-link",
+        file_system_id=filesystem.id,
+        # a path on /fsx is the same key in S3
+        file_system_path="/",
+        data_repository_path=pulumi.Output.concat("s3://", bucket_name),
+        batch_import_meta_data_on_create=True,
+        # unlinking never deletes files from the filesystem
+        delete_data_in_filesystem=False,
+        s3=aws.fsx.DataRepositoryAssociationS3Args(
+            auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(DRA_EVENTS)),
+            auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(DRA_EVENTS)),
+        ),
+        tags=tags,
+        opts=child,
+    )
+
+
+def _csi_driver(name: str, cluster_name: pulumi.Input[str], tags: dict[str, str], child: pulumi.ResourceOptions) -> aws.eks.Addon:
+    """The FSx CSI driver add-on.
+
+    The node plugin tolerates every taint by default (chart value node.tolerateAllTaints: true),
+    so it also runs on the tainted GPU nodes. Static volumes need no IAM for the driver: only
+    dynamic provisioning calls the FSx API."""
+    return aws.eks.Addon(
+        f"{name}-csi-driver",
+        cluster_name=cluster_name,
+        addon_name="aws-fsx-csi-driver",
+        resolve_conflicts_on_create="OVERWRITE",
+        resolve_conflicts_on_update="OVERWRITE",
+        tags=tags,
+        opts=child,
+    )
+
+
+def _volume_claim(
+    name: str, namespace: pulumi.Input[str], filesystem: aws.fsx.LustreFileSystem, capacity_gib: int, in_cluster: pulumi.ResourceOptions
+) -> k8s.core.v1.PersistentVolumeClaim:
+    """The static PersistentVolume of the filesystem and the claim ``shared-fs`` bound to it."""
+    volume = k8s.core.v1.PersistentVolume(
+        f"{name}-pv",
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            # PersistentVolumes are cluster-scoped: the namespace keeps two stacks' volumes apart
+            name=pulumi.Output.concat(namespace, "-", SHARED_CLAIM),
+            labels={"app.kubernetes.io/part-of": "rlinf"},
+        ),
+        spec=persistent_volume_spec(filesystem.id, filesystem.dns_name, filesystem.mount_name, capacity_gib),
+        opts=in_cluster,
+    )
+    return k8s.core.v1.PersistentVolumeClaim(
+        f"{name}-pvc",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=SHARED_CLAIM, namespace=namespace),
+        spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+            access_modes=["ReadWriteMany"],
+            # "" (not unset): no default StorageClass may provision a different volume
+            storage_class_name="",
+            volume_name=volume.metadata.name,
+            resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": f"{capacity_gib}Gi"}),
+        ),
+        opts=in_cluster,
+    )

@@ -1,6 +1,6 @@
 """Test helpers: run a component or a whole stack under Pulumi mocks and query what it registered.
 
-    run = run_component(lambda: Network("rlinf", settings=settings(), cluster_name="c", tags={}))
+    run = run_component(lambda: Network("rlinf", settings={}, gpu_az="us-east-1a", cluster_name="c", tags={}))
     vpc = one(run, "aws:ec2/vpc:Vpc")
     assert has_inputs(vpc, {"enableDnsHostnames": True})
 
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from rlinf_eks import config as config_mod
+from rlinf_eks.loading import parse
 from rlinf_eks.offline import engine
 from rlinf_eks.offline.plan import Plan, make_plan
 from rlinf_eks.offline.stack_config import available_stacks, load
@@ -56,7 +57,18 @@ def settings(**sections: Any) -> config_mod.StackSettings:
             data[key] = {**data[key], **value}
         else:
             data[key] = value
-    return config_mod.parse(data)
+    return parse(data)
+
+
+def with_shared_filesystem(s: config_mod.StackSettings, shared: bool) -> config_mod.StackSettings:
+    """``s`` with ``storage.sharedFilesystem.enabled`` set to ``shared`` (``s`` itself when it
+    already agrees): RlinfTraining takes a claim exactly when its settings use the shared
+    filesystem. Not validated again, so that a multi-node run without it (which the stack rules
+    refuse) still renders, for the tests of the node-local layout."""
+    if s.shared_filesystem == shared:
+        return s
+    fs = s.storage.shared_filesystem.model_copy(update={"enabled": shared})
+    return s.model_copy(update={"storage": s.storage.model_copy(update={"shared_filesystem": fs})})
 
 
 class Registered(list):

@@ -3,7 +3,8 @@
 import pytest
 
 from rlinf_eks import catalog
-from rlinf_eks.config import ConfigError, StackSettings, parse
+from rlinf_eks.config import ConfigError, StackSettings
+from rlinf_eks.loading import parse
 from tests.harness import MINIMAL, settings
 
 
@@ -312,7 +313,7 @@ def test_valid_settings_round_trip_through_camel_case():
 def test_whole_pulumi_config_rejects_an_unknown_project_key_and_ignores_other_namespaces():
     """GIVEN the config `pulumi up` hands the program (objects as JSON text) WHEN a top-level key
     of this project is misspelt THEN it is rejected with a hint, while provider keys pass."""
-    from rlinf_eks.config import settings_from_config
+    from rlinf_eks.loading import settings_from_config
 
     values = {
         "aws:region": "us-east-1",
@@ -329,3 +330,10 @@ def test_whole_pulumi_config_rejects_an_unknown_project_key_and_ignores_other_na
     assert err.value.problems[0].startswith("rlinf-eks:gpuNode: unknown key (did you mean gpuNodes?); valid keys: ")
     del values["rlinf-eks:gpuNode"]
     assert settings_from_config(values).workload.image == "i"
+
+
+def test_every_stack_rule_reads_top_level_sections_only():
+    from rlinf_eks import loading
+
+    keys = {field.alias or name for name, field in StackSettings.model_fields.items()}
+    assert loading.RULES and all(rule.sections and set(rule.sections) <= keys for rule in loading.RULES)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from rlinf_eks import config, config_reference
+from rlinf_eks import config, config_reference, loading
 from tests.harness import ROOT
 
 STACK_FILES = sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))
@@ -20,7 +20,7 @@ def _config_models() -> list[type[BaseModel]]:
     return [
         value
         for value in vars(config).values()
-        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__.startswith(config.__name__ + ".") and value is not config._Model
+        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__.startswith(config.__name__ + ".") and value is not config.SettingsModel
     ]
 
 
@@ -105,7 +105,7 @@ def _stack(**config_block):
 
 
 def test_the_base_stack_of_these_tests_is_valid():
-    config.settings_from_config(_stack()["config"])
+    loading.settings_from_config(_stack()["config"])
     assert not list(_validator().iter_errors(_stack()))
 
 
@@ -124,7 +124,7 @@ def test_the_base_stack_of_these_tests_is_valid():
 def test_the_schema_rejects_what_the_model_rejects(block, where):
     data = _stack(**block)
     with pytest.raises(config.ConfigError):
-        config.settings_from_config(data["config"])
+        loading.settings_from_config(data["config"])
     errors = list(_validator().iter_errors(data))
     assert errors, block
     assert where in {".".join(map(str, e.absolute_path)) for e in errors}

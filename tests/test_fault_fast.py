@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rlinf_eks.workload import exit_codes, fabric, progress
-from rlinf_eks.workload.pod import pod_shape
+from rlinf_eks.workload.run import pod_shape
 from rlinf_eks.offline.plan import settings_of
 from rlinf_eks.offline.stack_config import load
 from tests.harness import ROOT
@@ -231,7 +231,7 @@ def test_given_a_hung_efa_driver_when_the_fabric_check_runs_with_the_stacks_time
 
 
 def test_given_an_efa_stack_then_nccl_is_pinned_to_aws_ofi_nccl_and_torch_tears_down_on_nccl_errors():
-    from rlinf_eks.workload.pod import network_env
+    from rlinf_eks.workload.env import network_env
 
     env = network_env(settings("multi-node"))
     assert env["NCCL_NET"] == "AWS Libfabric"

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from rlinf_eks.config import ConfigError, parse
+from rlinf_eks.config import ConfigError
+from rlinf_eks.loading import parse
 from tests.harness import MINIMAL, STACKS, plan_stack
 
 GPU_COMPONENT = "rlinf-eks:index:EfaGpuNodeGroup"

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pulumi
-
 from rlinf_eks.config import PROJECT
 from rlinf_eks.identity import TrainingIdentity, checkpoint_bucket_policy
 from rlinf_eks.offline import engine
@@ -26,7 +24,7 @@ def _identity(namespace="rlinf", issuer=ISSUER):
         oidc_issuer=issuer,
         bucket_arn=BUCKET_ARN,
         tags={"project": "rlinf-eks"},
-        k8s_opts=pulumi.ResourceOptions(),
+        k8s_provider=None,
     )
 
 

@@ -21,7 +21,7 @@ from rlinf_eks.jobset import CHART, JobSetController, controller_values
 from rlinf_eks.plan_reader import pod_templates
 from rlinf_eks.workload import RlinfTraining, manual, scripts
 from rlinf_eks.workload.network_policy import training_network_policy_spec
-from tests.harness import has_inputs, of_type, one, plan_stack, run_component, settings
+from tests.harness import has_inputs, of_type, one, plan_stack, run_component, settings, with_shared_filesystem
 from tests import schemas
 from tests.schemas import builtin_errors
 
@@ -48,6 +48,8 @@ def restart_settings(nodes: int = 2, max_restarts: int = 3, **restart: Any):
 
 
 def render(s) -> list[dict[str, Any]]:
+    s = with_shared_filesystem(s, True)  # the claim below
+
     def program() -> None:
         controller = JobSetController("jobset", settings=s.workload.restart) if s.workload.uses_jobset else None
         RlinfTraining(

@@ -17,13 +17,18 @@ SUBNET = "aws:ec2/subnet:Subnet"
 NAT = "aws:ec2/natGateway:NatGateway"
 
 
+def _build(sections, tags):
+    stack = settings(**sections)
+    return Network("rlinf", settings=stack.network, gpu_az=stack.gpu_az, cluster_name="demo", tags=tags)
+
+
 def _network(**sections):
-    return run_component(lambda: Network("rlinf", settings=settings(**sections), cluster_name="demo", tags={"project": "t"}))
+    return run_component(lambda: _build(sections, {"project": "t"}))
 
 
 def _outputs(**sections):
     def program():
-        net = Network("rlinf", settings=settings(**sections), cluster_name="demo", tags={})
+        net = _build(sections, {})
         return {"vpc": net.vpc_id, "cidr": net.vpc_cidr, "private": net.private_subnet_ids, "gpu": net.gpu_subnet_id}
 
     run = engine.run(program, project=PROJECT, stack="test", config={})

@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings as hsettings, strategies as st
 
-from rlinf_eks import catalog, config
+from rlinf_eks import catalog, config, loading
 from rlinf_eks.offline.plan import Plan, is_manifest, make_plan
 from rlinf_eks.offline.stack_config import StackConfig
 from tests.harness import shared_required
@@ -74,7 +74,7 @@ def stack_configs(draw) -> dict[str, Any]:
 
 def _plan_of(data: dict[str, Any]) -> tuple[config.StackSettings, Plan]:
     try:
-        settings = config.parse(data)
+        settings = loading.parse(data)
     except config.ConfigError as err:
         # The generator satisfies every rule by construction except the trainers' world-size rules
         # on their own default batch sizes; anything else is a generator or validation bug.

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pulumi
-
 from rlinf_eks.config import SharedFilesystemSettings
 from rlinf_eks.storage import CheckpointStorage, SharedFilesystem
 from tests.harness import has_inputs, one, run_component
@@ -18,23 +16,24 @@ def _bucket(name=None):
     return run_component(lambda: CheckpointStorage("checkpoints", bucket_name=name, tags={"project": "rlinf-eks"}))
 
 
-def _shared(client_security_group_id=None, **fs):
-    def program():
-        SharedFilesystem(
-            "shared-fs",
-            settings=SharedFilesystemSettings.model_validate(fs),
-            namespace="rlinf",
-            cluster_name="rlinf-test",
-            vpc_id="vpc-0abc",
-            vpc_cidr="10.0.0.0/16",
-            subnet_id="subnet-gpu",
-            bucket_name="ckpt-bucket",
-            tags={"project": "rlinf-eks"},
-            k8s_opts=pulumi.ResourceOptions(),
-            client_security_group_id=client_security_group_id,
-        )
+def _filesystem(settings, client_security_group_id=None):
+    return SharedFilesystem(
+        "shared-fs",
+        settings=settings,
+        namespace="rlinf",
+        cluster_name="rlinf-test",
+        vpc_id="vpc-0abc",
+        vpc_cidr="10.0.0.0/16",
+        subnet_id="subnet-gpu",
+        bucket_name="ckpt-bucket",
+        tags={"project": "rlinf-eks"},
+        k8s_provider=None,
+        client_security_group_id=client_security_group_id,
+    )
 
-    return run_component(program)
+
+def _shared(client_security_group_id=None, **fs):
+    return run_component(lambda: _filesystem(SharedFilesystemSettings.model_validate(fs), client_security_group_id))
 
 
 def test_given_checkpoint_storage_when_built_then_bucket_is_protected_and_retained_and_never_force_destroyed():
@@ -152,18 +151,7 @@ def _fs_outputs():
     from rlinf_eks.offline import engine
 
     def program():
-        fs = SharedFilesystem(
-            "shared-fs",
-            settings={},
-            namespace="rlinf",
-            cluster_name="rlinf-test",
-            vpc_id="vpc-0abc",
-            vpc_cidr="10.0.0.0/16",
-            subnet_id="subnet-gpu",
-            bucket_name="ckpt-bucket",
-            tags={},
-            k8s_opts=pulumi.ResourceOptions(),
-        )
+        fs = _filesystem({})
         return {"id": fs.file_system_id, "claim": fs.claim_name, "mountName": fs.mount_name, "dns": fs.dns_name}
 
     return engine.run(program, project=PROJECT, stack="test", config={}).outputs

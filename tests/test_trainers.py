@@ -136,7 +136,7 @@ def test_rlinf_embodied_command_and_env(nnodes):
     world = nnodes * GPUS
     assert o["+cluster.component_placement"] == f"{{actor:0-{world - 1},env:0-{world // 2 - 1},rollout:{world // 2}-{world - 1}}}"
     assert run.env == {"PYTHONPATH": "/opt/RLinf", "HYDRA_FULL_ERROR": "1", "EMBODIED_PATH": path, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
-    assert run.workdir == "/opt/RLinf" and run.ray_head_required
+    assert run.workdir == "/opt/RLinf"
     assert run.resume is not None and run.resume.key == "runner.resume_dir"
 
 
@@ -165,7 +165,7 @@ def test_rlinf_reasoning_command_carries_the_rollout_backend(backend, nnodes):
     assert o["rollout.gpu_memory_utilization"] == str(s.workload.rollout.gpu_memory_utilization)
     assert ("++rollout.vllm.max_num_batched_tokens" in o) == (backend == "vllm")
     assert o["rollout.model.model_path"] == o["actor.model.model_path"] == "/fsx/models/qwen"
-    assert "RAY_ADDRESS" not in run.env and run.ray_head_required  # the driver itself calls ray.init("auto")
+    assert "RAY_ADDRESS" not in run.env  # the driver itself calls ray.init("auto"): launch.sh starts the head on every run
 
 
 def test_batch_then_user_overrides_come_last_in_order():
@@ -443,3 +443,15 @@ def test_every_dialect_is_registered():
     from typing import get_args
 
     assert set(DIALECTS) == set(get_args(Dialect))
+
+
+def test_each_dialect_owns_its_default_config_name_and_rollout_backends():
+    from typing import get_args
+
+    from rlinf_eks.config import RolloutBackend, TrainerSettings
+
+    documented = TrainerSettings.model_fields["config_name"].description or ""
+    for name, dialect in DIALECTS.items():
+        assert dialect.name == name and dialect.default_config_name in documented  # the config reference names it
+        assert dialect.rollout_backends and set(dialect.rollout_backends) <= set(get_args(RolloutBackend))
+        assert config_name_of(stack(name, dialect.rollout_backends[-1]).workload.trainer) == dialect.default_config_name

@@ -13,7 +13,7 @@ from rlinf_eks import catalog, scheduling
 from rlinf_eks.config import StackSettings
 from rlinf_eks.offline.engine import SECRET
 from rlinf_eks.workload import RlinfTraining
-from tests.harness import has_inputs, of_type, one, run_component, settings
+from tests.harness import has_inputs, of_type, one, run_component, settings, with_shared_filesystem
 from tests.schemas import builtin_errors
 
 JOB = "kubernetes:batch/v1:Job"
@@ -32,6 +32,7 @@ def render(
     stack: str = "test",
 ) -> list[dict[str, Any]]:
     shared = s.shared_filesystem if shared is None else shared
+    s = with_shared_filesystem(s, shared)
 
     def program() -> None:
         RlinfTraining(
@@ -314,6 +315,43 @@ def test_given_no_shared_filesystem_when_rendered_then_the_run_is_restored_from_
     assert "--delete" not in data["sync.sh"]
 
 
+@pytest.mark.parametrize(
+    "s, claim, message",
+    [
+        # two nodes: the settings use the shared filesystem, and no claim came with them
+        (multi_node(), None, r"the settings use the shared filesystem .* but no shared_volume_claim was given"),
+        # one node, storage.sharedFilesystem.enabled unset: no shared filesystem, yet a claim came
+        (settings(), "fsx-claim", r"a shared_volume_claim was given but the settings do not use the shared filesystem"),
+        (settings(storage={"sharedFilesystem": {"enabled": False}}), "fsx-claim", r"a shared_volume_claim was given but"),
+    ],
+)
+def test_given_a_claim_the_settings_disagree_with_when_built_then_the_mismatch_is_named(s, claim, message):
+    # the settings decide whether the run has the shared filesystem: a missing or unwanted claim is
+    # an error, never a silent fallback to node-local checkpoints (or an FSx volume nothing uses)
+    def program() -> None:
+        RlinfTraining(
+            "rlinf",
+            settings=s,
+            service_account_name="training-sa",
+            bucket_name="rlinf-ckpt-bucket",
+            shared_volume_claim=pulumi.Output.from_input(claim) if claim else None,
+        )
+
+    with pytest.raises(ValueError, match=message):
+        run_component(program)
+
+
+def test_given_a_claim_the_settings_agree_with_when_built_then_the_run_is_the_one_resolve_run_gives():
+    from rlinf_eks.workload import resolve_run
+
+    s = settings(storage={"sharedFilesystem": {"enabled": True}})
+    spec = pod_spec(render(s, stack="single-node"))
+    run = resolve_run(s, "single-node")
+    assert run.shared and run.paths.root == f"{s.storage.shared_filesystem.mount_path.rstrip('/')}/single-node"
+    assert env_of(ray_container(spec))["RLINF_RUN_DIR"] == run.paths.root
+    assert "restore-checkpoints" not in [c["name"] for c in spec.get("initContainers", [])]
+
+
 def test_given_a_grace_period_when_rendered_then_the_pod_gets_it():
     spec = pod_spec(render(settings(workload={"image": "x/y:1", "terminationGracePeriodSeconds": 1800})))
     assert spec["terminationGracePeriodSeconds"] == 1800
@@ -333,3 +371,13 @@ def test_given_no_shared_filesystem_when_rendered_then_the_sync_is_a_native_side
         assert next(c for c in spec["initContainers"] if c["name"] == "sync-checkpoints")["restartPolicy"] == "Always"
     else:
         assert app == ["ray", "sync-checkpoints"] and "sync-checkpoints" not in init
+
+
+def test_settings_given_as_a_mapping_pass_every_rule_of_the_loading_step():
+    # A library user may hand RlinfTraining the stack file's mapping; it is loaded like a stack
+    # (cross-section and trainer rules included), not merely parsed section by section.
+    from rlinf_eks.config import ConfigError
+
+    data = {"workload": {"image": "example.com/rlinf:test", "launcher": "kuberay"}, "cluster": {"deployFromVpc": True}}
+    with pytest.raises(ConfigError, match="workload.launcher='kuberay': needs the KubeRay operator"):
+        run_component(lambda: RlinfTraining("rlinf", settings=data, service_account_name="training-sa", bucket_name="b"))

@@ -18,13 +18,15 @@ import pytest
 
 from rlinf_eks.workload import RlinfTraining, progress, scripts
 from rlinf_eks.workload.preflight import min_bus_bandwidth_gbps
-from tests.harness import one, run_component, settings
+from tests.harness import one, run_component, settings, with_shared_filesystem
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is needed to check the rendered scripts")
 
 
 def config_map_files(s, shared: bool = True) -> dict[str, str]:
+    s = with_shared_filesystem(s, shared)
+
     def program() -> None:
         RlinfTraining(
             "rlinf",

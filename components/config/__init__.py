@@ -2,108 +2,77 @@
 
 Every key lives in the project namespace (``rlinf-eks:``) except the region (``aws:region``).
 Stack files use camelCase (``gpuNodes.instanceType``); Python uses snake_case. Unknown keys are
-rejected, and every violated rule is reported at once, each naming its key path, the value and
-what would be valid, before any resource is created.
+rejected, and every problem is reported at once, each naming its key path, the value and what
+would be valid, before any resource is created.
 
-    schema         the pydantic models and field types
-    rules          value rules and the cross-section rules of a stack
-    errors         ConfigError and the wording of every problem line
+    types          field types every section shares (Int, Bool, Namespace, ...) and SettingsModel
+    network, cluster, gpu_nodes, workload, storage, addons
+                   one module per section of a stack file (addons: kuberay, devicePlugins,
+                   autoscaler, preflight); model_source parses workload.model.source
+    stack          StackSettings, PROJECT and the validation of the sections, each by itself
+    stack_rules    the cross-section rules: a table of StackRule(sections, check)
+    aws_rules      AWS and Kubernetes value rules (labels, tags, bucket and cluster names, AZs)
+    errors         ConfigError, the wording of every problem line, the "did you mean" hint
     pulumi_config  reading Pulumi config (namespaces, secret keys)
 
-This package does not import rlinf_eks.trainers (trainers import it). ``parse``,
-``settings_from_config`` and ``from_pulumi_config`` are the loading step of
-:mod:`rlinf_eks.loading`, which applies the schema and then the trainers' world-size rules; they
-are re-exported here on first use, so ``import rlinf_eks.config`` alone stays trainer-free.
+Loading a stack is :mod:`rlinf_eks.loading` (``parse``, ``settings_from_config``,
+``from_pulumi_config``): the sections, then the rule table with the trainers' rules. This package
+imports neither it nor rlinf_eks.trainers (both import this one).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from .errors import ConfigError, describe
-from .pulumi_config import PROVIDER_NAMESPACES, SECRET_KEY_DESCRIPTIONS, SECRET_KEYS, TOP_LEVEL_KEYS, foreign_project_key
-from .rules import (
+from .addons import AutoscalerSettings, DevicePluginSettings, KubeRaySettings, PreflightSettings
+from .aws_rules import (
     EKS_CLUSTER_NAME_MAX,
     EKS_NODEGROUP_NAME_MAX,
     MAX_USER_TAGS,
-    ROOT_VOLUME_RESERVE_GIB,
     SYSTEM_NODEGROUP_SUFFIX,
-    StackRule,
     bucket_problem,
     cluster_name_problem,
     label_problem,
-    stack_rules,
     tag_problem,
 )
-from .schema import (
+from .cluster import ClusterSettings, SystemNodeSettings
+from .errors import ConfigError, describe
+from .gpu_nodes import (
     CAPACITY_BLOCK_END_UTC,
     CAPACITY_BLOCK_MAX_DAYS,
     CAPACITY_BLOCK_MAX_INSTANCES,
-    MODEL_SOURCE_FORMS,
-    PROJECT,
-    AbsolutePath,
-    AutoscalerSettings,
-    Bool,
     CapacityBlockSettings,
-    ChartVersion,
-    ClusterSettings,
-    DevicePluginSettings,
-    Dialect,
-    Ec2InstanceType,
-    Float,
     GpuNodeSettings,
     InstanceOverrides,
-    Int,
-    KubeRaySettings,
+    PlacementGroupSettings,
+)
+from .model_source import MODEL_SOURCE_FORMS, ModelSource, parse_model_source
+from .network import NetworkSettings
+from .pulumi_config import PROVIDER_NAMESPACES, SECRET_KEY_DESCRIPTIONS, SECRET_KEYS, TOP_LEVEL_KEYS, foreign_project_key
+from .stack import PROJECT, Sections, StackSettings, validate_sections
+from .stack_rules import NODE_RULES, ROOT_VOLUME_RESERVE_GIB, STACK_RULES, StackRule, broken_rules, validate
+from .storage import SharedFilesystemSettings, StorageSettings
+from .types import AbsolutePath, Bool, ChartVersion, Ec2InstanceType, Float, Int, Namespace, SettingsModel, SubnetId, VpcId
+from .workload import (
+    Dialect,
     ManualJobSettings,
     ModelSettings,
-    ModelSource,
-    NetworkSettings,
-    PlacementGroupSettings,
-    PreflightSettings,
     RayJobSettings,
     RestartSettings,
     RolloutBackend,
     RolloutSettings,
-    SharedFilesystemSettings,
-    StackSettings,
-    StorageSettings,
-    SubnetId,
-    SystemNodeSettings,
     TrainerSettings,
-    VpcId,
     WorkloadSettings,
-    _Model,  # noqa: F401 (tests walk the models below it)
-    parse_model_source,
-    validate,
 )
-
-if TYPE_CHECKING:
-    from ..loading import from_pulumi_config, parse, settings_from_config
-
-_LOADING = ("parse", "settings_from_config", "from_pulumi_config")
-
-
-def __getattr__(name: str) -> Any:
-    # PEP 562: the loading step sits above config and trainers; importing it here at module level
-    # would make config import trainers (which import config).
-    if name in _LOADING:
-        from .. import loading
-
-        return getattr(loading, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     "AbsolutePath", "AutoscalerSettings", "Bool", "CAPACITY_BLOCK_END_UTC", "CAPACITY_BLOCK_MAX_DAYS",
     "CAPACITY_BLOCK_MAX_INSTANCES", "CapacityBlockSettings", "ChartVersion", "ClusterSettings", "ConfigError",
     "DevicePluginSettings", "Dialect", "EKS_CLUSTER_NAME_MAX", "EKS_NODEGROUP_NAME_MAX", "Ec2InstanceType", "Float",
     "GpuNodeSettings", "InstanceOverrides", "Int", "KubeRaySettings", "MAX_USER_TAGS", "MODEL_SOURCE_FORMS",
-    "ManualJobSettings", "ModelSettings", "ModelSource", "NetworkSettings", "PROJECT", "PROVIDER_NAMESPACES",
-    "PlacementGroupSettings", "PreflightSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings", "RestartSettings",
-    "RolloutBackend", "RolloutSettings", "SECRET_KEYS", "SECRET_KEY_DESCRIPTIONS", "SYSTEM_NODEGROUP_SUFFIX",
-    "SharedFilesystemSettings", "StackRule", "StackSettings", "StorageSettings", "SubnetId", "SystemNodeSettings",
-    "TOP_LEVEL_KEYS", "TrainerSettings", "VpcId", "WorkloadSettings", "bucket_problem", "cluster_name_problem",
-    "describe", "foreign_project_key", "from_pulumi_config", "label_problem", "parse", "parse_model_source",
-    "settings_from_config", "stack_rules", "tag_problem", "validate",
-]
+    "ManualJobSettings", "ModelSettings", "ModelSource", "NODE_RULES", "Namespace", "NetworkSettings", "PROJECT",
+    "PROVIDER_NAMESPACES", "PlacementGroupSettings", "PreflightSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings",
+    "RestartSettings", "RolloutBackend", "RolloutSettings", "SECRET_KEYS", "SECRET_KEY_DESCRIPTIONS",
+    "STACK_RULES", "SYSTEM_NODEGROUP_SUFFIX", "Sections", "SettingsModel", "SharedFilesystemSettings", "StackRule",
+    "StackSettings", "StorageSettings", "SubnetId", "SystemNodeSettings", "TOP_LEVEL_KEYS", "TrainerSettings", "VpcId",
+    "WorkloadSettings", "broken_rules", "bucket_problem", "cluster_name_problem", "describe", "foreign_project_key",
+    "label_problem", "parse_model_source", "tag_problem", "validate", "validate_sections",
+]  # fmt: skip

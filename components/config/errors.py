@@ -1,27 +1,33 @@
 """Error wording: ConfigError and the lines that name a key path, the value and what is valid.
 
-Nothing here knows the settings models; the model a key path is resolved against is passed in."""
+Nothing here knows the settings models; the model a key path is resolved against is passed in.
+The lowest module of the package: every other one may import it."""
 
 from __future__ import annotations
 
 import difflib
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
 
-def _rule(path: str, value: Any, message: str) -> PydanticCustomError:
-    """A cross-field rule violation; ``path`` is the camelCase key path relative to the model."""
-    return PydanticCustomError("rule", "{text}", {"text": f"{path}={value!r}: {message}"})
+def problem_line(path: str, value: Any, message: str) -> str:
+    """One problem: the camelCase key path, the value and what is wrong or valid."""
+    return f"{path}={value!r}: {message}"
 
 
-def _raise_all(errors: list[PydanticCustomError]) -> None:
+def rule_error(path: str, value: Any, message: str) -> PydanticCustomError:
+    """A cross-field rule violation inside one model; ``path`` is the key path relative to it."""
+    return PydanticCustomError("rule", "{text}", {"text": problem_line(path, value, message)})
+
+
+def raise_all(errors: list[PydanticCustomError]) -> None:
+    """Raise every rule violation of one model at once (each becomes one problem line)."""
     if len(errors) == 1:
         raise errors[0]
     if errors:
         raise PydanticCustomError("rules", "{text}", {"text": "\n".join(e.message() for e in errors)})
-
 
 
 class ConfigError(ValueError):
@@ -30,7 +36,6 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__("invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems))
-
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
@@ -66,11 +71,19 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
     return data
 
 
-def _did_you_mean(key: str, valid: list[str]) -> str:
-    """A hint for a near miss (case, or a letter or two), such as ' (did you mean nodeCount?)'; else ''."""
-    by_lower = {name.lower(): name for name in valid}
-    match = by_lower.get(key.lower()) or next(iter(difflib.get_close_matches(key, valid, n=1, cutoff=0.75)), None)
+def suggestion(match: str | None) -> str:
+    """' (did you mean <match>?)', or '' without a match: every "did you mean" hint is worded so."""
     return f" (did you mean {match}?)" if match else ""
+
+
+def did_you_mean(word: str, valid: Iterable[str], *, cutoff: float = 0.75, ignore_case: bool = True) -> str:
+    """A hint for a near miss of ``word`` among ``valid``, such as ' (did you mean nodeCount?)'; else ''.
+
+    Keys (the default) are matched case-insensitively first, then by similarity >= ``cutoff``;
+    values such as regions and instance types pass ``cutoff=0.8, ignore_case=False``."""
+    names = list(valid)
+    match = {name.lower(): name for name in names}.get(word.lower()) if ignore_case else None
+    return suggestion(match or next(iter(difflib.get_close_matches(word, names, n=1, cutoff=cutoff)), None))
 
 
 def _needs(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
@@ -84,8 +97,13 @@ def _needs(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
 
 def describe(err: ValidationError, data: Mapping[str, Any], root: type[BaseModel]) -> list[str]:
     """Turn pydantic's errors into lines that name the key path, the value and what is valid."""
+    return describe_errors(err.errors(include_url=False), data, root)
+
+
+def describe_errors(items: Iterable[Mapping[str, Any]], data: Mapping[str, Any], root: type[BaseModel]) -> list[str]:
+    """The lines of pydantic error items (``type``, ``loc``, ``msg``), ``loc`` from ``root``."""
     problems: list[str] = []
-    for item in err.errors(include_url=False):
+    for item in items:
         loc = tuple(p for p in item["loc"] if p not in ("function-after",))
         prefix = _dotted(loc)
         if loc == ("region",):
@@ -98,7 +116,7 @@ def describe(err: ValidationError, data: Mapping[str, Any], root: type[BaseModel
             model = _model_at(loc[:-1], root)
             names = [f.alias or n for n, f in model.model_fields.items()] if model else []
             valid = ", ".join(names) or "see the README"
-            problems.append(f"{prefix}: unknown key{_did_you_mean(str(loc[-1]), names)}; valid keys here: {valid}")
+            problems.append(f"{prefix}: unknown key{did_you_mean(str(loc[-1]), names)}; valid keys here: {valid}")
             continue
         if item["type"] == "missing":
             problems.append(f"{prefix}: required key is missing{_needs(loc, root)}")

@@ -1,5 +1,5 @@
 """Reading Pulumi config: the project's keys ("rlinf-eks:gpuNodes", "aws:region") into the
-mapping the schema validates, the secret keys, and keys under a wrong namespace."""
+mapping the settings validate, the secret keys, and keys under a wrong namespace."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
-from .errors import ConfigError, _did_you_mean
-from .rules import StackRule
-from .schema import PROJECT, StackSettings, validate
+from .errors import did_you_mean
+from .stack import PROJECT, StackSettings
 
 TOP_LEVEL_KEYS: dict[str, str] = {
     (field.alias or name): name for name, field in StackSettings.model_fields.items() if name != "region"
@@ -51,15 +50,16 @@ def foreign_project_key(key: str, project: str = PROJECT) -> Optional[str]:
     return None
 
 
-def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None, extra_rules: tuple[StackRule, ...] = ()) -> StackSettings:
-    """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
-    the engine passes them, or already structured), or raise ConfigError.
+def stack_data(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Split a whole stack config ("namespace:key" -> value; objects as JSON text, as the engine
+    passes them, or already structured) into the mapping StackSettings validates and the problems
+    of its keys.
 
     Keys of other namespaces (aws:profile, kubernetes:context, ...) belong to providers and are
-    left alone; an unknown key of this project's namespace is a typo and is rejected.
-    ``extra_rules``: see schema.validate (rlinf_eks.loading passes the trainers' rules).
+    left alone; an unknown key of this project's namespace is a typo and is a problem, and so is a
+    project key under a wrong namespace (foreign_project_key). rlinf_eks.loading.settings_from_config
+    validates the mapping and reports these problems first.
     """
-
     data: dict[str, Any] = {}
     unknown: list[str] = []
     prefix = f"{PROJECT}:"
@@ -77,24 +77,17 @@ def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None,
                 unknown.append(key)
     valid = ", ".join(sorted([*TOP_LEVEL_KEYS, *SECRET_KEYS]))
     problems = [
-        f"{key}: unknown key{_did_you_mean(key[len(prefix):], [*TOP_LEVEL_KEYS, *SECRET_KEYS])}; valid keys: {valid}"
+        f"{key}: unknown key{did_you_mean(key[len(prefix):], [*TOP_LEVEL_KEYS, *SECRET_KEYS])}; valid keys: {valid}"
         for key in sorted(unknown)
     ]
     problems += [problem for key in sorted(values) if (problem := foreign_project_key(key))]
-    try:
-        settings = validate(data, stack, extra_rules)
-    except ConfigError as err:
-        raise ConfigError(problems + err.problems) from None
-    if problems:
-        raise ConfigError(problems)
-    return settings
+    return data, problems
 
 
-def from_pulumi_config(extra_rules: tuple[StackRule, ...] = ()) -> StackSettings:
-    """Read the stack's settings from the running Pulumi program's whole config (so that a
-    misspelt top-level key fails `pulumi up` too, instead of being ignored)."""
+def running_stack_config() -> tuple[dict[str, Any], str]:
+    """The running Pulumi program's whole config ("namespace:key" -> value) and its stack name."""
     from pulumi.runtime import config as runtime_config
 
     import pulumi
 
-    return settings_from_config({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}, pulumi.get_stack(), extra_rules)
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}, pulumi.get_stack()

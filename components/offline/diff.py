@@ -19,6 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..plan_reader import (
+    AWS_EKS_CLUSTER,
+    BUCKETS,
+    EKS_CLUSTER,
+    EKS_CLUSTERS,
+    JOB,
+    LAUNCH_TEMPLATE,
+    LUSTRE,
+    NODE_GROUP,
+    PLACEMENT_GROUP,
+    RAY_JOB,
+)
 from .plan import PLAN_FILE
 
 
@@ -160,30 +172,24 @@ def changed_paths(old: Any, new: Any, path: str = "") -> list[Change]:
 # are in-place but roll every node; aws_eks_cluster: name, role_arn, encryption_config,
 # kubernetes_network_config are ForceNew) and pulumi-eks's Cluster, whose name, VPC, subnets,
 # service role and encryption key reach those ForceNew fields.
-_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-_LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-
 _REPLACES: dict[str, tuple[str, ...]] = {
-    _NODE_GROUP: (
+    NODE_GROUP: (
         "amiType", "capacityType", "clusterName", "diskSize", "instanceTypes", "launchTemplate.id",
         "launchTemplate.name", "nodeGroupName", "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds",
     ),
-    "aws:eks/cluster:Cluster": ("name", "roleArn", "encryptionConfig", "kubernetesNetworkConfig", "bootstrapSelfManagedAddons"),
-    "eks:index:Cluster": (
+    AWS_EKS_CLUSTER: ("name", "roleArn", "encryptionConfig", "kubernetesNetworkConfig", "bootstrapSelfManagedAddons"),
+    EKS_CLUSTER: (
         "name", "vpcId", "subnetIds", "privateSubnetIds", "publicSubnetIds", "serviceRole", "encryptionConfigKeyArn",
         "kubernetesServiceIpAddressRange", "ipFamily", "clusterSecurityGroup",
     ),
-    "aws:ec2/placementGroup:PlacementGroup": ("name", "strategy", "partitionCount", "spreadLevel"),
+    PLACEMENT_GROUP: ("name", "strategy", "partitionCount", "spreadLevel"),
 }
 _ROLLS: dict[str, tuple[str, ...]] = {
-    _NODE_GROUP: ("version", "releaseVersion", "launchTemplate.version"),
+    NODE_GROUP: ("version", "releaseVersion", "launchTemplate.version"),
 }
-_UPGRADES: dict[str, tuple[str, ...]] = {
-    "aws:eks/cluster:Cluster": ("version",),
-    "eks:index:Cluster": ("version",),
-}
-_GPU_OR_CLUSTER = (_NODE_GROUP, _LAUNCH_TEMPLATE, "aws:eks/cluster:Cluster", "eks:index:Cluster", "aws:ec2/placementGroup:PlacementGroup")
-_DATA_STORES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2", "aws:fsx/lustreFileSystem:LustreFileSystem")
+_UPGRADES: dict[str, tuple[str, ...]] = {cluster: ("version",) for cluster in EKS_CLUSTERS}
+_GPU_OR_CLUSTER = (NODE_GROUP, LAUNCH_TEMPLATE, *EKS_CLUSTERS, PLACEMENT_GROUP)
+_DATA_STORES = (*BUCKETS, LUSTRE)
 
 
 def _under(path: str, prefixes: Iterable[str]) -> bool:
@@ -192,8 +198,8 @@ def _under(path: str, prefixes: Iterable[str]) -> bool:
 
 # Changes that recreate the training run itself.
 _RESTARTS: dict[str, tuple[str, ...]] = {
-    "kubernetes:batch/v1:Job": ("spec",),
-    "kubernetes:ray.io/v1:RayJob": ("spec",),
+    JOB: ("spec",),
+    RAY_JOB: ("spec",),
 }
 
 
@@ -211,10 +217,10 @@ def replacement_warnings(rc: ResourceChange) -> list[str]:
     warnings: list[str] = []
     forced = sorted({p for p in inputs if _under(p, _REPLACES.get(rc.type, ()))})
     if forced:
-        what = "the GPU node group (every GPU node is terminated)" if rc.type == _NODE_GROUP else "this resource"
-        if rc.type in ("aws:eks/cluster:Cluster", "eks:index:Cluster"):
+        what = "the GPU node group (every GPU node is terminated)" if rc.type == NODE_GROUP else "this resource"
+        if rc.type in EKS_CLUSTERS:
             what = "the EKS cluster (and everything running on it)"
-        if rc.type == "aws:ec2/placementGroup:PlacementGroup":
+        if rc.type == PLACEMENT_GROUP:
             what = "the placement group, and through the launch template the GPU nodes"
         warnings.append(f"replaces {what}: {', '.join(forced)}")
     rolled = sorted({p for p in inputs if _under(p, _ROLLS.get(rc.type, ()))})
@@ -231,7 +237,7 @@ def replacement_warnings(rc: ResourceChange) -> list[str]:
             "replaces the training run (running pods stop; the new run resumes from the latest checkpoint): "
             + ", ".join(restarted)
         )
-    if rc.type == _LAUNCH_TEMPLATE and inputs:
+    if rc.type == LAUNCH_TEMPLATE and inputs:
         # Any launch template change makes a new version; the node group follows latestVersion,
         # so its nodes roll (and a name change replaces the template, so the node group too).
         warnings.append("a new launch template version: the GPU node group rolls its nodes")

@@ -21,14 +21,18 @@ from __future__ import annotations
 import datetime
 import json
 import math
-from typing import Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from .. import catalog, pricing
 from ..plan_reader import (
     EFA,
+    EIP,
     EKS_CLUSTERS,
     GPU,
     HUGEPAGES_2MI,
+    KMS_KEY,
+    LUSTRE,
+    NAT_GATEWAY,
     NODE_GROUP_TYPES,
     PLACEMENT_GROUP,
     SUBNET,
@@ -37,10 +41,14 @@ from ..plan_reader import (
     inputs_of,
     k8s_objects,
     node_groups,
+    of_type,
     pod_requests,
     pod_templates,
     quantity,
 )
+
+if TYPE_CHECKING:
+    from ..config import StackSettings
 
 __all__ = ["efficiency_of", "efficiency_report", "render_efficiency", "dumps", "pod_requests", "quantity", "training_pods",
            "gpu_node_groups", "stack_cost_of", "NODE_GROUP_TYPES", "EKS_CLUSTERS"]
@@ -105,17 +113,17 @@ def _fraction(part: float, whole: float) -> Optional[float]:
 
 # --- what the whole stack bills -----------------------------------------------------------------
 
-NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
-EIP = "aws:ec2/eip:Eip"
-LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-KMS_KEY = "aws:kms/key:Key"
 # A managed node group without a launch template gets a 20 GiB gp2/gp3 root volume (EKS API
 # reference, CreateNodegroup diskSize: "defaults to 20 GiB").
 DEFAULT_NODE_DISK_GIB = 20
 _SCENARIOS = ("whileTraining", "idle", "atMax")
 
 
-def _item(item: str, names: list[str], unit: str, price: Any, quantities: Mapping[str, float]) -> dict[str, Any]:
+def _scenario_key(prefix: str, scenario: str) -> str:
+    return f"{prefix}{scenario[0].upper()}{scenario[1:]}"
+
+
+def _item(item: str, names: list[str], unit: str, price: pricing.ServicePrice, quantities: Mapping[str, float]) -> dict[str, Any]:
     """One cost line: ``quantities`` of ``unit`` per scenario, each at ``price`` (a ServicePrice)."""
     per_unit = price.usd_per_unit_hour
 
@@ -128,7 +136,7 @@ def _item(item: str, names: list[str], unit: str, price: Any, quantities: Mappin
         "unit": unit,
         "quantity": {k: quantities[k] for k in _SCENARIOS},
         "price": price.to_json(),
-        **{f"perHour{k[0].upper()}{k[1:]}": hourly(quantities[k]) for k in _SCENARIOS},
+        **{_scenario_key("perHour", k): hourly(quantities[k]) for k in _SCENARIOS},
     }
 
 
@@ -136,11 +144,7 @@ def _constant(count: float) -> dict[str, float]:
     return {k: count for k in _SCENARIOS}
 
 
-def _of(resources: list[Mapping[str, Any]], *types: str) -> list[Mapping[str, Any]]:
-    return [r for r in resources if r.get("type") in types]
-
-
-def _gpu_node_items(region: str, gpu_groups: list[NodeGroup], gpu_price: Any, gpu_nodes: Mapping[str, int]) -> list[dict[str, Any]]:
+def _gpu_node_items(region: str, gpu_groups: list[NodeGroup], gpu_price: pricing.ServicePrice, gpu_nodes: Mapping[str, int]) -> list[dict[str, Any]]:
     names = [g.name for g in gpu_groups]
     items = [_item("gpuNodes", names, "instance-hour", gpu_price, dict(gpu_nodes))]
     gpu_gib = max((g.template.volume_gib if g.template else 0.0 for g in gpu_groups), default=0.0)
@@ -170,22 +174,18 @@ def _shared_items(resources: list[Mapping[str, Any]], region: str) -> list[dict[
     items = []
     for item, type_, unit, price in (("natGateways", NAT_GATEWAY, "gateway-hour", pricing.nat_gateway),
                                      ("publicIpv4", EIP, "address-hour", pricing.public_ipv4)):
-        found = _of(resources, type_)
+        found = of_type(resources, type_)
         if found:
             items.append(_item(item, [r.get("name", "?") for r in found], unit, price(region), _constant(len(found))))
-    for fs in _of(resources, LUSTRE):
+    for fs in of_type(resources, LUSTRE):
         inputs = inputs_of(fs)
         price = pricing.fsx_lustre_per_gb(region, str(inputs.get("deploymentType")), str(inputs.get("storageType") or "SSD"),
                                           int(inputs.get("perUnitStorageThroughput") or 0))
         items.append(_item("sharedFilesystem", [fs.get("name", "?")], "GB-hour", price, _constant(float(inputs.get("storageCapacity") or 0))))
-    keys = _of(resources, KMS_KEY)
+    keys = of_type(resources, KMS_KEY)
     if keys:
         items.append(_item("kmsKeys", [r.get("name", "?") for r in keys], "key-hour", pricing.kms_key(region), _constant(len(keys))))
     return items
-
-
-def _scenario_key(prefix: str, scenario: str) -> str:
-    return f"{prefix}{scenario[0].upper()}{scenario[1:]}"
 
 
 def stack_cost_of(
@@ -193,7 +193,7 @@ def stack_cost_of(
     *,
     region: str,
     gpu_groups: list[NodeGroup],
-    gpu_price: Any,
+    gpu_price: pricing.ServicePrice,
     gpu_nodes: Mapping[str, int],
     on_date: str,
 ) -> dict[str, Any]:
@@ -202,7 +202,7 @@ def stack_cost_of(
     One rule for what has no price: the item's ``perHour*`` are null and ``price.reason`` says
     why; a total is null when any item is, and ``totalUnknownReason`` names those items."""
     items = _gpu_node_items(region, gpu_groups, gpu_price, gpu_nodes)
-    clusters = _of(resources, *EKS_CLUSTERS)
+    clusters = of_type(resources, *EKS_CLUSTERS)
     for cluster in clusters:
         version = str(inputs_of(cluster).get("version") or "")
         items.append(_item("controlPlane", [cluster.get("name", "?")], "cluster-hour",
@@ -270,7 +270,7 @@ def _strategies(resources: list[Mapping[str, Any]], names: list[str]) -> list[st
     """The strategy of each named placement group, ``existing`` for one the plan does not create."""
     # A placement group's id is its name (EC2), which the launch template refers to.
     registered: dict[str, Mapping[str, Any]] = {}
-    for r in _of(resources, PLACEMENT_GROUP):
+    for r in of_type(resources, PLACEMENT_GROUP):
         registered.update((key, r) for key in (r.get("id"), inputs_of(r).get("name")) if key)
     return sorted({str(inputs_of(registered.get(name)).get("strategy") or "existing") for name in names})
 
@@ -378,7 +378,15 @@ def efficiency_of(
     }
 
 
-def efficiency_report(plan: Any, settings: Any, on_date: Optional[str] = None) -> dict[str, Any]:
+class PlanLike(Protocol):
+    """What the report reads of an offline plan (``offline.plan.Plan``, which imports this module)."""
+
+    project: str
+    stack: str
+    resources: list[dict[str, Any]]
+
+
+def efficiency_report(plan: PlanLike, settings: StackSettings, on_date: Optional[str] = None) -> dict[str, Any]:
     """The efficiency report of an offline ``plan`` (``offline.plan.Plan``) of a stack with
     ``settings`` (``StackSettings``): the instance figures (with stack overrides), region and, for
     a subnet given by id, its AZ come from the settings; everything else from the plan."""

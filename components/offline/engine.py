@@ -12,7 +12,7 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.sync_await import _sync_await
 
-from ..plan_reader import SECRET, UNKNOWN
+from ..plan_reader import ROOT_STACK, SECRET, UNKNOWN
 from .fake_cloud import FakeCloud
 
 __all__ = ["SECRET", "UNKNOWN", "Registration", "RecordingMonitor", "Run", "run", "wire_value"]
@@ -84,7 +84,7 @@ class RecordingMonitor(mocks.MockMonitor):
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         """URNs as the engine makes them: children of the root stack carry no parent type."""
-        if parent and parent.split("::")[2] != "pulumi:pulumi:Stack":
+        if parent and parent.split("::")[2] != ROOT_STACK:
             type_ = parent.split("::")[2] + "$" + type_
         # Project and stack are the monitor's own: the runtime's settings live in a context
         # variable that the mock monitor's worker threads do not always see.
@@ -92,7 +92,7 @@ class RecordingMonitor(mocks.MockMonitor):
 
     def RegisterResource(self, request):  # noqa: N802 - the gRPC method's name
         response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == ROOT_STACK:
             return response
         inputs = wire_value(json_format.MessageToDict(request.object))
         property_urns = {urn for deps in request.propertyDependencies.values() for urn in deps.urns}

@@ -11,6 +11,34 @@ from typing import Any, Callable
 
 import pulumi
 
+from ..plan_reader import (
+    AWS_EKS_CLUSTER,
+    BUCKET,
+    BUCKET_V2,
+    DATA_REPOSITORY_ASSOCIATION,
+    EGRESS_RULE,
+    EIP,
+    EKS_CLUSTER,
+    IAM_POLICY,
+    IAM_ROLE,
+    INGRESS_RULE,
+    INTERNET_GATEWAY,
+    KMS_KEY,
+    KUBERNETES_PREFIX,
+    LAUNCH_TEMPLATE,
+    LUSTRE,
+    NAT_GATEWAY,
+    NODE_GROUP,
+    OIDC_PROVIDER,
+    PLACEMENT_GROUP,
+    ROUTE,
+    ROUTE_TABLE,
+    ROUTE_TABLE_ASSOCIATION,
+    SECURITY_GROUP,
+    SUBNET,
+    VPC,
+)
+
 ACCOUNT = "123456789012"
 
 
@@ -46,7 +74,7 @@ class FakeCloud(pulumi.runtime.Mocks):
         handler = _RESOURCES.get(typ)
         if handler is not None:
             resource_id, extra = handler(self, name, state)
-        elif typ.startswith("kubernetes:"):
+        elif typ.startswith(KUBERNETES_PREFIX):
             meta = state.get("metadata") or {}
             namespace = meta.get("namespace")
             resource_id = f"{namespace}/{meta.get('name', name)}" if namespace else meta.get("name", name)
@@ -180,30 +208,30 @@ def _aws_eks_cluster(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dic
 
 
 _RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
-    "aws:ec2/vpc:Vpc": _prefixed("vpc"),
-    "aws:ec2/subnet:Subnet": _prefixed("subnet"),
-    "aws:ec2/securityGroup:SecurityGroup": _prefixed("sg"),
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _prefixed("sgr"),
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _prefixed("sgr"),
-    "aws:ec2/internetGateway:InternetGateway": _prefixed("igw"),
-    "aws:ec2/natGateway:NatGateway": _prefixed("nat"),
-    "aws:ec2/eip:Eip": _prefixed("eipalloc"),
-    "aws:ec2/routeTable:RouteTable": _prefixed("rtb"),
-    "aws:ec2/route:Route": _prefixed("r"),
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": _prefixed("rtbassoc"),
-    "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
-    "aws:ec2/placementGroup:PlacementGroup": _placement_group,
-    "aws:iam/role:Role": _iam_role,
-    "aws:iam/policy:Policy": _iam_policy,
-    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _oidc_provider,
-    "aws:s3/bucket:Bucket": _bucket,
-    "aws:s3/bucketV2:BucketV2": _bucket,
-    "aws:kms/key:Key": _kms_key,
-    "aws:eks/nodeGroup:NodeGroup": _node_group,
-    "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre,
-    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": _data_repository_association,
-    "eks:index:Cluster": _eks_cluster,
-    "aws:eks/cluster:Cluster": _aws_eks_cluster,
+    VPC: _prefixed("vpc"),
+    SUBNET: _prefixed("subnet"),
+    SECURITY_GROUP: _prefixed("sg"),
+    INGRESS_RULE: _prefixed("sgr"),
+    EGRESS_RULE: _prefixed("sgr"),
+    INTERNET_GATEWAY: _prefixed("igw"),
+    NAT_GATEWAY: _prefixed("nat"),
+    EIP: _prefixed("eipalloc"),
+    ROUTE_TABLE: _prefixed("rtb"),
+    ROUTE: _prefixed("r"),
+    ROUTE_TABLE_ASSOCIATION: _prefixed("rtbassoc"),
+    LAUNCH_TEMPLATE: _launch_template,
+    PLACEMENT_GROUP: _placement_group,
+    IAM_ROLE: _iam_role,
+    IAM_POLICY: _iam_policy,
+    OIDC_PROVIDER: _oidc_provider,
+    BUCKET: _bucket,
+    BUCKET_V2: _bucket,
+    KMS_KEY: _kms_key,
+    NODE_GROUP: _node_group,
+    LUSTRE: _lustre,
+    DATA_REPOSITORY_ASSOCIATION: _data_repository_association,
+    EKS_CLUSTER: _eks_cluster,
+    AWS_EKS_CLUSTER: _aws_eks_cluster,
 }
 
 

@@ -12,13 +12,19 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import yaml
 
 from .. import config as config_mod
+from ..loading import settings_from_config
 from . import engine
 from .stack_config import StackConfig
+from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
+
+if TYPE_CHECKING:
+    from ..placeholders import Placeholder
+    from ..policies import Violation
 
 PLAN_FILE = "plan.json"
 MANIFESTS = "manifests"
@@ -32,7 +38,7 @@ class OutputError(ValueError):
     """An --out folder the plan cannot write."""
 
 # Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).
-_NOT_MANIFESTS = ("kubernetes:helm.sh/", "pulumi:providers:")
+_NOT_MANIFESTS = (HELM_PREFIX, PROVIDER_PREFIX)
 
 
 @dataclass
@@ -44,7 +50,7 @@ class Plan:
     warnings: list[str]
     settings: config_mod.StackSettings | None = None
     """The validated settings the plan ran with (not part of plan.json); feeds the efficiency report."""
-    placeholders: list[Any] = field(default_factory=list)
+    placeholders: list[Placeholder] = field(default_factory=list)
     """Example values to replace before ``pulumi up`` (``rlinf_eks.placeholders``; not part of plan.json)."""
 
     def to_json(self) -> dict[str, Any]:
@@ -66,7 +72,7 @@ class Plan:
 
 
 def is_manifest(resource: dict[str, Any]) -> bool:
-    return resource["type"].startswith("kubernetes:") and not resource["type"].startswith(_NOT_MANIFESTS)
+    return resource["type"].startswith(KUBERNETES_PREFIX) and not resource["type"].startswith(_NOT_MANIFESTS)
 
 
 def manifest_file_name(obj: dict[str, Any]) -> str:
@@ -77,10 +83,7 @@ def manifest_file_name(obj: dict[str, Any]) -> str:
 
 def settings_of(stack_config: StackConfig) -> config_mod.StackSettings:
     """Validate the stack's config exactly as the program will (raises ConfigError)."""
-    return config_mod.settings_from_config(stack_config.values, stack_config.stack)
-
-
-SECRET_KEYS = config_mod.SECRET_KEYS
+    return settings_from_config(stack_config.values, stack_config.stack)
 
 
 def make_plan(stack_config: StackConfig) -> Plan:
@@ -165,7 +168,7 @@ def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:
     return efficiency_report(plan, plan.settings) if plan.settings is not None else None
 
 
-def violations_of_plan(plan: Plan) -> list[Any]:
+def violations_of_plan(plan: Plan) -> list[Violation]:
     """The policies (rlinf_eks.policies, the same functions as the CrossGuard pack) over the plan."""
     from .. import policies
 

@@ -15,29 +15,19 @@ from datetime import datetime, timezone
 from typing import Optional
 
 from ..config import CapacityBlockSettings, StackSettings
-from ..trainers import TrainerLaunch, launch_for
+from ..trainers.base import COMPLETE_MARKER
 from ..workload import exit_codes, fabric, manual, progress, scripts
-from ..workload.pod import pod_shape, run_paths
-
-
-def _launch(settings: StackSettings, stack: str) -> Optional[TrainerLaunch]:
-    if not settings.workload.enabled:
-        return None
-    paths = run_paths(settings, stack, shared=settings.shared_filesystem)
-    return launch_for(
-        settings,
-        nnodes=settings.gpu_nodes.node_count,
-        gpus_per_node=pod_shape(settings, sync=not paths.shared).pod.gpus,
-        log_dir=paths.log_dir,
-        checkpoint_dir=paths.checkpoint_dir,
-    )
+from ..workload.env import NCCL_NET
+from ..workload.run import efa_enabled, resolve_run
 
 
 def checkpoint_lines(settings: StackSettings, stack: str) -> list[str]:
-    launch = _launch(settings, stack)
-    if launch is None:
+    if not settings.workload.enabled:
         return []
-    paths = run_paths(settings, stack, shared=settings.shared_filesystem)
+    # the run RlinfTraining builds, resolved by the same function (W&B logging aside: it needs the
+    # secret, and has no bearing on checkpoints or resume)
+    run = resolve_run(settings, stack)
+    paths, launch = run.paths, run.launch
     where = (
         f"on FSx under {paths.root} (exported to s3://<bucket>/{paths.s3_prefix}/)"
         if paths.shared
@@ -49,7 +39,7 @@ def checkpoint_lines(settings: StackSettings, stack: str) -> list[str]:
     never = "resumed from (the S3 export holds it unmarked)" if paths.shared else "uploaded, restored or resumed from"
     lines = [
         f"checkpoints: {where}; a global_step_N counts once the launcher marks it complete "
-        f"({scripts.COMPLETE_MARKER}: a newer step exists, veRL's latest_checkpointed_iteration.txt names it, "
+        f"({COMPLETE_MARKER}: a newer step exists, veRL's latest_checkpointed_iteration.txt names it, "
         f"or the trainer exited 0); a save cut off by a fault is never {never}",
     ]
     if launch.resume is not None:
@@ -154,10 +144,10 @@ def _duration(seconds: float) -> str:
 def fabric_lines(settings: StackSettings) -> list[str]:
     if not settings.workload.enabled:
         return []
-    if pod_shape(settings, sync=False).efa == 0:
+    if not efa_enabled(settings):
         return ["fabric: no EFA on these nodes: NCCL uses TCP sockets (nothing pinned, no fabric check)"]
     return [
-        f"fabric: NCCL_NET={fabric.NCCL_NET!r} (no fallback to sockets); a fabric-check init container fails a pod whose "
+        f"fabric: NCCL_NET={NCCL_NET!r} (no fallback to sockets); a fabric-check init container fails a pod whose "
         f"EFA devices, libfabric efa domains or NCCL net plugin are missing within a minute (fi_info bounded to "
         f"{fabric.FI_INFO_TIMEOUT_SECONDS}s; exit {exit_codes.FABRIC_FAILED})",
         f"fabric: torch tears down a process on an NCCL error or timeout (TORCH_NCCL_ASYNC_ERROR_HANDLING=1); its "

@@ -11,24 +11,27 @@
     launch.shell()    # shlex-quoted command line
     launch.script()   # sh: cd workdir, resume from the newest checkpoint if any, exec the trainer
 
-One module per dialect (verl_ppo, rlinf_embodied, rlinf_reasoning), each with ``launch(...)``
-and ``world_size_problems(settings, world)``. Generated overrides come first, then
+One module per dialect (verl_ppo, rlinf_embodied, rlinf_reasoning), each a
+:class:`~.base.TrainerDialect`: its name, default config name and rollout backends,
+``launch(...)`` and ``world_size_problems(settings, world)``. ``TRAINER_RULES`` are the stack
+rules the loading step (rlinf_eks.loading) runs: the dialect's rollout backend and world sizes. Generated overrides come first, then
 ``workload.trainer.batch`` as ``key=value``, then ``workload.trainer.overrides`` (the user wins).
 Every generated key exists in the reference trainer configs (tests compose them with Hydra).
 """
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Optional
 
-from ..config import ConfigError, StackSettings
-from . import rlinf_embodied, rlinf_reasoning, verl_ppo
-from .base import DEFAULT_CONFIG_NAMES, Resume, TrainerLaunch, World, config_name_of
+from ..config import ConfigError, StackRule, StackSettings
+from ..config.errors import problem_line
+from . import verl_ppo, rlinf_embodied, rlinf_reasoning  # noqa: F401, I001 (each registers its dialect, in this order)
+from .base import DIALECTS, Resume, TrainerDialect, TrainerLaunch, World, config_name_of
 
-__all__ = ["DEFAULT_CONFIG_NAMES", "DIALECTS", "Resume", "TrainerLaunch", "World", "check_world_size", "config_name_of", "launch_for"]
-
-DIALECTS: dict[str, ModuleType] = {m.DIALECT: m for m in (verl_ppo, rlinf_embodied, rlinf_reasoning)}
+__all__ = [
+    "DIALECTS", "Resume", "TRAINER_RULES", "TrainerDialect", "TrainerLaunch", "World", "check_world_size",
+    "config_name_of", "launch_for",
+]  # fmt: skip
 
 
 def check_world_size(settings: StackSettings, nnodes: int, gpus_per_node: int) -> list[str]:
@@ -37,6 +40,26 @@ def check_world_size(settings: StackSettings, nnodes: int, gpus_per_node: int) -
     stack does not set are checked at the reference config's default for known config names."""
     world = World(nnodes, gpus_per_node)
     return DIALECTS[settings.workload.trainer.dialect].world_size_problems(settings, world)
+
+
+def _rollout_backend(settings: StackSettings, stack: Optional[str]) -> list[str]:
+    """The dialect runs the stack's rollout backend."""
+    dialect, backend = DIALECTS[settings.workload.trainer.dialect], settings.workload.rollout.backend
+    return [] if backend in dialect.rollout_backends else [problem_line("workload.rollout.backend", backend, dialect.unsupported_backend)]
+
+
+def _world_size(settings: StackSettings, stack: Optional[str]) -> list[str]:
+    """An enabled workload's sizes fit the GPU nodes."""
+    if not settings.workload.enabled:
+        return []
+    return check_world_size(settings, settings.gpu_nodes.node_count, settings.gpu_nodes.instance.gpus)
+
+
+TRAINER_RULES: tuple[StackRule, ...] = (
+    StackRule(("workload",), _rollout_backend),
+    StackRule(("workload", "gpuNodes"), _world_size),
+)
+"""The trainers' stack rules; rlinf_eks.loading runs them after config's STACK_RULES."""
 
 
 def launch_for(

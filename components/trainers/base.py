@@ -1,5 +1,6 @@
-"""What every trainer dialect shares: the launch it returns, the world it runs on, and where a
-batch value came from (the reference config, ``workload.trainer.batch`` or a user override)."""
+"""What every trainer dialect shares: the protocol a dialect implements and the registry of
+dialects, the launch it returns, the world it runs on, and where a batch value came from (the
+reference config, ``workload.trainer.batch`` or a user override)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import glob
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Protocol
 
 from ..config import StackSettings, TrainerSettings
 
@@ -41,8 +42,6 @@ class TrainerLaunch:
     (PYTHONPATH holds only the trainer checkout: prepend it to the image's own PYTHONPATH);
     ``workdir``: run ``argv`` from here; ``warnings``: things the plan should show;
     ``resume``: how to resume from the latest checkpoint, None when the dialect cannot;
-    ``ray_head_required``: the driver connects to a running Ray (``ray.init(address="auto")``)
-    even on one node, so the launcher must start ``ray start --head`` first;
     ``checkpoint_patterns``: Python glob patterns of every ``global_step_<N>`` directory the
     trainer writes (the launcher marks the complete ones), whether or not it can resume;
     ``resume_note``: for the plan, why a dialect without ``resume`` cannot resume.
@@ -53,7 +52,6 @@ class TrainerLaunch:
     workdir: str
     warnings: list[str] = field(default_factory=list)
     resume: Optional[Resume] = None
-    ray_head_required: bool = False
     checkpoint_patterns: tuple[str, ...] = ()
     resume_note: str = ""
 
@@ -108,18 +106,42 @@ class World:
         return self.nnodes * self.gpus_per_node
 
 
-# workload.trainer.configName when the stack leaves it out: each dialect's reference config
-# (the ones tests/test_trainers.py composes with Hydra).
-DEFAULT_CONFIG_NAMES: dict[str, str] = {
-    "verl-ppo": "ppo_trainer",
-    "rlinf-embodied": "maniskill_ppo_openvlaoft",
-    "rlinf-reasoning": "qwen2.5-1.5b-grpo-fsdp",
-}
+class TrainerDialect(Protocol):
+    """What a trainer dialect (one module of this package) provides."""
+
+    name: str
+    """workload.trainer.dialect (config's Dialect)."""
+    default_config_name: str
+    """workload.trainer.configName when the stack leaves it out: the dialect's reference config
+    (one tests/test_trainers.py composes with Hydra)."""
+    rollout_backends: tuple[str, ...]
+    """The workload.rollout.backend values the dialect runs."""
+    unsupported_backend: str
+    """The problem line's message for any other backend."""
+
+    def launch(
+        self, settings: StackSettings, world: World, *, log_dir: str, checkpoint_dir: str, model_path: Optional[str], wandb: bool
+    ) -> TrainerLaunch:
+        """The trainer's command line on ``world``."""
+        ...
+
+    def world_size_problems(self, settings: StackSettings, world: World) -> list[str]:
+        """Batch and environment sizes that do not fit ``world``, one problem line each."""
+        ...
+
+
+DIALECTS: dict[str, TrainerDialect] = {}
+"""Every dialect by name; each dialect module registers itself (the package imports them all)."""
+
+
+def register(dialect: TrainerDialect) -> TrainerDialect:
+    DIALECTS[dialect.name] = dialect
+    return dialect
 
 
 def config_name_of(trainer: TrainerSettings) -> str:
     """The Hydra config name the trainer runs: workload.trainer.configName, else the dialect's default."""
-    return trainer.config_name or DEFAULT_CONFIG_NAMES[trainer.dialect]
+    return trainer.config_name or DIALECTS[trainer.dialect].default_config_name
 
 
 @dataclass(frozen=True)

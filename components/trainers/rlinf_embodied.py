@@ -1,9 +1,9 @@
 """rlinf-embodied: RLinf v0.3 VLA training (``examples/embodiment/train_embodied_agent.py``).
 
-HuggingFace rollout only (config.py rejects vllm/sglang). The config needs ``EMBODIED_PATH``
-(its ``hydra.searchpath`` reads it), MuJoCo/PyOpenGL render headless with EGL, and the driver
-calls ``ray.init(address="auto")`` and waits for ``cluster.num_nodes`` nodes (field notes,
-section 3). Checkpoints go under the log path (``<log_path>[/<experiment>]/checkpoints/
+HuggingFace rollout only (``RlinfEmbodied.rollout_backends``: the loading step rejects vllm and
+sglang). The config needs ``EMBODIED_PATH`` (its ``hydra.searchpath`` reads it), MuJoCo/PyOpenGL
+render headless with EGL, and the driver calls ``ray.init(address="auto")`` and waits for
+``cluster.num_nodes`` nodes (field notes, section 3). Checkpoints go under the log path (``<log_path>[/<experiment>]/checkpoints/
 global_step_<N>``, RLinf's embodied runner); ``runner.resume_dir`` takes one to resume.
 """
 
@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..config import StackSettings
 from . import rlinf_common as common
-from .base import config_name_of, TrainerLaunch, World, batch_overrides
+from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, config_name_of, register
 
 DIALECT = "rlinf-embodied"
 SCRIPT = "examples/embodiment/train_embodied_agent.py"
@@ -84,7 +84,6 @@ def launch(
         workdir=trainer.workdir,
         warnings=common.placement_warnings(settings, REFERENCE, world),
         resume=common.resume(settings, log_dir),
-        ray_head_required=True,
         checkpoint_patterns=common.checkpoint_patterns(settings, log_dir),
     )
 
@@ -118,3 +117,17 @@ def world_size_problems(settings: StackSettings, world: World) -> list[str]:
             )
         )
     return problems
+
+
+class RlinfEmbodied:
+    """This module as a TrainerDialect."""
+
+    name = DIALECT
+    default_config_name = "maniskill_ppo_openvlaoft"
+    rollout_backends = ("hf",)
+    unsupported_backend = "RLinf embodied training rolls out with HuggingFace only: use hf"
+    launch = staticmethod(launch)
+    world_size_problems = staticmethod(world_size_problems)
+
+
+TRAINER: TrainerDialect = register(RlinfEmbodied())

@@ -1,7 +1,7 @@
 """rlinf-reasoning: RLinf v0.3 math GRPO (``examples/reasoning/main_grpo.py``), rolling out with
-vLLM or SGLang (config.py rejects hf). The driver calls ``ray.init(address="auto")`` and waits
-for ``cluster.num_nodes`` nodes (field notes, section 3). Checkpoints go under the log path;
-``runner.resume_dir`` takes one to resume.
+vLLM or SGLang (``RlinfReasoning.rollout_backends``: the loading step rejects hf). The driver
+calls ``ray.init(address="auto")`` and waits for ``cluster.num_nodes`` nodes (field notes,
+section 3). Checkpoints go under the log path; ``runner.resume_dir`` takes one to resume.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Optional
 
 from ..config import StackSettings
 from . import rlinf_common as common
-from .base import config_name_of, TrainerLaunch, World, batch_overrides
+from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, config_name_of, register
 
 DIALECT = "rlinf-reasoning"
 SCRIPT = "examples/reasoning/main_grpo.py"
@@ -78,7 +78,6 @@ def launch(
         workdir=trainer.workdir,
         warnings=common.placement_warnings(settings, REFERENCE, world),
         resume=common.resume(settings, log_dir),
-        ray_head_required=True,
         checkpoint_patterns=common.checkpoint_patterns(settings, log_dir),
     )
 
@@ -110,3 +109,17 @@ def world_size_problems(settings: StackSettings, world: World) -> list[str]:
             f"algorithm.training_batch_size_per_gpu x actor world size = {per_gpu.value} x {ranks['actor']} = {step}",
         )
     ]
+
+
+class RlinfReasoning:
+    """This module as a TrainerDialect."""
+
+    name = DIALECT
+    default_config_name = "qwen2.5-1.5b-grpo-fsdp"
+    rollout_backends = ("vllm", "sglang")
+    unsupported_backend = "RLinf reasoning rolls out with vllm or sglang"
+    launch = staticmethod(launch)
+    world_size_problems = staticmethod(world_size_problems)
+
+
+TRAINER: TrainerDialect = register(RlinfReasoning())

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..config import StackSettings
-from .base import config_name_of, TrainerLaunch, Value, World, batch_overrides, effective_sizes, pattern_under, problem
+from .base import TrainerDialect, TrainerLaunch, Value, World, batch_overrides, config_name_of, effective_sizes, pattern_under, problem, register
 
 DIALECT = "verl-ppo"
 MODULE = "verl.trainer.main_ppo"
@@ -154,3 +154,17 @@ def _floor_division_warnings(settings: StackSettings, world: World) -> list[str]
 
 def _sizes(settings: StackSettings) -> dict[str, Value]:
     return effective_sizes(settings, DIVIDED_BY_WORLD.get(config_name_of(settings.workload.trainer), {}))
+
+
+class VerlPpo:
+    """This module as a TrainerDialect."""
+
+    name = DIALECT
+    default_config_name = "ppo_trainer"
+    rollout_backends = ("hf", "vllm")
+    unsupported_backend = "the verl-ppo dialect supports hf or vllm"
+    launch = staticmethod(launch)
+    world_size_problems = staticmethod(world_size_problems)
+
+
+TRAINER: TrainerDialect = register(VerlPpo())

@@ -5,10 +5,18 @@ Launchers (``workload.launcher``):
   with ``workload.restart.maxRestarts`` > 0 a JobSet ``training`` around that Job (gang restart);
 - ``kuberay`` (:mod:`.rayjob`): RayCluster ``rlinf-cluster`` / RayJob ``rlinf-training``.
 
-Every Ray pod (:mod:`.pod`, :mod:`.template`): the catalog's pod shape, EFA and NCCL env, the
-shared filesystem or S3-synced checkpoints, secrets by reference, optional preflight
-(:mod:`.preflight`). The launch scripts (:mod:`.scripts`) live in a ConfigMap, so the user's
-image needs no change.
+The run is resolved once (:mod:`.run`: paths, pod shape, model staging, pod names, the trainer's
+launch) and everything here is built from it. Every Ray pod (:mod:`.template`): the catalog's pod
+shape, EFA and NCCL env (:mod:`.env`), the fabric check (:mod:`.fabric`), the shared filesystem
+or S3-synced checkpoints (:mod:`.checkpoint_sync`), secrets by reference, optional preflight
+(:mod:`.preflight`) and model staging (:mod:`.staging`). The launch scripts (:mod:`.scripts`)
+live in a ConfigMap, so the user's image needs no change.
+
+The modules form a one-way stack, each importing only those below it: :mod:`.kube` (Kubernetes
+object helpers) and :mod:`.scripts` (script rendering) at the bottom; :mod:`.manual`; :mod:`.run`;
+:mod:`.env`; :mod:`.fabric`, :mod:`.checkpoint_sync`, :mod:`.preflight`, :mod:`.staging`;
+:mod:`.template`; :mod:`.rayjob`, :mod:`.watchdog`, :mod:`.progress`, :mod:`.network_policy`;
+this package.
 """
 
 from __future__ import annotations
@@ -21,27 +29,18 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..config import StackSettings
-from ..trainers import TrainerLaunch, launch_for
+from ..jobset import JobSetController
+from ..kuberay import KubeRayOperator
+from ..loading import parse
 from . import fabric, manual, network_policy, progress, rayjob, scripts, watchdog
-from .pod import (
-    APP_LABELS,
-    RAY_CONTAINER,
-    SCRIPTS_DIR,
-    SECRET_ENV,
-    STATE_DIR,
-    RunPaths,
-    meta,
-    plain_env,
-    pod_shape,
-    run_paths,
-    to_manifest,
-    trainer_pythonpath,
-)
+from .env import SECRET_ENV, plain_env, trainer_pythonpath
+from .kube import APP_LABELS, RAY_CONTAINER, SCRIPTS_DIR, STATE_DIR, meta, to_manifest
 from .preflight import PREFLIGHT_SCRIPT, preflight_script
-from .staging import STAGE_SCRIPT, model_staging, stage_script
+from .run import Run, resolve_run
+from .staging import STAGE_SCRIPT, stage_script
 from .template import RayPodInputs, ray_pod_template
 
-__all__ = ["RlinfTraining", "launch_scripts"]
+__all__ = ["RlinfTraining", "Run", "launch_scripts", "resolve_run"]
 
 LAUNCH_CONFIG_MAP = "rlinf-launch"
 SECRET_NAME = "rlinf-training-secrets"
@@ -51,20 +50,18 @@ TRAINER_SCRIPT = "trainer.sh"
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 
-def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPaths, *, nnodes: int) -> dict[str, str]:
+def launch_scripts(run: Run) -> dict[str, str]:
     """The ConfigMap's files, by name."""
-    shared = paths.shared
-    shape = pod_shape(settings, sync=not shared)
+    settings, launch, paths, shape, names, nnodes = run.settings, run.launch, run.paths, run.shape, run.names, run.nnodes
     pythonpath = trainer_pythonpath(settings, launch.env)
     files = {TRAINER_SCRIPT: launch.script()}
-    names = manual.pod_names(settings.workload.uses_jobset)
     if settings.workload.launcher == "manual":
         files["launch.sh"] = scripts.manual_launch(
             nnodes=nnodes,
             gpus_per_node=shape.pod.gpus,
             cpus_per_node=shape.ray_cpus,
             object_store_bytes=shape.object_store_bytes,
-            head_host=names.head_host(),
+            head_host=run.head_host,
             ray_port=manual.RAY_GCS_PORT,
             join_timeout_seconds=settings.workload.join_timeout_seconds,
             grace_seconds=settings.workload.termination_grace_period_seconds,
@@ -82,7 +79,7 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
     if shape.efa:
         files[fabric.FABRIC_CHECK_SCRIPT] = fabric.fabric_check_script(settings, shape=shape)
     if settings.preflight.enabled:
-        multi_node = settings.workload.launcher == "manual" and nnodes > 1 and shared
+        multi_node = settings.workload.launcher == "manual" and nnodes > 1 and run.shared
         files[PREFLIGHT_SCRIPT] = preflight_script(
             settings,
             shape=shape,
@@ -99,9 +96,9 @@ def launch_scripts(settings: StackSettings, launch: TrainerLaunch, paths: RunPat
             deadline_seconds=settings.workload.manual.pre_running_deadline_seconds,
             not_before=settings.gpu_nodes.scheduled_start,
         )
-    if model_staging(settings, shared) is not None:
+    if run.staging is not None:
         files[STAGE_SCRIPT] = stage_script()
-    if not shared:
+    if not run.shared:
         files["restore.sh"] = scripts.restore()
         files["sync.sh"] = scripts.sync()
     return files
@@ -115,17 +112,51 @@ def _fingerprint(files: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _check_shared_filesystem(settings: StackSettings, claim: Optional[pulumi.Input[str]]) -> None:
+    """The settings decide whether the run has the shared filesystem; the claim must agree."""
+    wanted = settings.shared_filesystem
+    if wanted == (claim is not None):
+        return
+    enabled = settings.storage.shared_filesystem.enabled
+    why = (
+        f"storage.sharedFilesystem.enabled: {'unset' if enabled is None else str(enabled).lower()}, "
+        f"gpuNodes.nodeCount: {settings.gpu_nodes.node_count}; unset means on for more than one node"
+    )
+    if wanted:
+        raise ValueError(
+            f"RlinfTraining: the settings use the shared filesystem ({why}) but no shared_volume_claim was given: "
+            "pass the SharedFilesystem's claim_name"
+        )
+    raise ValueError(
+        f"RlinfTraining: a shared_volume_claim was given but the settings do not use the shared filesystem ({why}): "
+        "drop the claim, or set storage.sharedFilesystem.enabled: true"
+    )
+
+
 class RlinfTraining(pulumi.ComponentResource):
-    """The training run of a stack.
+    """The training run of a stack, built from its :class:`Run` (:func:`resolve_run`).
 
-    Arguments: ``settings`` (``StackSettings`` or its camelCase mapping; launcher, image, trainer,
-    preflight, storage from there); ``service_account_name`` (IRSA service account, training-sa);
-    ``bucket_name`` (checkpoint bucket); ``shared_volume_claim`` (FSx claim, None: checkpoints
-    synced to s3://<bucket>/<stack>/); ``hf_token`` / ``wandb_api_key`` (secret Outputs, None when
-    unset); ``operator`` (the KubeRayOperator, required by launcher kuberay). ``opts`` carries the
-    cluster's Kubernetes provider.
+    Args:
+        settings: ``StackSettings`` (or a mapping with its camelCase keys): launcher, image,
+            trainer, preflight and storage come from there, and so does whether the run has the
+            shared filesystem (``StackSettings.shared_filesystem``).
+        service_account_name: the IRSA service account the training pods run as (training-sa).
+        bucket_name: the checkpoint bucket.
+        shared_volume_claim: the shared filesystem's PersistentVolumeClaim (the SharedFilesystem's
+            ``claim_name``): given exactly when the settings use the shared filesystem, else
+            ValueError. Without the shared filesystem, checkpoints are synced to
+            s3://<bucket>/<stack>/.
+        hf_token: the Hugging Face token, a secret Output; None when unset.
+        wandb_api_key: the W&B API key, a secret Output; None when unset (the trainer then does not
+            log to W&B).
+        operator: the KubeRayOperator (launcher kuberay): the RayCluster and RayJob depend on its
+            Helm release. None: no such dependency.
+        jobset: the JobSetController, required by the manual launcher with
+            ``workload.restart.maxRestarts`` > 0 (the JobSet depends on its Helm release).
+        opts: carries the cluster's Kubernetes provider.
 
-    Outputs: ``entrypoint`` (the trainer's command line), ``launch`` (the TrainerLaunch, plain).
+    Outputs: ``entrypoint`` (the trainer's command line), ``launch`` (the TrainerLaunch, plain) and
+    ``run`` (the :class:`Run`, plain).
     """
 
     entrypoint: pulumi.Output[str]
@@ -140,30 +171,18 @@ class RlinfTraining(pulumi.ComponentResource):
         shared_volume_claim: Optional[pulumi.Input[str]] = None,
         hf_token: Optional[pulumi.Input[str]] = None,
         wandb_api_key: Optional[pulumi.Input[str]] = None,
-        operator: Optional[Any] = None,
-        jobset: Optional[Any] = None,
+        operator: Optional[KubeRayOperator] = None,
+        jobset: Optional[JobSetController] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:RlinfTraining", name, None, opts)
         if not isinstance(settings, StackSettings):
-            settings = StackSettings.model_validate(settings)
-        self._settings = settings
+            settings = parse(settings, pulumi.get_stack())  # every rule, the trainers' too: one ConfigError
+        _check_shared_filesystem(settings, shared_volume_claim)
         wl = settings.workload
         namespace = wl.namespace
-        nnodes = settings.gpu_nodes.node_count
-        paths = run_paths(settings, pulumi.get_stack(), shared=shared_volume_claim is not None)
-        shape = pod_shape(settings, sync=not paths.shared)
-        staging = model_staging(settings, paths.shared)
-        self.launch = launch_for(
-            settings,
-            nnodes=nnodes,
-            gpus_per_node=shape.pod.gpus,
-            log_dir=paths.log_dir,
-            checkpoint_dir=paths.checkpoint_dir,
-            # derived from workload.model.source, never typed twice (else trainer.modelPath)
-            model_path=staging.model_dir if staging is not None else None,
-            wandb=wandb_api_key is not None,
-        )
+        self.run = run = resolve_run(settings, pulumi.get_stack(), wandb=wandb_api_key is not None)
+        self.launch = run.launch
         for warning in self.launch.warnings:
             pulumi.log.warn(warning, self)
         child = pulumi.ResourceOptions(parent=self)
@@ -178,7 +197,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 opts=child,
             )
 
-        files = launch_scripts(settings, self.launch, paths, nnodes=nnodes)
+        files = launch_scripts(run)
         k8s.core.v1.ConfigMap(
             f"{name}-launch",
             metadata=meta.ObjectMetaArgs(name=LAUNCH_CONFIG_MAP, namespace=namespace, labels=dict(APP_LABELS)),
@@ -186,25 +205,21 @@ class RlinfTraining(pulumi.ComponentResource):
             opts=child,
         )
         pod_inputs = RayPodInputs(
-            settings=settings,
-            shape=shape,
-            paths=paths,
-            plain_env=plain_env(settings, self.launch.env, paths),
+            run=run,
+            plain_env=plain_env(settings, run.launch.env, run.paths),
             secret_name=SECRET_NAME if secret_values else None,
             secret_keys=sorted(secret_values),
             service_account=service_account_name,
             claim_name=shared_volume_claim,
             bucket_name=bucket_name,
             config_map=LAUNCH_CONFIG_MAP,
-            preflight=settings.preflight.enabled,
-            staging=staging,
         )
         # a changed script means a new run: the Job's template changes, so Pulumi replaces the Job
         annotations = {"rlinf-eks/launch-sha256": _fingerprint(files)}
         if wl.launcher == "manual":
-            self._manual(name, namespace, nnodes, pod_inputs, annotations, jobset)
+            self._manual(name, namespace, pod_inputs, annotations, jobset)
         else:
-            self._kuberay(name, namespace, nnodes, pod_inputs, annotations, operator)
+            self._kuberay(name, namespace, pod_inputs, annotations, operator)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
             metadata=meta.ObjectMetaArgs(name=network_policy.NAME, namespace=namespace, labels=dict(APP_LABELS)),
@@ -222,11 +237,11 @@ class RlinfTraining(pulumi.ComponentResource):
         self.register_outputs({"entrypoint": self.entrypoint})
 
     def _manual(
-        self, name: str, namespace: str, nnodes: int, pod_inputs: RayPodInputs, annotations: dict[str, str], jobset: Optional[Any]
+        self, name: str, namespace: str, pod_inputs: RayPodInputs, annotations: dict[str, str], jobset: Optional[JobSetController]
     ) -> None:
-        settings = pod_inputs.settings
+        run = pod_inputs.run
+        settings = run.settings
         restarts = settings.workload.uses_jobset
-        names = manual.pod_names(restarts)
         depends: list[pulumi.Resource] = []
         if restarts:
             if jobset is None:
@@ -253,7 +268,7 @@ class RlinfTraining(pulumi.ComponentResource):
             first_init_containers=[manual.backoff_container(settings)] if restarts else (),
         )
         job_spec = manual.job_spec(
-            nnodes=nnodes,
+            nnodes=run.nnodes,
             template=template,
             kubernetes_version=settings.cluster.kubernetes_version,
             active_deadline_seconds=settings.workload.manual.active_deadline_seconds,
@@ -261,9 +276,9 @@ class RlinfTraining(pulumi.ComponentResource):
         )
         # a Job's template is immutable and its name fixed: a new run replaces it, delete first
         run_opts = pulumi.ResourceOptions(parent=self, depends_on=depends, delete_before_replace=True)
-        run: pulumi.Resource
+        job: pulumi.Resource
         if restarts:
-            run = k8s.apiextensions.CustomResource(
+            job = k8s.apiextensions.CustomResource(
                 f"{name}-jobset",
                 api_version="jobset.x-k8s.io/v1alpha2",
                 kind="JobSet",
@@ -272,7 +287,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 opts=run_opts,
             )
         else:
-            run = k8s.batch.v1.Job(
+            job = k8s.batch.v1.Job(
                 f"{name}-job",
                 metadata=meta.ObjectMetaArgs(name=manual.JOB_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
                 spec=job_spec,
@@ -280,10 +295,10 @@ class RlinfTraining(pulumi.ComponentResource):
             )
         if watchdog.enabled(settings):
             self._watchdog(
-                name, namespace, run, names.job, pulumi.Output.from_input(to_manifest(job_spec)).apply(watchdog.training_job_fingerprint)
+                name, namespace, job, run.names.job, pulumi.Output.from_input(to_manifest(job_spec)).apply(watchdog.training_job_fingerprint)
             )
 
-    def _watchdog(self, name: str, namespace: str, run: pulumi.Resource, job_name: str, training_job_sha: pulumi.Output[str]) -> None:
+    def _watchdog(self, name: str, namespace: str, job: pulumi.Resource, job_name: str, training_job_sha: pulumi.Output[str]) -> None:
         """The pre-running deadline of the manual Job (see :mod:`.watchdog`); in a JobSet, of its
         child Job (first attempt: the watchdog ends once every pod has run)."""
         child = pulumi.ResourceOptions(parent=self)
@@ -309,15 +324,16 @@ class RlinfTraining(pulumi.ComponentResource):
                 name=watchdog.WATCHDOG_NAME, namespace=namespace, labels=labels, annotations=dict(SKIP_AWAIT)
             ),
             spec=watchdog.watchdog_job_spec(
-                self._settings, config_map=LAUNCH_CONFIG_MAP, script_key=watchdog.WATCHDOG_SCRIPT, training_job_sha=training_job_sha
+                self.run.settings, config_map=LAUNCH_CONFIG_MAP, script_key=watchdog.WATCHDOG_SCRIPT, training_job_sha=training_job_sha
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[run, account, role, binding], delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[job, account, role, binding], delete_before_replace=True),
         )
 
     def _kuberay(
-        self, name: str, namespace: str, nnodes: int, pod_inputs: RayPodInputs, annotations: dict[str, str], operator: Optional[Any]
+        self, name: str, namespace: str, pod_inputs: RayPodInputs, annotations: dict[str, str], operator: Optional[KubeRayOperator]
     ) -> None:
-        settings = pod_inputs.settings
+        run = pod_inputs.run
+        settings = run.settings
         labels = dict(rayjob.POD_LABELS)
         head = to_manifest(
             ray_pod_template(pod_inputs, container_name=rayjob.HEAD_CONTAINER, command=None, labels=labels, annotations=annotations)
@@ -325,7 +341,7 @@ class RlinfTraining(pulumi.ComponentResource):
         worker = to_manifest(
             ray_pod_template(pod_inputs, container_name=rayjob.WORKER_CONTAINER, command=None, labels=labels, annotations=annotations)
         )
-        cluster_spec = rayjob.ray_cluster_spec(settings, shape=pod_inputs.shape, nnodes=nnodes, head_template=head, worker_template=worker)
+        cluster_spec = rayjob.ray_cluster_spec(settings, shape=run.shape, nnodes=run.nnodes, head_template=head, worker_template=worker)
         depends = [operator.release] if operator is not None else []
         cr_opts = pulumi.ResourceOptions(parent=self, depends_on=depends, delete_before_replace=True)
         embedded = settings.workload.rayjob.cluster == "embedded"
@@ -338,7 +354,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 spec=cluster_spec,
                 opts=cr_opts,
             )
-        runtime_env = rayjob.runtime_env_yaml(pod_inputs.plain_env, trainer_pythonpath(settings, self.launch.env))
+        runtime_env = rayjob.runtime_env_yaml(pod_inputs.plain_env, trainer_pythonpath(settings, run.launch.env))
         k8s.apiextensions.CustomResource(
             f"{name}-ray-job",
             api_version="ray.io/v1",

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import pulumi_kubernetes as k8s
 
 from ..config import StackSettings
-from .pod import APP_LABELS, RAY_CONTAINER, core, guaranteed
+from .kube import APP_LABELS, RAY_CONTAINER, core, guaranteed
 from .scripts import REPEATED_FAILURE, body, render
 
 JOB_NAME = "training"

@@ -30,7 +30,8 @@ from typing import Optional
 
 from ..config import StackSettings
 from . import scripts
-from .pod import SCRIPTS_DIR, RayPodShape, core
+from .kube import SCRIPTS_DIR, core
+from .run import RayPodShape
 
 SSH_PORT = 2222
 PREFLIGHT_SCRIPT = "preflight.sh"

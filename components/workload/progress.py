@@ -7,7 +7,7 @@ and stderr unchanged. It stops the trainer, and exits with a status of its own
 
 - **no progress** (``workload.progressTimeoutSeconds``): no output from the trainer and no new
   ``global_step_N`` directory under the run directory for that long. A collective that never
-  completes prints nothing; torch's NCCL watchdog (``TORCH_NCCL_*``, :func:`nccl_timeout_env`)
+  completes prints nothing; torch's NCCL watchdog (``TORCH_NCCL_*``, :func:`.env.nccl_timeout_env`)
   catches hung collectives inside a process group, this catches the rest (a dead Ray actor the
   driver waits on for ever, a stuck rollout). Exit ``PROGRESS_TIMEOUT``.
 - **the Capacity Block ends** (``gpuNodes.capacityBlock.endTime``): EC2 sends the instances'
@@ -52,7 +52,9 @@ def stop_at(settings: StackSettings) -> Optional[datetime]:
     return block.end_time.astimezone(timezone.utc) - CAPACITY_BLOCK_WARNING - budget
 
 
-# a value of the prelude (python3 -c "${SUPERVISOR}"), not a heredoc: stdin stays the trainer's
+# values of the prelude (python3 -c "${CHECKPOINT_WRITES}${SUPERVISOR}"), not a heredoc: stdin
+# stays the trainer's. The checkpoint-write walk is the one launch.sh settles on (one program).
+CHECKPOINT_WRITES = "\n" + scripts.program("checkpoint_writes.py")
 SUPERVISOR = "\n" + scripts.program("progress_supervisor.py")
 
 PROGRESS = scripts.body("progress.sh")
@@ -80,6 +82,7 @@ def progress_script(
             "PROGRESS_SETTLE_QUIET_SECONDS": settle_quiet_seconds,
             "EXIT_PROGRESS_TIMEOUT": codes["EXIT_PROGRESS_TIMEOUT"],
             "EXIT_RESERVATION_ENDING": codes["EXIT_RESERVATION_ENDING"],
+            "CHECKPOINT_WRITES": CHECKPOINT_WRITES,
             "SUPERVISOR": SUPERVISOR,
         },
         PROGRESS,

@@ -17,7 +17,8 @@ import yaml
 
 from ..scheduling import SYSTEM_NODE_LABELS
 from ..config import StackSettings
-from .pod import APP_LABELS, RayPodShape, core, guaranteed, to_manifest
+from .kube import APP_LABELS, core, guaranteed, to_manifest
+from .run import RayPodShape
 
 RAY_CLUSTER_NAME = "rlinf-cluster"  # <= 53 characters (KubeRay)
 RAY_JOB_NAME = "rlinf-training"  # <= 47 characters (KubeRay)

@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import functools
 import re
+import shlex
 from importlib import resources
 from typing import Any, Mapping
 
-from .pod import shell_assignments
+from ..trainers.base import COMPLETE_MARKER
 
 _SHEBANG = "#!/bin/bash\n# Rendered by rlinf-eks (components/workload/scripts.py). Do not edit in the cluster.\n"
 # A whole line of a body: replaced by the text of that file of this package.
 _INCLUDE = re.compile(r"^#include (programs/[a-z_]+\.py)\n", re.M)
 _HEREDOC_END = "PY"
+
+
+def shell_assignments(values: Mapping[str, Any]) -> str:
+    """``NAME=value`` lines, quoted for bash, for the head of a rendered script."""
+    return "\n".join(f"{k}={shlex.quote(str(v))}" for k, v in values.items())
 
 
 def render(values: Mapping[str, Any], body: str) -> str:
@@ -53,7 +59,7 @@ def body(name: str) -> str:
 
 # --- complete checkpoints --------------------------------------------------------------------------
 
-COMPLETE_MARKER = ".rlinf-eks-complete"  # the same name as trainers.base.COMPLETE_MARKER
+# COMPLETE_MARKER (trainers.base): the marker the scripts write into a complete global_step_<N>
 REPEATED_FAILURE = 86
 """The head's status when the trainer failed twice from the same complete checkpoint (no new one in
 between): a trainer bug, not a fault that a restart cures."""

@@ -12,19 +12,21 @@ trainer starts, and the trainer's model path is derived from where it lands.
 The image that stages: the training image for Hugging Face (it has Python and ``huggingface_hub``,
 which ``transformers`` requires), the AWS CLI image of the checkpoint restore for S3 (credentials
 from the training role, IRSA).
+
+Where the model lands, and so the trainer's model path, is a fact of the run (:class:`.run.ModelStaging`);
+this module stages it there.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..config import ModelSource, StackSettings
-from .pod import RESTORE_MEMORY_MIB, RESTORE_MILLICPU, SCRIPTS_DIR, _cpu, _mi, core, guaranteed
+from .checkpoint_sync import RESTORE_MEMORY_MIB, RESTORE_MILLICPU
+from .kube import SCRIPTS_DIR, core, cpu, guaranteed, mi
+from .run import ModelStaging
 from .scripts import body, render
 
-MODEL_ROOT_LOCAL = "/rlinf-models"
-"""Without the shared filesystem: where the node-local models volume is mounted."""
 MODELS_VOLUME = "models"
 STAGE_SCRIPT = "stage-model.sh"
 STAGE_CONTAINER = "stage-model"
@@ -34,32 +36,6 @@ HEARTBEAT_SECONDS = 30
 LOCK_STALE_SECONDS = 300
 POLL_SECONDS = 10
 RETRY_SECONDS = 30
-
-
-@dataclass(frozen=True)
-class ModelStaging:
-    """Where ``source`` is staged: below ``root`` (on FSx when ``shared``, else node-local)."""
-
-    source: ModelSource
-    root: str
-    shared: bool
-    size_gib: int
-
-    @property
-    def model_dir(self) -> str:
-        """The trainer's model path."""
-        return f"{self.root}/{self.source.relative_dir}"
-
-
-def model_staging(settings: StackSettings, shared: bool) -> Optional[ModelStaging]:
-    """The staging of ``workload.model.source``, or None when the stack names no source."""
-    model = settings.workload.model
-    source = model.parsed
-    if source is None:
-        return None
-    root = f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/models" if shared else MODEL_ROOT_LOCAL
-    return ModelStaging(source, root, shared, model.size_gib)
-
 
 STAGE = body("stage-model.sh")
 
@@ -136,7 +112,7 @@ def stage_container(
         command=["/bin/bash", f"{SCRIPTS_DIR}/{STAGE_SCRIPT}"],
         env=env,
         # like the checkpoint restore: before the trainer, so its requests cost nothing extra
-        resources=guaranteed({"cpu": _cpu(RESTORE_MILLICPU), "memory": _mi(RESTORE_MEMORY_MIB)}),
+        resources=guaranteed({"cpu": cpu(RESTORE_MILLICPU), "memory": mi(RESTORE_MEMORY_MIB)}),
         volume_mounts=[core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True), data_mount],
         security_context=core.SecurityContextArgs(
             privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(drop=["ALL"])

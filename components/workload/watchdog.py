@@ -28,7 +28,7 @@ import pulumi_kubernetes as k8s
 
 from ..scheduling import SYSTEM_NODE_LABELS
 from ..config import StackSettings
-from .pod import APP_LABELS, core, guaranteed, meta
+from .kube import APP_LABELS, core, guaranteed, meta
 from .scripts import body, render
 
 WATCHDOG_NAME = "training-watchdog"

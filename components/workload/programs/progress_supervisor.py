@@ -10,7 +10,7 @@ QUIET = float(os.environ["PROGRESS_SETTLE_QUIET_SECONDS"])
 EXIT_PROGRESS_TIMEOUT = int(os.environ["EXIT_PROGRESS_TIMEOUT"])
 EXIT_RESERVATION_ENDING = int(os.environ["EXIT_RESERVATION_ENDING"])
 STEP = re.compile(r"^global_step_(\d+)$")
-CHECKPOINT_PART = re.compile(r"^(checkpoints|global_step_\d+)$")
+# newest_checkpoint_write: programs/checkpoint_writes.py, run before this program (progress.sh)
 
 
 def log(message):
@@ -56,19 +56,6 @@ def newest_step():
                 keep.append(name)
         dirs[:] = keep
     return best
-
-
-def newest_checkpoint_write():
-    latest = 0.0
-    for base, _, files in os.walk(RUN_DIR):
-        if not any(CHECKPOINT_PART.match(p) for p in os.path.relpath(base, RUN_DIR).split(os.sep)):
-            continue
-        for name in files:
-            try:
-                latest = max(latest, os.stat(os.path.join(base, name)).st_mtime)
-            except OSError:
-                pass
-    return latest
 
 
 def group_members():
@@ -143,7 +130,7 @@ while True:
         log("the Capacity Block ends in less than 40 minutes plus the stop budget: letting checkpoint writes settle")
         began = time.monotonic()
         settle_until = began + BUDGET * SETTLE
-        while time.monotonic() < settle_until and time.time() - newest_checkpoint_write() < QUIET and trainer.poll() is None:
+        while time.monotonic() < settle_until and time.time() - newest_checkpoint_write(RUN_DIR) < QUIET and trainer.poll() is None:
             time.sleep(min(1.0, max(0.0, settle_until - time.monotonic())))
         stop("the Capacity Block is ending", EXIT_RESERVATION_ENDING, BUDGET - (time.monotonic() - began))
     idle = now - max(last_output, last_step_change)

@@ -53,6 +53,7 @@ PY
 # shellcheck disable=SC2329 # called by stop_trainer and stop_worker, themselves called through wait_for's ON_STOP
 settle_checkpoints() {
   python3 - "${RUN_DIR}" "$(( GRACE_SECONDS > 120 ? GRACE_SECONDS - 60 : GRACE_SECONDS / 2 ))" <<'PY'
+#include programs/checkpoint_writes.py
 #include programs/settle_checkpoints.py
 PY
 }

@@ -1,0 +1,108 @@
+"""The cluster section: a new EKS cluster (default) or an existing one given by name, and the
+system node group of a new one."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from .aws_rules import cluster_name_problem
+from .errors import rule_error
+from .types import Bool, Ec2InstanceType, Int, SettingsModel
+
+
+class SystemNodeSettings(SettingsModel):
+    """The small on-demand node group for operators and device plugins."""
+
+    instance_type: Ec2InstanceType = "m6i.xlarge"
+    """Defaults to m6i.xlarge."""
+    count: Int = Field(2, ge=1, le=10)
+    """Defaults to 2."""
+
+
+class ClusterSettings(SettingsModel):
+    """The EKS cluster: a new one (default) or an existing one given by name."""
+
+    existing: Bool = False
+    """Attach to an existing cluster (by ``name``) instead of creating one. Its kubeconfig comes from
+    the secret key ``rlinf-eks:kubeconfig``. Defaults to false."""
+    name: Optional[str] = None
+    """Cluster name. Defaults to rlinf-<stack> for a new cluster; required when existing."""
+    kubernetes_version: str = "1.35"
+    """Kubernetes minor version. Defaults to 1.35 (in EKS standard support until 2027-03-27; 1.34's
+    ended 2026-12-02, after which a cluster bills the extended-support rate, six times the standard)."""
+    endpoint_public_access_cidrs: list[str] = Field(default_factory=list)
+    """CIDRs allowed to reach the public API endpoint. Empty (the default): private endpoint only."""
+    allow_public_endpoint_from_anywhere: Bool = False
+    """Explicit opt-in needed for 0.0.0.0/0 in endpointPublicAccessCidrs. Defaults to false."""
+    deploy_from_vpc: Bool = False
+    """Acknowledges that ``pulumi up`` runs inside the cluster's VPC (VPN, bastion, CodeBuild in the
+    VPC), so a private-only endpoint is reachable. A new cluster needs this or
+    endpointPublicAccessCidrs. Defaults to false."""
+    admin_role_arns: list[str] = Field(default_factory=list)
+    """IAM roles given cluster-admin access entries."""
+    log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
+        default_factory=lambda: ["api", "audit", "authenticator"]
+    )
+    """Control-plane log types. Defaults to api, audit, authenticator."""
+    system_nodes: SystemNodeSettings = Field(default_factory=SystemNodeSettings)
+    """The on-demand node group of the operators, device plugins and the watchdog (a new cluster only)."""
+    vpc_cni_version: str = "v1.20.4-eksbuild.1"
+    """VPC CNI add-on version; efa-only interfaces need >= 1.18.5."""
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _k8s_version(cls, value: str) -> str:
+        if not re.fullmatch(r"1\.(2[89]|3[0-9])", value):
+            raise PydanticCustomError("version", "a Kubernetes minor version from 1.28 to 1.39, such as 1.35 (quoted in YAML: '1.30' is not 1.3)")
+        return value
+
+    @field_validator("endpoint_public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.ip_network(cidr)
+            except ValueError:
+                raise PydanticCustomError("cidr", "{text}", {"text": f"{cidr!r} is not a CIDR block such as 203.0.113.0/24"}) from None
+        return value
+
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _admin_roles(cls, value: list[str]) -> list[str]:
+        for arn in value:
+            if not re.fullmatch(r"arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[\w+=,.@/-]+", arn):
+                raise PydanticCustomError(
+                    "arn", "{text}", {"text": f"{arn!r} is not an IAM role ARN such as arn:aws:iam::123456789012:role/Admin"}
+                )
+        return value
+
+    @field_validator("vpc_cni_version")
+    @classmethod
+    def _cni(cls, value: str) -> str:
+        match = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+", value)
+        if not match:
+            raise PydanticCustomError("cni", "an EKS add-on version such as v1.20.4-eksbuild.1")
+        if tuple(map(int, match.groups())) < (1, 18, 5):
+            raise PydanticCustomError("cni", "efa-only interfaces need VPC CNI v1.18.5 or newer")
+        return value
+
+    @model_validator(mode="after")
+    def _rules(self) -> "ClusterSettings":
+        if "0.0.0.0/0" in self.endpoint_public_access_cidrs and not self.allow_public_endpoint_from_anywhere:
+            raise rule_error(
+                "endpointPublicAccessCidrs",
+                self.endpoint_public_access_cidrs,
+                "0.0.0.0/0 opens the API endpoint to the internet; set allowPublicEndpointFromAnywhere: true to mean it",
+            )
+        if self.existing and not self.name:
+            raise rule_error("name", self.name, "an existing cluster must be named")
+        if self.name is not None:
+            problem = cluster_name_problem(self.name, creates_node_group=not self.existing)
+            if problem:
+                raise rule_error("name", self.name, problem)
+        return self

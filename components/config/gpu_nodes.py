@@ -1,0 +1,306 @@
+"""The GPU nodes section: the EKS managed node group of EFA GPU nodes, how they are bought
+(on demand, spot, a capacity reservation or a Capacity Block), placed and labelled.
+
+GpuNodeSettings' rules are small named checks (``_efa_problems``, ``_capacity_problems``, ...),
+each returning its problems; the model validator reports them all at once."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from .. import catalog
+from ..scheduling import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels
+from .aws_rules import label_problem
+from .errors import raise_all, rule_error
+from .types import Bool, Ec2InstanceType, Int, SettingsModel
+
+
+class InstanceOverrides(SettingsModel):
+    """Figures of an instance type, for a type the catalog lacks or to correct a figure."""
+
+    gpus: Optional[Int] = Field(None, ge=1)
+    """GPUs per instance."""
+    gpu_model: Optional[str] = None
+    """GPU model, such as H100 (the GPU nodes' k8s.amazonaws.com/accelerator label is nvidia-<model>)."""
+    gpu_memory_gib: Optional[Int] = Field(None, ge=1)
+    """Memory of one GPU in GiB."""
+    vcpu: Optional[Int] = Field(None, ge=1)
+    """vCPUs per instance (the node's allocatable CPU, and so the training pod's request, follow from it)."""
+    memory_gib: Optional[Int] = Field(None, ge=1)
+    """Instance memory in GiB (the node's allocatable memory, and so the training pod's request, follow from it)."""
+    network_cards: Optional[Int] = Field(None, ge=1)
+    """Network cards: one EFA interface on card 0 and one efa-only interface on every other card."""
+    max_efa: Optional[Int] = Field(None, ge=0)
+    """EFA interfaces the instance supports (0: no EFA); the pod asks for this many vpc.amazonaws.com/efa."""
+    bandwidth_gbps: Optional[Int] = Field(None, ge=1)
+    """Network line rate in Gbit/s (the preflight's bandwidth target is a fraction of it)."""
+    gpudirect_rdma: Optional[Bool] = None
+    """Whether EFA reads and writes GPU memory directly (GPUDirect RDMA: the pods get FI_EFA_USE_DEVICE_RDMA=1)."""
+
+    def given(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class PlacementGroupSettings(SettingsModel):
+    """The cluster placement group of the GPU nodes."""
+
+    strategy: Literal["auto", "create", "existing", "none"] = "auto"
+    """auto (the default): create one unless a capacity reservation or Capacity Block is used (a
+    forced placement group then fails with InsufficientInstanceCapacity, terraform-aws-eks #3730)."""
+    name: Optional[str] = None
+    """With strategy existing: the placement group's name."""
+
+
+# EC2 User Guide, "Find and purchase Capacity Blocks": every Capacity Block ends at 11:30 UTC,
+# lasts at most 182 days and holds at most 64 instances.
+CAPACITY_BLOCK_END_UTC = (11, 30)
+CAPACITY_BLOCK_MAX_DAYS = 182
+CAPACITY_BLOCK_MAX_INSTANCES = 64
+
+
+class CapacityBlockSettings(SettingsModel):
+    """When the Capacity Block runs (ISO-8601 with a UTC offset, e.g. 2027-01-11T11:30:00Z)."""
+
+    start_time: Optional[datetime] = None
+    """The block's start. When set, the node group is created at zero nodes and an Auto Scaling
+    scheduled action brings it to nodeCount at this time (EKS guide "Create a managed node group
+    with Capacity Blocks for ML"). Leave unset once the block is active. Defaults to None."""
+    end_time: Optional[datetime] = None
+    """The block's end (11:30 UTC). EKS itself scales the group to zero 40 minutes before it;
+    used to check startTime. Defaults to None."""
+
+    @field_validator("start_time", "end_time", mode="before")
+    @classmethod
+    def _iso_8601(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                # Python 3.10's fromisoformat does not read a trailing Z
+                value = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+            except ValueError:
+                raise PydanticCustomError("time", "an ISO-8601 time with a UTC offset, such as 2027-01-11T11:30:00Z") from None
+        elif value is not None and not isinstance(value, datetime):
+            raise PydanticCustomError("time", "an ISO-8601 time with a UTC offset, such as 2027-01-11T11:30:00Z")
+        if isinstance(value, datetime) and value.tzinfo is None:
+            raise PydanticCustomError("time", "needs a UTC offset (Z or +hh:mm), such as 2027-01-11T11:30:00Z")
+        return value
+
+    @staticmethod
+    def api_time(value: datetime) -> str:
+        """The provider's (and Auto Scaling's) spelling: UTC, YYYY-MM-DDThh:mm:ssZ."""
+        return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @model_validator(mode="after")
+    def _rules(self) -> "CapacityBlockSettings":
+        errors: list[PydanticCustomError] = []
+        start, end = self.start_time, self.end_time
+        if end is not None:
+            utc = end.astimezone(timezone.utc)
+            if (utc.hour, utc.minute, utc.second) != (*CAPACITY_BLOCK_END_UTC, 0):
+                errors.append(rule_error("endTime", self.api_time(end), "every Capacity Block ends at 11:30:00 UTC"))
+        if start is not None and end is not None:
+            if end <= start:
+                errors.append(rule_error("endTime", self.api_time(end), f"must be after startTime {self.api_time(start)}"))
+            elif end - start > timedelta(days=CAPACITY_BLOCK_MAX_DAYS):
+                errors.append(rule_error("endTime", self.api_time(end), f"a Capacity Block lasts at most {CAPACITY_BLOCK_MAX_DAYS} days"))
+        raise_all(errors)
+        return self
+
+
+class GpuNodeSettings(SettingsModel):
+    """The EKS managed node group of EFA GPU nodes."""
+
+    instance_type: Ec2InstanceType = "p5.48xlarge"
+    """Defaults to p5.48xlarge."""
+    instance_overrides: Optional[InstanceOverrides] = None
+    """Figures of the instance type: every figure for a type the catalog lacks, or single figures to correct the catalog's."""
+    node_count: Int = Field(1, ge=1, le=512)
+    """Nodes the training run uses (desired size). Defaults to 1."""
+    max_nodes: Optional[Int] = Field(None, ge=1, le=512)
+    """Upper bound of the node group. Defaults to nodeCount."""
+    scale_to_zero: Bool = False
+    """Let the node group idle at zero nodes (needs the cluster autoscaler). Defaults to false."""
+    capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = "ON_DEMAND"
+    """How the nodes are bought: ON_DEMAND (the default, optionally in a capacity reservation), SPOT, or
+    CAPACITY_BLOCK (a purchased Capacity Block for ML, with capacityReservationId)."""
+    capacity_reservation_id: Optional[str] = None
+    """An On-Demand Capacity Reservation (with ON_DEMAND) or the Capacity Block (with CAPACITY_BLOCK)."""
+    capacity_block: Optional[CapacityBlockSettings] = None
+    """With CAPACITY_BLOCK: the block's startTime and endTime."""
+    placement_group: PlacementGroupSettings = Field(default_factory=PlacementGroupSettings)
+    """The cluster placement group that keeps the nodes close on the network."""
+    efa: Bool = True
+    """Wire every network card with EFA. Defaults to true."""
+    auto_repair: Bool = True
+    """EKS node auto repair for the GPU node group (nodeRepairConfig) plus, on a new cluster, the
+    eks-node-monitoring-agent add-on whose node conditions (AcceleratedHardwareReady: GPU XID
+    errors, lost GPUs; NetworkingReady) it acts on: an unhealthy node is replaced. Defaults to true."""
+    ami_type: Literal["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA"] = "AL2023_x86_64_NVIDIA"
+    """The EKS-optimized accelerated AMI: AL2023_x86_64_NVIDIA (the default) or
+    BOTTLEROCKET_x86_64_NVIDIA (ships its own NVIDIA device plugin, so the chart is not installed)."""
+    root_volume_gib: Int = Field(200, ge=100, le=16384)
+    """Encrypted gp3 root volume. Defaults to 200 GiB."""
+    local_nvme_raid0: Bool = False
+    """Stripe the instance-store NVMe disks as RAID0 for kubelet and containerd (AL2023 only)."""
+    hugepages_gib: Int = Field(5, ge=0, le=64)
+    """2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Extra node labels."""
+
+    @field_validator("capacity_reservation_id")
+    @classmethod
+    def _reservation(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not re.fullmatch(r"cr-[0-9a-f]{8,17}", value):
+            raise PydanticCustomError("id", "a capacity reservation id such as cr-0123456789abcdef0")
+        return value
+
+    @property
+    def instance(self) -> catalog.InstanceType:
+        overrides = self.instance_overrides.given() if self.instance_overrides else None
+        return catalog.lookup(self.instance_type, overrides)
+
+    @property
+    def gpu_model(self) -> str:
+        """The instance's GPU model, such as H100 (scheduling.node_labels reads it)."""
+        return self.instance.gpu_model
+
+    @property
+    def reserved_capacity(self) -> bool:
+        return self.capacity_reservation_id is not None
+
+    @property
+    def wants_placement_group(self) -> bool:
+        strategy = self.placement_group.strategy
+        return strategy in ("create", "existing") or (strategy == "auto" and not self.reserved_capacity)
+
+    @property
+    def scheduled_start(self) -> Optional[datetime]:
+        """The Capacity Block's start when the nodes wait for it at zero, else None."""
+        block = self.capacity_block
+        return block.start_time if self.capacity_type == "CAPACITY_BLOCK" and block is not None else None
+
+    @property
+    def min_size(self) -> int:
+        return 0 if self.scale_to_zero else self.node_count
+
+    @property
+    def max_size(self) -> int:
+        return self.max_nodes or self.node_count
+
+    @model_validator(mode="after")
+    def _rules(self) -> "GpuNodeSettings":
+        instance = self._known_instance()
+        raise_all(
+            [
+                *self._efa_problems(instance),
+                *self._capacity_problems(),
+                *self._placement_problems(),
+                *self._size_problems(),
+                *self._label_problems(),
+            ]
+        )
+        return self
+
+    def _known_instance(self) -> catalog.InstanceType:
+        """The instance type's figures; an unknown type (or missing figures) fails at once."""
+        try:
+            return self.instance
+        except catalog.UnknownInstanceType as err:
+            raise rule_error("instanceType", self.instance_type, str(err).split("; ", 1)[1]) from None
+        except TypeError:
+            raise rule_error(
+                "instanceOverrides",
+                self.instance_overrides.given() if self.instance_overrides else None,
+                f"{self.instance_type!r} is not in the catalog, so every figure is needed: "
+                + ", ".join(to_camel(f) for f in InstanceOverrides.model_fields),
+            ) from None
+
+    def _efa_problems(self, instance: catalog.InstanceType) -> list[PydanticCustomError]:
+        if self.efa and not instance.efa_capable:
+            efa_types = sorted(name for name, row in catalog.CATALOG.items() if row.efa_capable)
+            return [rule_error("efa", True, f"{self.instance_type} has no EFA; set efa: false or use one of {', '.join(efa_types)}")]
+        return []
+
+    def _capacity_problems(self) -> list[PydanticCustomError]:
+        """Capacity Blocks (types, reservation id, block times, size) and reservations."""
+        errors: list[PydanticCustomError] = []
+        block = self.capacity_type == "CAPACITY_BLOCK"
+        if block and self.instance_type not in catalog.CAPACITY_BLOCK_TYPES:
+            errors.append(
+                rule_error(
+                    "capacityType",
+                    "CAPACITY_BLOCK",
+                    f"EC2 sells no Capacity Blocks of {self.instance_type}; they exist for "
+                    + ", ".join(sorted(catalog.CAPACITY_BLOCK_TYPES)),
+                )
+            )
+        if block and not self.capacity_reservation_id:
+            errors.append(rule_error("capacityReservationId", None, "capacityType CAPACITY_BLOCK needs the Capacity Block's reservation id"))
+        if self.capacity_block is not None and not block:
+            errors.append(rule_error("capacityBlock", self.capacity_block.model_dump(by_alias=True, mode="json", exclude_none=True), "only with capacityType CAPACITY_BLOCK"))
+        if block and self.max_size > CAPACITY_BLOCK_MAX_INSTANCES:
+            errors.append(
+                rule_error(
+                    "maxNodes" if self.max_nodes else "nodeCount",
+                    self.max_size,
+                    f"a Capacity Block holds at most {CAPACITY_BLOCK_MAX_INSTANCES} instances (and the launch template targets one block)",
+                )
+            )
+        if self.capacity_type == "SPOT" and self.capacity_reservation_id:
+            errors.append(rule_error("capacityReservationId", self.capacity_reservation_id, "a reservation cannot back SPOT capacity; use ON_DEMAND or CAPACITY_BLOCK"))
+        return errors
+
+    def _placement_problems(self) -> list[PydanticCustomError]:
+        errors: list[PydanticCustomError] = []
+        strategy, name = self.placement_group.strategy, self.placement_group.name
+        if self.reserved_capacity and strategy in ("create", "existing"):
+            errors.append(
+                rule_error(
+                    "placementGroup.strategy",
+                    strategy,
+                    "a capacity reservation already fixes placement; forcing a placement group fails with "
+                    "InsufficientInstanceCapacity (use auto or none)",
+                )
+            )
+        if strategy == "existing" and not name:
+            errors.append(rule_error("placementGroup.name", None, "strategy existing needs the placement group's name"))
+        if strategy != "existing" and name:
+            errors.append(rule_error("placementGroup.name", name, "a name is only used with strategy existing"))
+        return errors
+
+    def _size_problems(self) -> list[PydanticCustomError]:
+        """The node group's bounds and the AMI's disk setup."""
+        errors: list[PydanticCustomError] = []
+        if self.max_nodes is not None and self.max_nodes < self.node_count:
+            errors.append(rule_error("maxNodes", self.max_nodes, f"must be at least nodeCount ({self.node_count})"))
+        if self.local_nvme_raid0 and self.ami_type != "AL2023_x86_64_NVIDIA":
+            errors.append(rule_error("localNvmeRaid0", True, "the NVMe RAID0 is set up by nodeadm, on AL2023 AMIs only"))
+        return errors
+
+    def _label_problems(self) -> list[PydanticCustomError]:
+        errors = []
+        for key, value in self.labels.items():
+            problem = label_problem(key, value)
+            if problem:
+                errors.append(rule_error(f"labels[{key!r}]", value, problem))
+        if self.labels:
+            # The training pods select role: gpu-training and the EFA device plugin selects the EFA
+            # label; a label of the same key with another value leaves them Pending.
+            built_in = node_labels(self.model_copy(update={"labels": {}}), autoscaled=True)
+            for key, value in self.labels.items():
+                if key in built_in and value != built_in[key] and key != AUTOSCALER_GPU_LABEL:
+                    errors.append(
+                        rule_error(
+                            f"labels[{key!r}]",
+                            value,
+                            f"overrides the built-in node label {key}={built_in[key]} that "
+                            + ("the EFA device plugin selects" if key == EFA_LABEL else "the training pods select")
+                            + "; they would never schedule. Use another key",
+                        )
+                    )
+        return errors

@@ -1,0 +1,137 @@
+"""The whole stack: StackSettings (one field per top-level key) and the validation of its
+sections, each by itself, so that a section that fails leaves the others usable.
+
+Every key lives in the project namespace (``rlinf-eks:``) except the region (``aws:region``).
+Stack files use camelCase (``gpuNodes.instanceType``); Python uses snake_case. Unknown keys are
+rejected, and every problem is reported at once, each naming its key path, the value and what
+would be valid. The cross-section rules are in :mod:`.stack_rules`; :mod:`rlinf_eks.loading`
+runs both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Mapping, Optional
+
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
+
+from .. import aws_names
+from .addons import AutoscalerSettings, DevicePluginSettings, KubeRaySettings, PreflightSettings
+from .aws_rules import MAX_USER_TAGS, tag_problem
+from .cluster import ClusterSettings
+from .errors import describe_errors, did_you_mean
+from .gpu_nodes import GpuNodeSettings
+from .network import NetworkSettings
+from .storage import StorageSettings
+from .types import SettingsModel
+from .workload import WorkloadSettings
+
+PROJECT = "rlinf-eks"
+
+
+def _region(value: str) -> str:
+    if value in aws_names.REGIONS:
+        return value
+    if value[:-1] in aws_names.REGIONS:
+        raise PydanticCustomError("region", "{text}", {"text": f"an Availability Zone, not a region: use {value[:-1]}"})
+    hint = did_you_mean(value, aws_names.REGIONS, cutoff=0.8, ignore_case=False)
+    raise PydanticCustomError(
+        "region", "{text}", {"text": f"not an AWS region{hint}, such as us-east-1 (botocore {aws_names.BOTOCORE_VERSION}'s list)"}
+    )
+
+
+def _tags(value: dict[str, str]) -> dict[str, str]:
+    problems = [f"{key!r}: {problem}" for key, item in value.items() if (problem := tag_problem(key, item))]
+    if len(value) > MAX_USER_TAGS:
+        problems.append(f"{len(value)} tags: at most {MAX_USER_TAGS} (AWS allows 50 per resource; the stack adds up to 5)")
+    if problems:
+        raise PydanticCustomError("tags", "{text}", {"text": "; ".join(problems)})
+    return value
+
+
+Region = Annotated[str, AfterValidator(_region)]
+Tags = Annotated[dict[str, str], AfterValidator(_tags)]
+
+
+class StackSettings(SettingsModel):
+    """Everything a stack configures."""
+
+    region: Region = "us-east-1"
+    """The AWS region; read from ``aws:region``, outside the project namespace. Defaults to us-east-1."""
+    availability_zone: Optional[str] = None
+    """The one AZ of the GPU nodes (and of the shared filesystem). Defaults to <region>a."""
+    network: NetworkSettings = Field(default_factory=NetworkSettings)
+    """The VPC: a new one or an existing one."""
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    """The EKS cluster: a new one or an existing one."""
+    gpu_nodes: GpuNodeSettings = Field(default_factory=GpuNodeSettings)
+    """The EFA GPU node group."""
+    device_plugins: DevicePluginSettings = Field(default_factory=DevicePluginSettings)
+    """Chart versions of the NVIDIA and EFA device plugins."""
+    kuberay: KubeRaySettings = Field(default_factory=KubeRaySettings)
+    """The KubeRay operator (optional)."""
+    autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
+    """The Cluster Autoscaler (optional)."""
+    workload: WorkloadSettings
+    """The RLinf training workload. Required: at least its image."""
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    """The checkpoint bucket and the shared filesystem."""
+    preflight: PreflightSettings = Field(default_factory=PreflightSettings)
+    """The GPU, EFA and all-reduce check before training (optional)."""
+    tags: Tags = Field(default_factory=dict)
+    """Extra AWS tags on every resource (besides project and stack)."""
+
+    @property
+    def gpu_az(self) -> str:
+        return self.availability_zone or f"{self.region}a"
+
+
+    @property
+    def shared_filesystem(self) -> bool:
+        enabled = self.storage.shared_filesystem.enabled
+        return self.gpu_nodes.node_count > 1 if enabled is None else enabled
+
+
+@dataclass(frozen=True)
+class Sections:
+    """A stack's sections, each validated by itself.
+
+    ``failed``: the top-level keys (camelCase, as in a stack file) whose own validation failed,
+    described in ``problems``. ``settings`` holds every other section; a failed one is left at its
+    default (a failed workload is missing), so a rule may read ``settings`` only when none of the
+    sections it reads failed (see stack_rules.StackRule)."""
+
+    settings: StackSettings
+    problems: list[str]
+    failed: frozenset[str]
+
+
+_FIELDS = {field.alias or name: name for name, field in StackSettings.model_fields.items()}
+_ADAPTERS = {
+    name: TypeAdapter(Annotated[(field.annotation, *field.metadata)]) if field.metadata else TypeAdapter(field.annotation)
+    for name, field in StackSettings.model_fields.items()
+}
+
+
+def validate_sections(data: Mapping[str, Any]) -> Sections:
+    """Validate every top-level key of ``data`` (camelCase) by itself: the problems come in the
+    order of StackSettings' fields (a missing required key where it stands), then unknown keys."""
+    values: dict[str, Any] = {}
+    items: list[dict[str, Any]] = []
+    failed: set[str] = set()
+    for key, name in _FIELDS.items():
+        given = key if key in data else name if name in data else None
+        if given is None:
+            if StackSettings.model_fields[name].is_required():
+                items.append({"type": "missing", "loc": (key,), "msg": "Field required"})
+                failed.add(key)
+            continue
+        try:
+            values[name] = _ADAPTERS[name].validate_python(data[given])
+        except ValidationError as err:
+            items += [{**item, "loc": (key, *item["loc"])} for item in err.errors(include_url=False)]
+            failed.add(key)
+    unknown = [key for key in data if key not in _FIELDS and key not in _FIELDS.values()]
+    items += [{"type": "extra_forbidden", "loc": (key,), "msg": "Extra inputs are not permitted"} for key in unknown]
+    settings = StackSettings.model_construct(**values)
+    return Sections(settings, describe_errors(items, data, StackSettings), frozenset(failed))

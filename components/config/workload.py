@@ -1,0 +1,302 @@
+"""The workload section: the training image, the trainer and its rollout, the two launchers
+(manual and KubeRay) with their deadlines and restarts, and the model to stage."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from .errors import rule_error
+from .model_source import MODEL_SOURCE_FORMS, ModelSource, parse_model_source
+from .types import AbsolutePath, Bool, ChartVersion, Float, Int, Namespace, SettingsModel, dns_label
+
+# Ray releases KubeRay and RLinf must not run (field notes, section 2).
+_BAD_RAY = ((2, 11, 0), (2, 37, 0))
+# registry/repository[:tag][@digest]: no blanks or quotes (the OCI distribution spec's characters)
+IMAGE_REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
+
+Dialect = Literal["verl-ppo", "rlinf-embodied", "rlinf-reasoning"]
+RolloutBackend = Literal["hf", "vllm", "sglang"]
+
+
+class RolloutSettings(SettingsModel):
+    backend: RolloutBackend = "hf"
+    """hf (HuggingFace, the default and the one VLA models support), vllm or sglang."""
+    tensor_parallel_size: Int = Field(1, ge=1)
+    """Tensor parallel size of the rollout engine; must divide the GPUs per node. Defaults to 1."""
+    gpu_memory_utilization: Float = Field(0.5, gt=0, le=1)
+    """vllm and sglang: the fraction of GPU memory the rollout engine may take. Defaults to 0.5."""
+    max_num_batched_tokens: Int = Field(8192, ge=1)
+    """vllm: the most tokens in one batch (max_num_batched_tokens). Defaults to 8192."""
+    enforce_eager: Bool = True
+    """vllm and sglang: run without CUDA graphs (less memory, slower). Defaults to true."""
+
+
+class TrainerSettings(SettingsModel):
+    dialect: Dialect = "verl-ppo"
+    """verl-ppo (the seed's main_ppo.py layout, SimpleVLA-RL), rlinf-embodied or rlinf-reasoning (RLinf v0.3)."""
+    config_name: Optional[str] = None
+    """Hydra config name. Defaults per dialect: ppo_trainer, maniskill_ppo_openvlaoft, qwen2.5-1.5b-grpo-fsdp."""
+    workdir: AbsolutePath = "/workspace"
+    """The trainer's checkout inside the image; first on PYTHONPATH."""
+    model_path: Optional[str] = None
+    """Model (SFT checkpoint) path inside the pod, for a model baked into the image. Mutually
+    exclusive with workload.model.source (which stages the model and derives this path)."""
+    experiment_name: str = "rlinf"
+    """The trainer's experiment name (run directory and logger name). Defaults to rlinf."""
+    overrides: list[str] = Field(default_factory=list)
+    """Extra Hydra overrides, appended after the generated ones."""
+    batch: dict[str, Int] = Field(default_factory=dict)
+    """Batch and environment sizes (trainer keys to integers) checked against world-size rules."""
+
+    @field_validator("overrides")
+    @classmethod
+    def _overrides(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if "=" not in item.lstrip("~") and not item.startswith("~"):
+                raise PydanticCustomError("override", "{text}", {"text": f"{item!r} is not a Hydra override key=value (or ~key)"})
+        return value
+
+
+class RayJobSettings(SettingsModel):
+    """KubeRay RayJob options (launcher kuberay)."""
+
+    cluster: Literal["selector", "embedded"] = "embedded"
+    """selector: submit to the long-lived RayCluster rlinf-cluster (the seed's form); embedded (the
+    default): the RayJob carries its own cluster and shuts it down when it ends, releasing the GPUs."""
+    ttl_seconds_after_finished: Int = Field(600, ge=0)
+    """Embedded cluster: seconds after the job ends before KubeRay deletes its RayCluster
+    (shutdownAfterJobFinishes), which keeps the cluster's logs reachable meanwhile. Defaults to 600."""
+    active_deadline_seconds: Optional[Int] = Field(None, ge=1)
+    """Fail the RayJob once it has run this long (the RayJob's activeDeadlineSeconds). Defaults to None: no limit."""
+    pre_running_deadline_seconds: Optional[Int] = Field(3600, ge=1)
+    """Fail the RayJob (and, embedded, delete its cluster, releasing the GPUs) when it is not
+    Running this long after it starts: nodes that never come, a failing preflight init container
+    retried in CrashLoopBackOff, an image that cannot be pulled. Defaults to one hour (scale-up from
+    zero plus a tens-of-GB image pull); null disables it. Needs KubeRay 1.6.0 or newer."""
+    backoff_limit: Int = Field(0, ge=0)
+    """Retries of a failed RayJob (embedded cluster). Prefer workload.restart.maxRestarts, which sets it. Defaults to 0."""
+    submission_mode: Literal["K8sJobMode", "HTTPMode", "SidecarMode"] = "K8sJobMode"
+    """How KubeRay submits the job: K8sJobMode (the default: a submitter pod runs ``ray job submit``),
+    HTTPMode (the operator calls the dashboard) or SidecarMode (a container in the head pod)."""
+    submitter_image: Optional[str] = None
+    """K8sJobMode: the image of the submitter pod, which only runs ``ray job submit`` from the
+    system nodes. Defaults to ``rayproject/ray:<rayVersion>`` (KubeRay's own default is the
+    training image, tens of GB pulled onto a system node)."""
+
+
+class ModelSettings(SettingsModel):
+    """Where the trainer's model comes from, staged into the pods before the trainer starts."""
+
+    source: Optional[str] = None
+    """hf://Org/Name[@revision] (Hugging Face, with the hfToken secret for gated or private
+    repos) or s3://bucket/prefix (read with the training role). Staged once by an init container
+    into <sharedFilesystem.mountPath>/models/... (shared by every pod and every run), else into a
+    node-local emptyDir; the trainer's model path is derived from it. Defaults to None: the
+    trainer config's own path, or workload.trainer.modelPath for a model baked into the image."""
+    size_gib: Int = Field(64, ge=1, le=4096)
+    """Without the shared filesystem: the size limit of the node-local emptyDir the model is staged
+    into (on the root volume, or on the NVMe RAID0 with gpuNodes.localNvmeRaid0). Defaults to 64 GiB
+    (a 7B model in bf16 is about 15 GiB)."""
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            try:
+                parse_model_source(value)
+            except ValueError as err:
+                raise PydanticCustomError("model", "{text}; valid forms: {forms}", {"text": str(err), "forms": MODEL_SOURCE_FORMS}) from None
+        return value
+
+    @property
+    def parsed(self) -> Optional[ModelSource]:
+        return parse_model_source(self.source) if self.source else None
+
+
+class ManualJobSettings(SettingsModel):
+    """Deadlines of the manual launcher's Indexed Job (the RayJob's are in workload.rayjob)."""
+
+    active_deadline_seconds: Optional[Int] = Field(None, ge=1)
+    """Fail the Job, stopping every pod, once it has run this long (the Job's activeDeadlineSeconds).
+    Defaults to None: no limit."""
+    pre_running_deadline_seconds: Optional[Int] = Field(3600, ge=60)
+    """Fail the Job when its pods are not all Running this long after it starts: nodes that never
+    come, an image that cannot be pulled, a pod that cannot be scheduled, a staging or preflight
+    init container that does not finish. Kubernetes Jobs have no such deadline, so a watchdog Job on
+    the system nodes enforces it. Defaults to one hour, like rayjob.preRunningDeadlineSeconds;
+    null disables it (and the watchdog)."""
+    watchdog_image: Optional[str] = None
+    """The watchdog's image: bash and kubectl. Defaults to registry.k8s.io/kubectl at the cluster's
+    Kubernetes minor (that image carries bash since Kubernetes 1.28, kubernetes/kubernetes#119592)."""
+
+    @field_validator("watchdog_image")
+    @classmethod
+    def _watchdog_image(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not IMAGE_REFERENCE.fullmatch(value):
+            raise PydanticCustomError("image", "a container image reference such as registry.k8s.io/kubectl:v1.34.0")
+        return value
+
+    @model_validator(mode="after")
+    def _deadlines(self) -> "ManualJobSettings":
+        ads, pre = self.active_deadline_seconds, self.pre_running_deadline_seconds
+        if ads is not None and pre is not None and pre >= ads:
+            raise rule_error("preRunningDeadlineSeconds", pre, f"must be shorter than activeDeadlineSeconds ({ads}), which would end the Job first")
+        return self
+
+
+class RestartSettings(SettingsModel):
+    """Automatic gang restart of a failed run (both launchers)."""
+
+    max_restarts: Int = Field(0, ge=0, le=100)
+    """Restart the whole gang (every pod recreated, resuming from the newest complete checkpoint)
+    up to this many times after a failure: a pod, a node, NCCL. 0 (the default): a failed run stays
+    failed. Manual launcher: the run becomes a JobSet (the JobSet controller is installed); kuberay:
+    the RayJob's backoffLimit. A trainer that fails again from the same checkpoint is not retried;
+    node faults do not count (manual launcher only)."""
+    backoff_seconds: Int = Field(60, ge=0, le=3600)
+    """Manual launcher: restart attempt N waits N x this long before it starts (JobSet restarts at
+    once: its failurePolicy has no backoff). Defaults to 60 s."""
+    jobset_version: ChartVersion = "0.11.1"
+    """Manual launcher with restarts: the JobSet chart version (oci://registry.k8s.io/jobset/charts/jobset).
+    0.10.1 or newer: the failure rules match Job failure messages (onJobFailureMessagePatterns, new
+    in 0.10.0, whose chart's CRD lacked it until 0.10.1: the API server would prune the patterns, and
+    a repeated failure would then match the node-fault rule and restart for ever)."""
+    jobset_namespace: Namespace = "jobset-system"
+    """Namespace of the JobSet controller release. Defaults to jobset-system."""
+
+    @field_validator("jobset_version")
+    @classmethod
+    def _jobset_version(cls, value: str) -> str:
+        parts = tuple(int(p) for p in re.findall(r"\d+", value)[:3])
+        # jobset CHANGELOG-0.10: v0.10.1 "Generate JobSet CRD for Helm chart for 0.10" (#1048)
+        if parts < (0, 10, 1):
+            raise PydanticCustomError(
+                "jobset",
+                "JobSet chart 0.10.1 or newer (onJobFailureMessagePatterns, which tells a node fault from a trainer bug;"
+                " the 0.10.0 chart's CRD drops it)",
+            )
+        return value
+
+
+class WorkloadSettings(SettingsModel):
+    enabled: Bool = True
+    """Create the training workload. Defaults to true."""
+    namespace: Annotated[str, dns_label("a DNS-1035 label")] = "rlinf"
+    """Namespace of the training pods, their service account and secrets. Defaults to rlinf."""
+    launcher: Literal["manual", "kuberay"] = "manual"
+    """manual (the seed's default): a headless Service and an Indexed Job; kuberay: RayCluster + RayJob."""
+    image: str = Field(min_length=1)
+    """The training image (RLinf or SimpleVLA-RL, with libfabric and aws-ofi-nccl)."""
+    ray_version: str = "2.49.2"
+    """The Ray version inside the image (KubeRay's rayVersion)."""
+    trainer: TrainerSettings = Field(default_factory=TrainerSettings)
+    """What the trainer runs: dialect, Hydra config, model path, overrides and batch sizes."""
+    rollout: RolloutSettings = Field(default_factory=RolloutSettings)
+    """The rollout engine and its settings."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables of every Ray pod."""
+    mlflow_tracking_uri: Optional[str] = None
+    """Set as MLFLOW_TRACKING_URI in every Ray pod. Defaults to None: not set."""
+    shm_fraction: Float = Field(0.4, gt=0, lt=1)
+    """Share of the pod's memory backing /dev/shm (Ray's object store). Defaults to 0.4."""
+    join_timeout_seconds: Int = Field(1200, ge=60)
+    """How long pod 0 waits for every node to join Ray before failing. Defaults to 20 minutes."""
+    termination_grace_period_seconds: Int = Field(900, ge=30)
+    """Time to flush a checkpoint on eviction. Defaults to 15 minutes."""
+    progress_timeout_seconds: Optional[Int] = Field(1800, ge=60)
+    """Stop the trainer (the pod then fails with exit status 91, releasing its GPUs) when it has
+    printed nothing and written no new global_step_N checkpoint directory for this long: a hang.
+    Longer than the slowest step plus a checkpoint save, or that step is taken for a hang.
+    Defaults to 30 minutes; null disables the watchdog."""
+    nccl_heartbeat_timeout_seconds: Int = Field(600, ge=60)
+    """TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: torch's monitoring thread aborts a process whose NCCL
+    watchdog thread is stuck (in a CUDA or NCCL call that hangs) this long. Defaults to 10 minutes."""
+    rayjob: RayJobSettings = Field(default_factory=RayJobSettings)
+    """KubeRay RayJob options (launcher kuberay)."""
+    manual: ManualJobSettings = Field(default_factory=ManualJobSettings)
+    """Deadlines of the manual launcher's Job."""
+    restart: RestartSettings = Field(default_factory=RestartSettings)
+    """Automatic gang restart of a failed run."""
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    """Where the model comes from and how it is staged."""
+    checkpoint_sync_image: str = "public.ecr.aws/aws-cli/aws-cli:2.32.9"
+    """Without the shared filesystem: the image (with the AWS CLI) that restores the run directory
+    from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to aws-cli 2.32.9."""
+    checkpoint_sync_interval_seconds: Int = Field(300, ge=30)
+    """Without the shared filesystem: seconds between uploads of the run directory to S3 (plus one
+    final upload when the trainer ends or the pod is stopped). Defaults to 5 minutes."""
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        # Quotes or blanks come from shell quoting slips (--set 'workload.image=""'); the kubelet
+        # would only fail at pull time (InvalidImageName), after the GPU nodes are paid for.
+        if not IMAGE_REFERENCE.fullmatch(value):
+            raise PydanticCustomError(
+                "image", "a container image reference such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/rlinf:v0.3"
+            )
+        return value
+
+    @field_validator("ray_version")
+    @classmethod
+    def _ray_version(cls, value: str) -> str:
+        match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", value)
+        if not match:
+            raise PydanticCustomError("ray", "a Ray release such as 2.49.2")
+        version = tuple(map(int, match.groups()))
+        if _BAD_RAY[0] <= version <= _BAD_RAY[1]:
+            raise PydanticCustomError("ray", "Ray 2.11.0 to 2.37.0 are not supported by KubeRay 1.7; use 2.38.0 or newer")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        # The API server rejects the pod otherwise (apimachinery IsEnvVarName), after the nodes are up.
+        bad = [name for name in value if not re.fullmatch(r"[-._a-zA-Z][-._a-zA-Z0-9]*", name)]
+        if bad:
+            raise PydanticCustomError(
+                "env", "{text}", {"text": f"{', '.join(map(repr, bad))}: environment variable names are letters, digits, '_', '-' or '.', not starting with a digit"}
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _model_source(self) -> "WorkloadSettings":
+        if self.model.source and self.trainer.model_path:
+            raise rule_error(
+                "model.source",
+                self.model.source,
+                f"the model path is derived from it, so trainer.modelPath ({self.trainer.model_path!r}) must not be given too: "
+                "keep model.source to stage the model, or trainer.modelPath for a model already inside the image",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _restarts(self) -> "WorkloadSettings":
+        restarts, rayjob = self.restart.max_restarts, self.rayjob
+        if self.launcher != "kuberay" or not restarts:
+            return self
+        if rayjob.cluster == "selector":
+            raise rule_error(
+                "restart.maxRestarts", restarts,
+                "KubeRay retries only a RayJob with its own cluster: set rayjob.cluster: embedded, or maxRestarts: 0",
+            )
+        if rayjob.backoff_limit not in (0, restarts):
+            raise rule_error(
+                "rayjob.backoffLimit", rayjob.backoff_limit,
+                f"is the RayJob's retry count, which restart.maxRestarts ({restarts}) already sets: drop rayjob.backoffLimit",
+            )
+        return self
+
+    @property
+    def rayjob_backoff_limit(self) -> int:
+        """The RayJob's backoffLimit: restart.maxRestarts, else the older rayjob.backoffLimit."""
+        return self.restart.max_restarts or self.rayjob.backoff_limit
+
+    @property
+    def uses_jobset(self) -> bool:
+        """The manual launcher renders a JobSet (and needs its controller) when it restarts."""
+        return self.enabled and self.launcher == "manual" and self.restart.max_restarts > 0

@@ -1,0 +1,74 @@
+"""Kubernetes object helpers of the workload's pods: typed ``pulumi_kubernetes`` Args (so a
+misspelt key fails loudly), quantities, the one security context of the Ray containers, the GPU
+nodes' scheduling, and :func:`to_manifest`, which turns Args into the camelCase dicts a custom
+resource (RayCluster, RayJob, JobSet) embeds. Also the names every pod of the run shares: where
+the launch ConfigMap and the state directory are mounted, the Ray container, the labels.
+
+The bottom of the workload's modules: it knows nothing of the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pulumi_kubernetes as k8s
+from pulumi import _types
+
+from .. import catalog
+from ..scheduling import GPU_NODE_LABELS, gpu_toleration
+
+core = k8s.core.v1
+meta = k8s.meta.v1
+
+SCRIPTS_DIR = "/etc/rlinf"
+"""Where the launch ConfigMap is mounted: the user's image needs no change."""
+STATE_DIR = "/var/run/rlinf"
+"""Shared by the trainer and the checkpoint-sync container: the trainer's exit code lands here."""
+RAY_CONTAINER = "ray"
+APP_LABELS = {"app.kubernetes.io/name": "rlinf-training", "app.kubernetes.io/part-of": "rlinf-eks"}
+
+
+def mi(mib: int) -> str:
+    """A memory quantity: whole GiB as ``<n>Gi``, else ``<n>Mi``."""
+    return f"{mib // catalog.GIB_MIB}Gi" if mib % catalog.GIB_MIB == 0 else f"{mib}Mi"
+
+
+def cpu(millicpu: int) -> str:
+    """A CPU quantity: whole CPUs as ``<n>``, else ``<n>m``."""
+    return str(millicpu // 1000) if millicpu % 1000 == 0 else f"{millicpu}m"
+
+
+def guaranteed(quantities: Mapping[str, str]) -> core.ResourceRequirementsArgs:
+    """Requests equal to limits: Guaranteed QoS, so the kubelet evicts a training pod last."""
+    return core.ResourceRequirementsArgs(requests=dict(quantities), limits=dict(quantities))
+
+
+def security_context() -> core.SecurityContextArgs:
+    """Not privileged: EFA needs its devices (mounted by the EFA device plugin) and the right to
+    pin memory. IPC_LOCK lifts RLIMIT_MEMLOCK for libfabric's memory registration whatever the
+    container runtime's default ulimit is. Training images run as root (pip installs, /workspace
+    owned by root), so runAsNonRoot is not set."""
+    return core.SecurityContextArgs(
+        privileged=False,
+        allow_privilege_escalation=False,
+        capabilities=core.CapabilitiesArgs(add=["IPC_LOCK"], drop=["NET_RAW"]),
+    )
+
+
+def scheduling() -> dict[str, Any]:
+    """The GPU node group's label and taint (scheduling.py is their one source)."""
+    return {
+        "node_selector": dict(GPU_NODE_LABELS),
+        "tolerations": [core.TolerationArgs(**gpu_toleration())],
+    }
+
+
+def to_manifest(value: Any) -> Any:
+    """Typed Args (nested) as the camelCase dict the Kubernetes API takes; Outputs stay Outputs."""
+    if _types.is_input_type(type(value)):
+        return {k: to_manifest(v) for k, v in _types.input_type_to_dict(value).items() if v is not None}
+    if isinstance(value, dict):
+        return {k: to_manifest(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_manifest(v) for v in value]
+    return value

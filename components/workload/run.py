@@ -1,0 +1,172 @@
+"""The training run of a stack, resolved once (:func:`resolve_run`): where its files live, the
+shape of its pods, where its model is staged, how its pods are named, and the trainer's launch.
+
+``RlinfTraining`` builds its resources from the :class:`Run`, the launch scripts are rendered from
+it, and the plan's Faults section (``offline/resilience.py``) describes the same :class:`Run`:
+nothing here is derived twice. Whether the run has the shared filesystem is the settings' call
+(``StackSettings.shared_filesystem``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .. import catalog
+from ..config import ModelSource, StackSettings
+from ..trainers import TrainerLaunch, launch_for
+from .manual import PodNames, pod_names
+
+LOCAL_RUN_DIR = "/rlinf-run"
+"""Without the shared filesystem: the node-local run directory, restored from and synced to S3."""
+MODEL_ROOT_LOCAL = "/rlinf-models"
+"""Without the shared filesystem: where the node-local models volume is mounted."""
+
+# The checkpoint-sync container's share of the node (it runs the AWS CLI only).
+SYNC_MILLICPU = 500
+SYNC_MEMORY_MIB = 1024
+# Ray's object store lives in /dev/shm; leave headroom for NCCL's own shared-memory segments.
+OBJECT_STORE_SHARE_OF_SHM = 0.8
+
+
+def efa_enabled(settings: StackSettings) -> bool:
+    """The run uses EFA: ``gpuNodes.efa`` on an EFA-capable instance type (validated settings
+    refuse ``efa`` on any other). The pods' EFA devices, the fabric check and NCCL's pinning to
+    aws-ofi-nccl all follow from this one answer."""
+    return settings.gpu_nodes.efa and settings.gpu_nodes.instance.efa_capable
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where the run keeps its state. ``root`` holds logs and checkpoints; ``shared``: on the shared
+    filesystem (FSx, exported to s3://<bucket>/ by its data repository association), else on the
+    node and synced to ``s3://<bucket>/<s3_prefix>/``."""
+
+    root: str
+    shared: bool
+    s3_prefix: str
+
+    @property
+    def log_dir(self) -> str:
+        return f"{self.root}/logs"
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return f"{self.root}/checkpoints"
+
+
+def run_paths(settings: StackSettings, stack: str, shared: bool) -> RunPaths:
+    """``<mountPath>/<stack>`` on the shared filesystem (the association maps it to
+    ``s3://<bucket>/<stack>/``), else ``/rlinf-run`` synced to the same S3 prefix."""
+    if shared:
+        mount = settings.storage.shared_filesystem.mount_path.rstrip("/")
+        return RunPaths(f"{mount}/{stack}", True, stack)
+    return RunPaths(LOCAL_RUN_DIR, False, stack)
+
+
+@dataclass(frozen=True)
+class RayPodShape:
+    """The catalog's pod shape, split between the Ray container and the sync container."""
+
+    pod: catalog.PodShape
+    efa: int
+    sync: bool
+
+    @property
+    def ray_millicpu(self) -> int:
+        return self.pod.millicpu - (SYNC_MILLICPU if self.sync else 0)
+
+    @property
+    def ray_memory_mib(self) -> int:
+        return self.pod.memory_mib - (SYNC_MEMORY_MIB if self.sync else 0)
+
+    @property
+    def ray_cpus(self) -> int:
+        """Whole CPUs Ray schedules on (``--num-cpus``)."""
+        return self.ray_millicpu // 1000
+
+    @property
+    def object_store_bytes(self) -> int:
+        return int(self.pod.shm_mib * OBJECT_STORE_SHARE_OF_SHM) * 1024 * 1024
+
+
+def pod_shape(settings: StackSettings, sync: bool) -> RayPodShape:
+    """All GPUs and EFA devices of a node and what CPU and memory it can spare (catalog)."""
+    gpu = settings.gpu_nodes
+    instance = gpu.instance
+    shape = catalog.pod_shape_for(instance, gpu.hugepages_gib * catalog.GIB_MIB, settings.workload.shm_fraction)
+    efa = len(catalog.efa_interfaces_for(instance)) if efa_enabled(settings) else 0
+    return RayPodShape(shape, efa, sync)
+
+
+@dataclass(frozen=True)
+class ModelStaging:
+    """Where ``source`` is staged: below ``root`` (on FSx when ``shared``, else node-local).
+    How it gets there: :mod:`.staging`."""
+
+    source: ModelSource
+    root: str
+    shared: bool
+    size_gib: int
+
+    @property
+    def model_dir(self) -> str:
+        """The trainer's model path."""
+        return f"{self.root}/{self.source.relative_dir}"
+
+
+def model_staging(settings: StackSettings, shared: bool) -> Optional[ModelStaging]:
+    """The staging of ``workload.model.source``, or None when the stack names no source."""
+    model = settings.workload.model
+    source = model.parsed
+    if source is None:
+        return None
+    root = f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/models" if shared else MODEL_ROOT_LOCAL
+    return ModelStaging(source, root, shared, model.size_gib)
+
+
+@dataclass(frozen=True)
+class Run:
+    """Everything about the run that follows from the settings and the stack's name."""
+
+    settings: StackSettings
+    paths: RunPaths
+    shape: RayPodShape
+    staging: Optional[ModelStaging]
+    """The model staged before the trainer (``workload.model.source``), None: nothing to stage."""
+    names: PodNames
+    """The manual launcher's Job, pod host names and Service (the head is pod 0)."""
+    launch: TrainerLaunch
+
+    @property
+    def shared(self) -> bool:
+        """The run directory (and the staged model) are on the shared filesystem."""
+        return self.paths.shared
+
+    @property
+    def nnodes(self) -> int:
+        return self.settings.gpu_nodes.node_count
+
+    @property
+    def head_host(self) -> str:
+        return self.names.head_host()
+
+
+def resolve_run(settings: StackSettings, stack: str, *, wandb: bool = False) -> Run:
+    """The run of ``settings`` on stack ``stack``; ``wandb``: the trainer also logs to W&B (the
+    stack has a W&B API key). Raises ConfigError when the trainer's world-size rules fail."""
+    shared = settings.shared_filesystem
+    paths = run_paths(settings, stack, shared)
+    shape = pod_shape(settings, sync=not shared)
+    staging = model_staging(settings, shared)
+    launch = launch_for(
+        settings,
+        nnodes=settings.gpu_nodes.node_count,
+        gpus_per_node=shape.pod.gpus,
+        log_dir=paths.log_dir,
+        checkpoint_dir=paths.checkpoint_dir,
+        # derived from workload.model.source, never typed twice (else trainer.modelPath)
+        model_path=staging.model_dir if staging is not None else None,
+        wandb=wandb,
+    )
+    return Run(settings, paths, shape, staging, pod_names(settings.workload.uses_jobset), launch)
