@@ -51,6 +51,7 @@ def short_polls(script: str) -> str:
         script = script.replace(rendered, short)
     return script
 
+
 # A real Ray driver: one task on each node's GPUs (the cluster formed), then "training" until
 # TRAINER_SECONDS pass. It records how it was stopped; interrupted, it exits 0 as a trainer may.
 TRAINER = """exec python3 - <<'PY'
