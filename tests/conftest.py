@@ -14,3 +14,94 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
         signal.signal(signal.SIGQUIT, lambda *_: None)
+
+
+# --- the order the tests start in ------------------------------------------------------------------
+#
+# The suite waits more than it computes (real Ray starting, scripts waiting on their timeouts), so it
+# runs with more workers than cores and work stealing (`-n 4 --dist worksteal`, the README's
+# command). Worksteal first hands each worker one contiguous chunk of the collection; a worker that
+# runs dry steals the tail of the longest queue. Left in file order, the slow tests sit in one chunk
+# and run one after another on one worker while the others go idle. So the collection is laid out
+# as the chunks worksteal will cut (every worker computes the same order from the same
+# collection): the known-slow units longest first, each to the chunk with the least slow time so far,
+# at the head of its chunk; the rest keep their order. Only the order changes: every test runs.
+#
+# Seconds each takes on an idle 2-core machine (`pytest --durations`), for the balance only. A unit
+# is one test, or a whole module whose tests share an expensive module-scoped fixture (kept on one
+# worker so the fixture runs once).
+SLOW_TESTS = {
+    "tests/test_launch_real_ray.py::test_given_no_success_policy_": 30,
+    "tests/test_launch_real_ray.py::test_given_two_pods_": 20,
+    "tests/test_launch_real_ray.py::test_given_a_failing_trainer_": 20,
+    "tests/test_launch_real_ray.py::test_given_a_missing_worker_": 18,
+    "tests/test_launch_real_ray.py::test_given_a_training_head_": 16,
+    "tests/test_launch_real_ray.py::test_given_a_running_head_": 14,
+    "tests/test_launch_real_ray.py::test_given_a_head_waiting_": 7,
+    "tests/test_launch_real_ray.py::test_given_a_missing_head_": 4,
+    "tests/test_properties.py::test_any_valid_config_plans_": 10,
+    "tests/test_aws_models.py::test_policy_grammar_problems_are_found": 6,
+    "tests/test_fault_fast.py::test_given_a_checkpoint_being_written_when_the_block_ends_": 6,
+    "tests/test_fault_fast.py::test_given_a_capacity_block_stop_time_": 5,
+}
+SLOW_MODULES = {
+    "tests/test_checkov.py": 18,  # checkov_failures: one checkov run over every stack
+    "tests/test_shellcheck.py": 5,  # stack_scripts: every stack's rendered scripts
+}
+
+
+def _slow_seconds(nodeid: str) -> tuple[str, float] | None:
+    """The unit a test belongs to and that unit's seconds, or None for a test not known to be slow."""
+    for prefix, seconds in SLOW_TESTS.items():
+        if nodeid.startswith(prefix):
+            return nodeid, seconds
+    module = nodeid.split("::", 1)[0]
+    if module in SLOW_MODULES:
+        return module, SLOW_MODULES[module]
+    return None
+
+
+def worksteal_chunks(total: int, workers: int) -> list[int]:
+    """The sizes of the chunks xdist's worksteal scheduler first hands out (check_schedule: each idle
+    worker in turn gets what is left divided by the workers left)."""
+    sizes, left = [], total
+    for i in range(workers):
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    return sizes
+
+
+def slow_first(items: list, workers: int) -> list:
+    """``items`` laid out in ``workers`` chunks (worksteal_chunks), each headed by its share of the
+    known-slow units."""
+    units: dict[str, list] = {}
+    seconds: dict[str, float] = {}
+    rest = []
+    for item in items:
+        slow = _slow_seconds(item.nodeid)
+        if slow is None:
+            rest.append(item)
+        else:
+            units.setdefault(slow[0], []).append(item)
+            seconds[slow[0]] = slow[1]
+    sizes = worksteal_chunks(len(items), workers)
+    heads: list[list] = [[] for _ in sizes]
+    load = [0.0] * len(sizes)
+    for unit in sorted(units, key=lambda u: (-seconds[u], u)):
+        # the least loaded chunk that still has room for the whole unit
+        fits = [i for i in range(len(sizes)) if len(heads[i]) + len(units[unit]) <= sizes[i]] or [load.index(min(load))]
+        i = min(fits, key=lambda j: (load[j], j))
+        heads[i] += units[unit]
+        load[i] += seconds[unit]
+    ordered, rest_at = [], 0
+    for head, size in zip(heads, sizes):
+        take = max(0, size - len(head))
+        ordered += head + rest[rest_at : rest_at + take]
+        rest_at += take
+    return ordered + rest[rest_at:]
+
+
+def pytest_collection_modifyitems(config, items):
+    workerinput = getattr(config, "workerinput", None)
+    workers = int(workerinput["workercount"]) if workerinput else 1
+    items[:] = slow_first(items, workers)

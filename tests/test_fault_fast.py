@@ -223,11 +223,19 @@ def test_given_an_image_without_ld_library_path_when_the_plugin_is_missing_then_
 
 
 def test_given_a_hung_efa_driver_when_the_fabric_check_runs_with_the_stacks_timeout_then_the_pod_fails_within_a_minute(tmp_path):
-    # the default timeout, as rendered for the stacks: fi_info hangs for ever, the pod still fails in time
-    done, took = run_fabric_check(tmp_path, fake_node(tmp_path, devices=32, fi_info="sleep 3600", plugin=True))
+    # fi_info hangs for ever, the pod still fails in time. The stacks render the default timeout; the
+    # script runs here with a 2 s one (the test waits on no production timeout): it fails after that
+    # timeout plus at most what a minute leaves beyond the stacks' 15 s.
+    from tests.harness import manifests, plan_stack
+
+    assert fabric.FI_INFO_TIMEOUT_SECONDS == 15
+    rendered = manifests(plan_stack("multi-node"))["configmap-rlinf-rlinf-launch.yaml"]["data"]["fabric-check.sh"]
+    assert "\nFI_INFO_TIMEOUT_SECONDS=15\n" in rendered
+    short = 2
+    done, took = run_fabric_check(tmp_path, fake_node(tmp_path, devices=32, fi_info="sleep 3600", plugin=True), fi_timeout=short)
     assert done.returncode == exit_codes.FABRIC_FAILED, done.stderr
-    assert "within 15s" in done.stderr
-    assert fabric.FI_INFO_TIMEOUT_SECONDS <= took < 60, took
+    assert f"within {short}s" in done.stderr
+    assert short <= took < short + (60 - fabric.FI_INFO_TIMEOUT_SECONDS), took
 
 
 def test_given_an_efa_stack_then_nccl_is_pinned_to_aws_ofi_nccl_and_torch_tears_down_on_nccl_errors():

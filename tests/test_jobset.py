@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+import os
 import signal
 import subprocess
 import time
@@ -224,13 +225,22 @@ def test_given_a_capped_backoff_when_computed_then_attempt_50_waits_ten_steps(tm
 
 
 def test_given_a_waiting_backoff_when_the_pod_is_stopped_then_it_exits_143_at_once():
+    # a process group of its own: the script's `sleep 180` outlives it (in a pod, PID 1's exit ends it)
     proc = subprocess.Popen(["bash", "-c", backoff_script(60), "backoff"], env={"RESTART_ATTEMPT": "3", "PATH": "/usr/bin:/bin"},
-                            stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)
-    start = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 143
-    assert time.monotonic() - start < 5
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        time.sleep(0.5)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 143
+        assert time.monotonic() - start < 5
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        proc.stderr.close()
 
 
 # --- config and KubeRay ------------------------------------------------------------------------------

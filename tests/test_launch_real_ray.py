@@ -38,6 +38,20 @@ HEAD_IP, WORKER_IP = "10.213.0.1", "10.213.0.2"
 GPUS_PER_NODE = 2  # a Ray node claims GPUs it does not have (--num-gpus), as the catalog's count
 _names = itertools.count()
 
+# launch.sh's two poll intervals, shortened in the rendered script: these tests wait on Ray, not on
+# sleeps. The worker waits for the head's GCS 5 s between tries and, after Ray on its node stopped,
+# checks "is the head gone?" 3 times 10 s apart; everything else runs as rendered for a pod. Each
+# interval must occur exactly once, so a changed body fails here instead of silently running long.
+POLL_INTERVALS = {"sleep 5 & wait $!": "sleep 1 & wait $!", "sleep 10 & wait $!": "sleep 1 & wait $!"}
+
+
+def short_polls(script: str) -> str:
+    for rendered, short in POLL_INTERVALS.items():
+        assert script.count(rendered) == 1, f"launch.sh should have one {rendered!r}"
+        script = script.replace(rendered, short)
+    return script
+
+
 # A real Ray driver: one task on each node's GPUs (the cluster formed), then "training" until
 # TRAINER_SECONDS pass. It records how it was stopped; interrupted, it exits 0 as a trainer may.
 TRAINER = """exec python3 - <<'PY'
@@ -132,7 +146,7 @@ class PodNetwork:
         state.mkdir(parents=True)
         (pod_dir / "ray").mkdir()
         launch = pod_dir / "launch.sh"
-        launch.write_text(
+        launch.write_text(short_polls(
             scripts.manual_launch(
                 nnodes=nnodes,
                 gpus_per_node=GPUS_PER_NODE,
@@ -147,7 +161,7 @@ class PodNetwork:
                 trainer_pythonpath=str(self.root),
                 trainer_script=str(self.root / "trainer.sh"),
             )
-        )
+        ))
         pod_env = {
             "PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
             "HOME": str(pod_dir),

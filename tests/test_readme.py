@@ -112,3 +112,19 @@ def test_the_readme_plan_commands_with_set_run(tmp_path, capsys):
     for command in commands:
         argv = shlex.split(command)
         assert main([*argv, "--quiet", "--out", str(tmp_path)]) == 0, (command, capsys.readouterr().err)
+
+
+def readme_test_command() -> str:
+    """The Quick start's second command: set up and run the tests."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Quick start", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line and not line.startswith("#")]
+    assert len(lines) == 2, lines
+    return lines[1]
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    command = readme_test_command()
+    assert "-m pytest " in command
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == command, ".ci/run's last command is not the README's (Quick start, second line)"

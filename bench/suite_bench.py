@@ -1,0 +1,167 @@
+"""Benchmark of the test suite: the README's test command, timed.
+
+    python bench/suite_bench.py [--runs 3] [--write]
+
+Runs the pytest part of the README's test command (Quick start, second line: what follows the
+last `&&`, the set-up before it being done once) ``--runs`` times, each a fresh process started
+from the repository root, and records each run's wall time, exit status, pytest's summary line and
+the processes it left behind, the median, the machine (cores, CPU, Python, load average) and the
+commit. Target (issue 21): median <= 60 s on 2 cores, every run green with nothing skipped,
+nothing left behind.
+--write records its section of bench/RESULTS.md (bench/results.py). Exit status 1 when a target
+is missed.
+
+A run's leftovers are the processes still alive after it ended that carry its marker in their
+environment (RLINF_EKS_SUITE_RUN, set for the run) or belong to its session (it starts in a new
+one): a test that starts a process must stop it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TARGET_SECONDS = 60.0
+MARKER = "RLINF_EKS_SUITE_RUN"
+
+
+def readme_test_command() -> str:
+    """The pytest part of the Quick start's second command (tests/test_readme.py keeps .ci/run on it)."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Quick start", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line and not line.startswith("#")]
+    command = lines[1].rsplit("&&", 1)[1].strip()
+    if " -m pytest" not in command:
+        raise SystemExit(f"the README's test command does not end in a pytest run: {lines[1]!r}")
+    return command
+
+
+def leftovers(marker: str, sid: int) -> list[str]:
+    """Live processes that carry ``marker`` in their environment or run in session ``sid``."""
+    found = []
+    needle = f"{MARKER}={marker}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            state, session = stat.rsplit(")", 1)[1].split()[0], int(stat.rsplit(")", 1)[1].split()[4])
+            if state == "Z":
+                continue
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            if session == sid or needle in environ.split(b"\0"):
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+                found.append(f"{entry} {cmd[:120]}")
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def run_once(command: str) -> dict:
+    marker = uuid.uuid4().hex
+    env = {**os.environ, MARKER: marker}
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    proc = subprocess.Popen(shlex.split(command), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    out, _ = proc.communicate()
+    wall = time.perf_counter() - started
+    time.sleep(1)  # let processes that are ending end
+    summary = next((line.strip("= ") for line in reversed(out.splitlines()) if re.search(r"\b(passed|failed|error)", line)), "")
+    return {"wall": wall, "status": proc.returncode, "summary": summary, "left": leftovers(marker, proc.pid),
+            "load": load, "tail": out[-3000:]}
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return f"{head}{' (with uncommitted changes)' if dirty else ''}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="write the suite section of bench/RESULTS.md")
+    args = parser.parse_args()
+
+    command = readme_test_command()
+    runs = []
+    for n in range(1, args.runs + 1):
+        result = run_once(command)
+        runs.append(result)
+        print(f"run {n}: {result['wall']:.1f} s, exit {result['status']}, {result['summary']}, "
+              f"{len(result['left'])} processes left behind, load average {result['load']:.2f} at the start", flush=True)
+        for line in result["left"]:
+            print(f"    left behind: {line}")
+        if result["status"] != 0:
+            print(result["tail"])
+    median = statistics.median(r["wall"] for r in runs)
+    # every test run: a skip (../shared absent, say) or a deselection would time a smaller suite
+    green = all(r["status"] == 0 and not re.search(r"skipped|deselected|xfailed|xpassed", r["summary"]) for r in runs)
+    clean = not any(r["left"] for r in runs)
+    within = median <= TARGET_SECONDS
+    ok = green and clean and within
+    print(f"median {median:.1f} s over {len(runs)} runs (target <= {TARGET_SECONDS:.0f} s): "
+          f"{'all targets met' if ok else 'TARGET MISSED'}")
+
+    lines = [
+        "# Test suite benchmark",
+        "",
+        f"Machine: {machine()}. Commit {commit()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"Each run is a fresh process of the README's test command (Quick start, second line, after the",
+        f"set-up), from the repository root: `{command}`. Produced by",
+        f"`python bench/suite_bench.py --runs {args.runs} --write`.",
+        "",
+        "The load average (1 min) at each run's start shows whether the machine was quiet: on a shared",
+        "machine the wall times are not comparable with a quiet one's.",
+        "",
+        f"## Wall time (target: median <= {TARGET_SECONDS:.0f} s, every run green, no process left behind)",
+        "",
+        "| run | wall (s) | exit status | pytest | processes left behind | load average at start |",
+        "|---:|---:|---:|---|---:|---:|",
+    ]
+    for n, r in enumerate(runs, 1):
+        lines.append(f"| {n} | {r['wall']:.1f} | {r['status']} | {r['summary']} | {len(r['left'])} | {r['load']:.2f} |")
+    lines += [
+        "",
+        f"Median: {median:.1f} s; within target: {'yes' if within else 'NO'}; every run green with nothing skipped: "
+        f"{'yes' if green else 'NO'}; nothing left behind: {'yes' if clean else 'NO'}.",
+        "",
+    ]
+    if args.write:
+        from bench.results import write_section
+
+        write_section("suite", "suite_bench.py", "\n".join(lines))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The order the suite starts its tests in (conftest.py): under `-n 4 --dist worksteal` each worker's
+first chunk starts with its share of the known-slow tests, and the list of slow tests names tests
+that exist."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tests.conftest import SLOW_MODULES, SLOW_TESTS, slow_first, worksteal_chunks
+from tests.harness import ROOT
+
+
+@dataclass
+class Item:
+    nodeid: str
+
+
+class FakeNode:
+    """What xdist's scheduler needs of a worker: it records the test indices it is sent."""
+
+    shutting_down = False
+
+    def __init__(self, n: int) -> None:
+        self.sent: list[int] = []
+        self.gateway = type("Gateway", (), {"id": f"gw{n}"})()
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent += indices
+
+
+class FakeConfig:
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def getvalue(self, name: str):
+        assert name == "tx"
+        return [f"{self.workers}*popen"]
+
+
+def first_chunks(collection: list[str], workers: int) -> list[list[str]]:
+    """The chunks xdist's own worksteal scheduler first sends to ``workers`` workers."""
+    from xdist.scheduler.worksteal import WorkStealingScheduling
+
+    sched = WorkStealingScheduling(FakeConfig(workers))
+    nodes = [FakeNode(n) for n in range(workers)]
+    for node in nodes:
+        sched.add_node(node)
+    for node in nodes:
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    return [[collection[i] for i in node.sent] for node in nodes]
+
+
+def suite_like(fast: int = 1000) -> list[Item]:
+    """A collection shaped like the suite's: every known-slow test and module among fast tests."""
+    slow = [f"{prefix}x" for prefix in SLOW_TESTS] + [f"{module}::test_{i}" for module in SLOW_MODULES for i in range(3)]
+    items = [Item(f"tests/test_fast_{i}.py::test") for i in range(fast)]
+    for n, nodeid in enumerate(slow):
+        items.insert((n * 37) % len(items), Item(nodeid))
+    return items
+
+
+def test_every_known_slow_test_and_module_exists():
+    for prefix in SLOW_TESTS:
+        module, function = prefix.split("::")
+        source = (ROOT / module).read_text()
+        assert re.search(rf"^def {re.escape(function)}", source, re.M), f"conftest.SLOW_TESTS: no test {prefix}* in {module}"
+    for module in SLOW_MODULES:
+        assert (ROOT / module).is_file(), f"conftest.SLOW_MODULES: no {module}"
+
+
+def test_the_chunk_sizes_are_those_xdist_worksteal_sends():
+    for total, workers in ((1069, 4), (1070, 4), (13, 3), (5, 2)):
+        chunks = first_chunks([f"t{i}" for i in range(total)], workers)
+        assert [len(c) for c in chunks] == worksteal_chunks(total, workers)
+
+
+def test_under_worksteal_each_worker_starts_with_its_share_of_the_slow_tests():
+    items = suite_like()
+    for workers in (2, 3, 4):
+        ordered = slow_first(items, workers)
+        assert sorted(i.nodeid for i in ordered) == sorted(i.nodeid for i in items), "every test runs, once"
+        seconds = []
+        for chunk in first_chunks([i.nodeid for i in ordered], workers):
+            slow = [nodeid for nodeid in chunk if nodeid.startswith(tuple(SLOW_TESTS)) or nodeid.split("::")[0] in SLOW_MODULES]
+            assert chunk[: len(slow)] == slow, "the slow tests lead the chunk"
+            seconds.append(sum(s for p, s in SLOW_TESTS.items() for nodeid in slow if nodeid.startswith(p))
+                           + sum(s for m, s in SLOW_MODULES.items() if any(nodeid.startswith(m) for nodeid in slow)))
+        # balanced: no chunk holds more slow time than the least loaded one plus the longest unit
+        assert max(seconds) - min(seconds) <= max(SLOW_TESTS.values()), seconds
+
+
+def test_a_module_sharing_an_expensive_fixture_stays_in_one_chunk():
+    ordered = slow_first(suite_like(), 4)
+    for module in SLOW_MODULES:
+        holders = [n for n, chunk in enumerate(first_chunks([i.nodeid for i in ordered], 4)) if any(x.startswith(module) for x in chunk)]
+        assert len(holders) == 1, (module, holders)
+
+
+def test_run_alone_the_order_is_slow_first_then_file_order():
+    items = suite_like(50)
+    ordered = slow_first(items, 1)
+    fast = [i for i in items if i.nodeid.startswith("tests/test_fast_")]
+    assert ordered[-len(fast):] == fast
