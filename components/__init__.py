@@ -24,6 +24,7 @@ _COMPONENTS = {
     "TrainingIdentity": "identity",
     "KubeRayOperator": "kuberay",
     "JobSetController": "jobset",
+    "KueueQueue": "kueue",
     "ClusterAutoscaler": "autoscaler",
     "RlinfTraining": "workload",
 }

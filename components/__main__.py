@@ -45,6 +45,12 @@ def _plan(args: argparse.Namespace) -> int:
         if faults:
             print()
             print(faults)
+        from .offline.queue import render as render_queue
+
+        queue = render_queue(plan.settings, plan.stack)
+        if queue:
+            print()
+            print(queue)
         print()
         print("\n".join(plan_mod.render_outputs(plan.outputs)))
         print()

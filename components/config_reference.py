@@ -141,7 +141,8 @@ def _default(field: Any) -> str:
     value = field.get_default(call_default_factory=True)
     if isinstance(value, BaseModel):
         return "(section)"
-    return f"`{json.dumps(value)}`"
+    # a list of models (queue.priorityClasses) is shown as the stack file would spell it
+    return f"`{json.dumps(value, default=lambda m: m.model_dump(by_alias=True, mode='json'))}`"
 
 
 def _cell(text: str) -> str:

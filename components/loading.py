@@ -4,7 +4,8 @@ It sits above config and trainers (both below it, neither imports it):
 
 1. validate every section of the stack by itself (rlinf_eks.config.validate_sections);
 2. run the rule table, skipping each rule that reads a section which failed: config's stack
-   rules, the trainers' rules (rollout backend, world sizes), then config's GPU node rules;
+   rules, the trainers' rules (rollout backend, world sizes), config's GPU node rules, then the
+   queue's (rlinf_eks.quota: a run that can never fit the pool);
 3. raise one ConfigError with every problem, or return StackSettings.
 """
 
@@ -13,9 +14,10 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from .config import NODE_RULES, STACK_RULES, ConfigError, StackRule, StackSettings, broken_rules, pulumi_config, validate_sections
+from .quota import QUEUE_RULES
 from .trainers import TRAINER_RULES
 
-RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES)
+RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES, *QUEUE_RULES)
 """Every cross-section rule, in the order its problems are reported."""
 
 

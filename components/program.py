@@ -21,6 +21,7 @@ from .gpu_nodes import EfaGpuNodeGroup
 from .identity import TrainingIdentity, partition_of
 from .jobset import JobSetController
 from .kuberay import KubeRayOperator
+from .kueue import KueueQueue
 from .network import Network
 from .storage import CheckpointStorage, SharedFilesystem
 from .workload import RlinfTraining
@@ -66,10 +67,11 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     shared_fs = _shared_filesystem(settings, network, cluster, storage, identity, tags)
     operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s) if settings.kuberay.enabled else None
     jobset = JobSetController("jobset", settings=settings.workload.restart, opts=k8s) if settings.workload.uses_jobset else None
-    training = _training(settings, secrets, identity, storage, shared_fs, operator, jobset, k8s)
+    queue = _queue(settings, identity, operator, jobset, k8s)
+    training = _training(settings, secrets, identity, storage, shared_fs, operator, jobset, k8s, queue)
     # A dependsOn edge (no property dependency) does not make the node group follow a
     # replacement of the Job: only dependents whose inputs change are replaced with it.
-    before_gpu += [r for r in (shared_fs, operator, jobset, training) if r is not None]
+    before_gpu += [r for r in (shared_fs, operator, jobset, queue, training) if r is not None]
     gpu_nodes = _gpu_nodes(settings, network, cluster, tags, before_gpu)
     return _outputs(cluster, gpu_nodes, storage, shared_fs, training)
 
@@ -163,6 +165,21 @@ def _shared_filesystem(
     )
 
 
+def _queue(
+    settings: StackSettings,
+    identity: TrainingIdentity,
+    operator: Optional[KubeRayOperator],
+    jobset: Optional[JobSetController],
+    k8s: pulumi.ResourceOptions,
+) -> Optional[KueueQueue]:
+    """Kueue and the stack's queue (queue.enabled): the release after the controllers whose
+    integrations it turns on, the LocalQueue in the workload namespace."""
+    if not settings.queue.enabled:
+        return None
+    controllers: list[pulumi.Resource] = [c.release for c in (operator, jobset) if c is not None]
+    return KueueQueue("kueue", settings=settings, namespace=identity.namespace, depends_on=controllers, opts=k8s)
+
+
 def _training(
     settings: StackSettings,
     secrets: Secrets,
@@ -172,6 +189,7 @@ def _training(
     operator: Optional[KubeRayOperator],
     jobset: Optional[JobSetController],
     k8s: pulumi.ResourceOptions,
+    queue: Optional[KueueQueue] = None,
 ) -> Optional[RlinfTraining]:
     training = None
     if settings.workload.enabled:
@@ -185,7 +203,8 @@ def _training(
             wandb_api_key=secrets.wandb_api_key,
             operator=operator,
             jobset=jobset,
-            opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[identity])),
+            # the run after its queue: created before Kueue's webhook it would start unqueued
+            opts=pulumi.ResourceOptions.merge(k8s, pulumi.ResourceOptions(depends_on=[identity, *(queue.objects if queue else [])])),
         )
     return training
 

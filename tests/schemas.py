@@ -78,3 +78,94 @@ def jobset_errors(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
                "spec": rjob["template"]["spec"]}
         errors += [f"replicatedJobs[{rjob['name']}]: {e}" for e in builtin_errors(job, kubernetes_version)]
     return errors
+
+
+# --- Kueue (v0.19.2 CRDs in ../shared/schemas/kueue): structure and CEL rules ---------------------
+
+KUEUE_SCHEMAS = SHARED / "schemas" / "kueue"
+KUEUE_CRD_FILES = {
+    "ResourceFlavor": "kueue.x-k8s.io_resourceflavors.yaml",
+    "ClusterQueue": "kueue.x-k8s.io_clusterqueues.yaml",
+    "LocalQueue": "kueue.x-k8s.io_localqueues.yaml",
+    "Topology": "kueue.x-k8s.io_topologies.yaml",
+    "WorkloadPriorityClass": "kueue.x-k8s.io_workloadpriorityclasses.yaml",
+}
+
+
+@lru_cache(maxsize=None)
+def kueue_schema(kind: str, version: str) -> dict[str, Any]:
+    """``kind``'s openAPIV3Schema at ``version`` (v1beta2, v1beta1), as released."""
+    path = require_shared(KUEUE_SCHEMAS / KUEUE_CRD_FILES[kind], "Kueue CRD schemas")
+    crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+    return next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
+
+
+def cel_rules(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every ``x-kubernetes-validations`` rule of a schema, with the path of the node it sits on."""
+    found = [(path or ".", rule) for rule in (schema.get("x-kubernetes-validations") or [])]
+    for key, child in (schema.get("properties") or {}).items():
+        found += cel_rules(child, f"{path}.{key}")
+    if isinstance(schema.get("items"), dict):
+        found += cel_rules(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        found += cel_rules(schema["additionalProperties"], f"{path}{{}}")
+    return found
+
+
+def is_transition_rule(rule: dict[str, Any]) -> bool:
+    """A rule that reads ``oldSelf`` runs on updates only (Kubernetes: transition rules)."""
+    return "oldSelf" in rule["rule"]
+
+
+def cel_errors(schema: dict[str, Any], obj: Any, path: str = "") -> list[str]:
+    """Evaluate every create-time CEL rule of ``schema`` on ``obj`` as the API server would: each
+    rule on the value at its node (absent values are not checked), ``self`` bound to it; a rule
+    that is false reports its message."""
+    import celpy
+
+    errors: list[str] = []
+    for rule in schema.get("x-kubernetes-validations") or []:
+        if is_transition_rule(rule):
+            continue
+        env = celpy.Environment()
+        program = env.program(env.compile(rule["rule"]))
+        verdict = program.evaluate({"self": celpy.json_to_cel(obj)})
+        if verdict is not True and not (isinstance(verdict, celpy.celtypes.BoolType) and bool(verdict)):
+            errors.append(f"{path or '.'}: {rule.get('message') or rule['rule']} (rule: {rule['rule']})")
+    if isinstance(obj, dict):
+        for key, child in (schema.get("properties") or {}).items():
+            if key in obj:
+                errors += cel_errors(child, obj[key], f"{path}.{key}")
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key, value in obj.items():
+                errors += cel_errors(extra, value, f"{path}.{key}")
+    if isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(obj):
+            errors += cel_errors(schema["items"], item, f"{path}[{i}]")
+    return errors
+
+
+def kueue_errors(obj: dict[str, Any]) -> list[str]:
+    """A Kueue object against its CRD at its apiVersion: the structural schema (unknown fields
+    rejected) and the CEL rules a create would run."""
+    schema = kueue_schema(obj["kind"], obj["apiVersion"].split("/")[1])
+    validator = jsonschema.Draft7Validator(closed(copy.deepcopy(schema)))
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+    return errors + cel_errors(schema, obj)
+
+
+JOBSET_CRD = SHARED / "schemas" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
+
+
+@lru_cache(maxsize=None)
+def _jobset_crd_validator() -> jsonschema.Draft7Validator:
+    path = require_shared(JOBSET_CRD, "the JobSet CRD")
+    crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
+    return jsonschema.Draft7Validator(closed(copy.deepcopy(version["schema"]["openAPIV3Schema"])))
+
+
+def jobset_crd_errors(obj: dict[str, Any]) -> list[str]:
+    """A JobSet against the released v0.11.1 CRD (../shared/schemas/jobset), unknown fields rejected."""
+    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _jobset_crd_validator().iter_errors(obj)]

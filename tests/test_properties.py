@@ -17,7 +17,7 @@ from rlinf_eks import catalog, config, loading
 from rlinf_eks.offline.plan import Plan, is_manifest, make_plan
 from rlinf_eks.offline.stack_config import StackConfig
 from tests.harness import shared_required
-from tests.schemas import KUBERAY_SCHEMAS, builtin_errors, crd_errors
+from tests.schemas import KUBERAY_SCHEMAS, KUEUE_SCHEMAS, builtin_errors, crd_errors, kueue_errors
 
 EFA_TYPES = sorted(name for name, row in catalog.CATALOG.items() if row.efa_capable)
 # The Cluster Autoscaler's minor version must match the cluster's (a stack rule).
@@ -69,6 +69,7 @@ def stack_configs(draw) -> dict[str, Any]:
         "autoscaler": _autoscaler(autoscale, minor),
         "workload": workload,
         "preflight": {"enabled": draw(st.booleans())},
+        "queue": {"enabled": draw(st.booleans()), "topology": draw(st.sampled_from(["preferred", "off"]))},
     }
 
 
@@ -95,6 +96,9 @@ def test_any_valid_config_plans_and_every_manifest_validates(data):
         if obj["kind"] in ("RayCluster", "RayJob"):
             if KUBERAY_SCHEMAS.exists() or shared_required():  # absent under CI: crd_errors fails
                 assert crd_errors(obj) == [], obj["metadata"]["name"]
+        elif obj["apiVersion"].startswith("kueue.x-k8s.io/"):
+            if KUEUE_SCHEMAS.exists() or shared_required():
+                assert kueue_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
         else:
             assert builtin_errors(obj, settings.cluster.kubernetes_version) == [], (obj["kind"], obj["metadata"]["name"])
     group = next(r for r in plan.resources if r["type"] == "aws:eks/nodeGroup:NodeGroup" and r["name"].startswith("gpu"))

@@ -22,6 +22,7 @@ from .cluster import ClusterSettings
 from .errors import describe_errors, did_you_mean
 from .gpu_nodes import GpuNodeSettings
 from .network import NetworkSettings
+from .queue import QueueSettings
 from .storage import StorageSettings
 from .types import SettingsModel
 from .workload import WorkloadSettings
@@ -78,6 +79,8 @@ class StackSettings(SettingsModel):
     """The checkpoint bucket and the shared filesystem."""
     preflight: PreflightSettings = Field(default_factory=PreflightSettings)
     """The GPU, EFA and all-reduce check before training (optional)."""
+    queue: QueueSettings = Field(default_factory=QueueSettings)
+    """Kueue: the queue that admits a run all or nothing (on by default)."""
     tags: Tags = Field(default_factory=dict)
     """Extra AWS tags on every resource (besides project and stack)."""
 

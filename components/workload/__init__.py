@@ -31,6 +31,7 @@ import pulumi_kubernetes as k8s
 from ..config import StackSettings
 from ..jobset import JobSetController
 from ..kuberay import KubeRayOperator
+from ..kueue import pod_annotations, run_labels
 from ..loading import parse
 from . import fabric, manual, network_policy, progress, rayjob, scripts, watchdog
 from .env import SECRET_ENV, plain_env, trainer_pythonpath
@@ -216,6 +217,8 @@ class RlinfTraining(pulumi.ComponentResource):
         )
         # a changed script means a new run: the Job's template changes, so Pulumi replaces the Job
         annotations = {"rlinf-eks/launch-sha256": _fingerprint(files)}
+        # Kueue: the pods' network layer (queue.topology), read by Kueue from the pod templates
+        annotations.update(pod_annotations(settings))
         if wl.launcher == "manual":
             self._manual(name, namespace, pod_inputs, annotations, jobset)
         else:
@@ -282,14 +285,18 @@ class RlinfTraining(pulumi.ComponentResource):
                 f"{name}-jobset",
                 api_version="jobset.x-k8s.io/v1alpha2",
                 kind="JobSet",
-                metadata=meta.ObjectMetaArgs(name=manual.JOBSET_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
+                metadata=meta.ObjectMetaArgs(
+                    name=manual.JOBSET_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=dict(SKIP_AWAIT)
+                ),
                 spec=manual.jobset_spec(job=to_manifest(job_spec), max_restarts=settings.workload.restart.max_restarts),
                 opts=run_opts,
             )
         else:
             job = k8s.batch.v1.Job(
                 f"{name}-job",
-                metadata=meta.ObjectMetaArgs(name=manual.JOB_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
+                metadata=meta.ObjectMetaArgs(
+                    name=manual.JOB_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=dict(SKIP_AWAIT)
+                ),
                 spec=job_spec,
                 opts=run_opts,
             )
@@ -350,7 +357,8 @@ class RlinfTraining(pulumi.ComponentResource):
                 f"{name}-ray-cluster",
                 api_version="ray.io/v1",
                 kind="RayCluster",
-                metadata=meta.ObjectMetaArgs(name=rayjob.RAY_CLUSTER_NAME, namespace=namespace, labels=dict(APP_LABELS)),
+                # a long-lived cluster is what Kueue queues (it ignores a RayJob with a clusterSelector)
+                metadata=meta.ObjectMetaArgs(name=rayjob.RAY_CLUSTER_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}),
                 spec=cluster_spec,
                 opts=cr_opts,
             )
@@ -359,7 +367,12 @@ class RlinfTraining(pulumi.ComponentResource):
             f"{name}-ray-job",
             api_version="ray.io/v1",
             kind="RayJob",
-            metadata=meta.ObjectMetaArgs(name=rayjob.RAY_JOB_NAME, namespace=namespace, labels=dict(APP_LABELS), annotations=dict(SKIP_AWAIT)),
+            metadata=meta.ObjectMetaArgs(
+                name=rayjob.RAY_JOB_NAME,
+                namespace=namespace,
+                labels={**APP_LABELS, **(run_labels(settings) if embedded else {})},
+                annotations=dict(SKIP_AWAIT),
+            ),
             spec=rayjob.ray_job_spec(
                 settings,
                 entrypoint=f"bash {SCRIPTS_DIR}/driver.sh",
