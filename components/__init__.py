@@ -5,7 +5,9 @@ Import the components into any Pulumi program::
     from rlinf_eks import EfaGpuNodeGroup, RlinfTraining
 
 Each component takes its own settings model from :mod:`rlinf_eks.config` (or a plain mapping with
-the same camelCase keys) plus the outputs of the others, so they can be used one at a time.
+the same camelCase keys) plus the outputs of the others, so they can be used one at a time
+(``RlinfTraining`` takes :class:`rlinf_eks.workload.TrainingSettings`, the sections it reads).
+:mod:`rlinf_eks.testing` plans such a program offline, as ``python -m rlinf_eks plan`` plans a stack.
 """
 
 from __future__ import annotations
