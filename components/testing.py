@@ -64,7 +64,7 @@ DEFAULT_REGION = "us-east-1"
 
 
 class Registered(list):
-    """The resources a run registered, in registration order, as plan.json dicts."""
+    """The resources a run registered, in the order the engine received them, as plan.json dicts."""
 
     def of_type(self, type_: str) -> list[dict[str, Any]]:
         return [r for r in self if r["type"] == type_]
@@ -179,8 +179,9 @@ def violations(plan: Plan, options: Optional[PolicyOptions] = None) -> list[Viol
 
 
 def write_plan(plan: Plan, out: str | Path) -> list[str]:
-    """Write ``plan.json`` and ``manifests/`` into ``out`` as the CLI does (and ``efficiency.json``
-    for this project's stacks); return the warnings about files it left in place."""
+    """Write ``plan.json`` and ``manifests/`` into ``out`` as the CLI does (``efficiency.json`` only
+    for a plan of this project's own settings, as the CLI makes); return the warnings about files
+    it left in place."""
     return _write(plan, Path(out))
 
 
