@@ -5,13 +5,19 @@ Import the components into any Pulumi program::
     from rlinf_eks import EfaGpuNodeGroup, RlinfTraining
 
 Each component takes its own settings model from :mod:`rlinf_eks.config` (or a plain mapping with
-the same camelCase keys) plus the outputs of the others, so they can be used one at a time.
+the same camelCase keys) plus the outputs of the others, so they can be used one at a time
+(``RlinfTraining`` takes :class:`rlinf_eks.workload.TrainingSettings`, the sections it reads).
+:mod:`rlinf_eks.testing` plans such a program offline, as ``python -m rlinf_eks plan`` plans a stack.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+__version__ = "0.2.0"
+"""The one place the version is written: pyproject.toml reads it (setuptools dynamic version),
+CHANGELOG.md's newest entry and the README's install tag name it (tests/test_release.py)."""
 
 # Component name -> module; imported on first use so that `import rlinf_eks` stays cheap.
 _COMPONENTS = {

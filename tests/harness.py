@@ -1,4 +1,7 @@
 """Test helpers: run a component or a whole stack under Pulumi mocks and query what it registered.
+The machinery is the library's public rlinf_eks.testing (running a program under the mocks, the
+lookups one, of_type, has_inputs); this module adds this project's own: its stacks, a minimal
+valid config, the shared data folder.
 
     run = run_component(lambda: Network("rlinf", settings={}, gpu_az="us-east-1a", cluster_name="c", tags={}))
     vpc = one(run, "aws:ec2/vpc:Vpc")
@@ -17,9 +20,14 @@ from typing import Any, Callable, Mapping
 
 from rlinf_eks import config as config_mod
 from rlinf_eks.loading import parse
-from rlinf_eks.offline import engine
 from rlinf_eks.offline.plan import Plan, make_plan
 from rlinf_eks.offline.stack_config import available_stacks, load
+from rlinf_eks.testing import Registered, has_inputs, of_type, one, register
+
+__all__ = [
+    "MINIMAL", "REQUIRE_SHARED_ENV", "ROOT", "Registered", "SHARED", "STACKS", "has_inputs", "manifests", "of_type", "one",
+    "plan_stack", "require_shared", "run_component", "settings", "shared_required", "with_shared_filesystem",
+]  # fmt: skip
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -71,54 +79,16 @@ def with_shared_filesystem(s: config_mod.StackSettings, shared: bool) -> config_
     return s.model_copy(update={"storage": s.storage.model_copy(update={"shared_filesystem": fs})})
 
 
-class Registered(list):
-    """The resources a run registered, as plan.json dicts."""
-
-    def of_type(self, type_: str) -> list[dict[str, Any]]:
-        return [r for r in self if r["type"] == type_]
-
-
 def run_component(program: Callable[[], Any], config: Mapping[str, str] | None = None, stack: str = "test") -> Registered:
-    """Run ``program`` (which creates components) under mocks; return what was registered."""
-
-    def wrapped() -> dict[str, Any]:
-        program()
-        return {}
-
-    run = engine.run(wrapped, project=config_mod.PROJECT, stack=stack, config=config or {})
-    return Registered(r.to_json() for r in run.registrations)
+    """Run ``program`` (which creates components) under mocks; return what was registered
+    (rlinf_eks.testing.register in this project's namespace)."""
+    return register(program, project=config_mod.PROJECT, stack=stack, config=config)
 
 
 @functools.lru_cache(maxsize=64)
 def plan_stack(stack: str, *sets: str) -> Plan:
     """The offline plan of a stack file, with ``--set`` edits (cached: treat it as read-only)."""
     return make_plan(load(ROOT, stack, list(sets)))
-
-
-def of_type(resources: Plan | list[dict[str, Any]], type_: str) -> list[dict[str, Any]]:
-    items = resources.resources if isinstance(resources, Plan) else resources
-    return [r for r in items if r["type"] == type_]
-
-
-def one(resources: Plan | list[dict[str, Any]], type_: str, name: str | None = None) -> dict[str, Any]:
-    """The single resource of ``type_`` (and ``name``, if given); fails loudly otherwise."""
-    found = [r for r in of_type(resources, type_) if name is None or r["name"] == name]
-    names = [r["name"] for r in of_type(resources, type_)]
-    assert len(found) == 1, f"expected one {type_} named {name!r}, found {len(found)} among {names}"
-    return found[0]
-
-
-def has_inputs(resource: dict[str, Any], partial: Any) -> bool:
-    """True when ``partial`` is contained in the resource's inputs (dicts by key, lists by position)."""
-    return _contains(resource["inputs"], partial)
-
-
-def _contains(actual: Any, expected: Any) -> bool:
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and _contains(actual[k], v) for k, v in expected.items())
-    if isinstance(expected, list):
-        return isinstance(actual, list) and len(actual) == len(expected) and all(_contains(a, e) for a, e in zip(actual, expected))
-    return actual == expected
 
 
 def manifests(plan: Plan) -> dict[str, dict[str, Any]]:

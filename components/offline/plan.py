@@ -99,12 +99,18 @@ def make_plan(stack_config: StackConfig) -> Plan:
         secret_keys=stack_config.secret_keys,
         region=settings.region,
     )
+    return plan_of_run(run, settings)
+
+
+def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = None) -> Plan:
+    """The plan of a recorded run: resources sorted by URN, outputs by name (what plan.json holds);
+    with this project's ``settings``, the example values to replace too. (rlinf_eks.testing plans
+    any other Pulumi program through it.)"""
     from ..placeholders import find_placeholders
 
     resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
-    return Plan(
-        run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings, settings, find_placeholders(settings)
-    )
+    placeholders = find_placeholders(settings) if settings is not None else []
+    return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings, settings, placeholders)
 
 
 def check_output(out: Path) -> None:

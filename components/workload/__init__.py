@@ -16,7 +16,8 @@ The modules form a one-way stack, each importing only those below it: :mod:`.kub
 object helpers) and :mod:`.scripts` (script rendering) at the bottom; :mod:`.manual`; :mod:`.run`;
 :mod:`.env`; :mod:`.fabric`, :mod:`.checkpoint_sync`, :mod:`.preflight`, :mod:`.staging`;
 :mod:`.template`; :mod:`.rayjob`, :mod:`.watchdog`, :mod:`.progress`, :mod:`.network_policy`;
-this package.
+this package. :mod:`.standalone` (``TrainingSettings``, RlinfTraining's own settings for a
+program with its own cluster) imports only config and the loading step.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ from .kube import APP_LABELS, RAY_CONTAINER, SCRIPTS_DIR, STATE_DIR, meta, to_ma
 from .preflight import PREFLIGHT_SCRIPT, preflight_script
 from .run import Run, resolve_run
 from .staging import STAGE_SCRIPT, stage_script
+from .standalone import TrainingSettings
 from .template import RayPodInputs, ray_pod_template
 
-__all__ = ["RlinfTraining", "Run", "launch_scripts", "resolve_run"]
+__all__ = ["RlinfTraining", "Run", "TrainingSettings", "launch_scripts", "resolve_run"]
 
 LAUNCH_CONFIG_MAP = "rlinf-launch"
 SECRET_NAME = "rlinf-training-secrets"
@@ -140,7 +142,10 @@ class RlinfTraining(pulumi.ComponentResource):
     Args:
         settings: ``StackSettings`` (or a mapping with its camelCase keys): launcher, image,
             trainer, preflight and storage come from there, and so does whether the run has the
-            shared filesystem (``StackSettings.shared_filesystem``).
+            shared filesystem (``StackSettings.shared_filesystem``). A program with its own
+            cluster passes :class:`TrainingSettings` instead: only the sections the run reads
+            (workload, gpuNodes, storage with the shared filesystem stated, preflight, the
+            cluster's Kubernetes version, kuberay), checked by the stack's rules over them.
         service_account_name: the IRSA service account the training pods run as (training-sa).
         bucket_name: the checkpoint bucket.
         shared_volume_claim: the shared filesystem's PersistentVolumeClaim (the SharedFilesystem's
@@ -166,7 +171,7 @@ class RlinfTraining(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        settings: StackSettings | Mapping[str, Any],
+        settings: StackSettings | TrainingSettings | Mapping[str, Any],
         service_account_name: pulumi.Input[str],
         bucket_name: pulumi.Input[str],
         shared_volume_claim: Optional[pulumi.Input[str]] = None,
@@ -177,7 +182,9 @@ class RlinfTraining(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:RlinfTraining", name, None, opts)
-        if not isinstance(settings, StackSettings):
+        if isinstance(settings, TrainingSettings):
+            settings = settings.stack_settings(pulumi.get_stack())  # the rules over its sections: one ConfigError
+        elif not isinstance(settings, StackSettings):
             settings = parse(settings, pulumi.get_stack())  # every rule, the trainers' too: one ConfigError
         _check_shared_filesystem(settings, shared_volume_claim)
         wl = settings.workload
