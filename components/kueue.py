@@ -31,13 +31,14 @@ allows Kueue's pod-template changes while the JobSet is suspended).
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from .config import QueueSettings, StackSettings
+from .config import AutoscalerSettings, GpuNodeSettings, KubeRaySettings, QueueSettings, SettingsModel, StackSettings, WorkloadSettings
 from .quota import HOSTNAME_LABEL, NETWORK_LAYER_LABELS, QueuePlan, Resources, queue_plan
 from .scheduling import SYSTEM_NODE_LABELS, node_labels, node_taints
 
@@ -189,12 +190,34 @@ class _ObjectWithoutSpec(pulumi.CustomResource):
         super().__init__(f"kubernetes:{api_version}:{kind}", name, props, pulumi.ResourceOptions.merge(opts, version))
 
 
+def _stack_field(name: str) -> Any:
+    """StackSettings' own field (type, default, description): nothing written twice."""
+    return copy.copy(StackSettings.model_fields[name])
+
+
+class KueueSettings(SettingsModel):
+    """What :class:`KueueQueue` reads, and nothing else: the stack's sections of the same names, for
+    a program that brings its own cluster and node group."""
+
+    queue: QueueSettings = _stack_field("queue")
+    gpu_nodes: GpuNodeSettings
+    """The GPU node group the queue admits onto, as it is (required): its shape and count are the quota."""
+    autoscaler: AutoscalerSettings = _stack_field("autoscaler")
+    """Whether the cluster autoscaler may add nodes up to ``gpuNodes.maxNodes`` (the quota then counts them)."""
+    workload: WorkloadSettings = _stack_field("workload")
+    kuberay: KubeRaySettings = _stack_field("kuberay")
+
+    def stack_settings(self) -> StackSettings:
+        """These sections as the StackSettings the queue is derived from (the others at their defaults, never read)."""
+        return StackSettings.model_construct(**{name: getattr(self, name) for name in type(self).model_fields})
+
+
 class KueueQueue(pulumi.ComponentResource):
     """The kueue Helm release and the stack's queue.
 
     Args:
-        settings: the stack's settings (``queue``; the GPU node group, autoscaler and workload
-            the quota and flavors follow from).
+        settings: the stack's settings, or :class:`KueueSettings` (only the sections read: ``queue``;
+            the GPU node group, autoscaler and workload the quota and flavors follow from).
         namespace: the workload namespace (an Output of the namespace, so the LocalQueue waits for it).
         depends_on: what the release waits for (the JobSet controller, the KubeRay operator).
         opts: must carry the cluster's Kubernetes provider.
@@ -207,12 +230,14 @@ class KueueQueue(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        settings: StackSettings,
+        settings: StackSettings | KueueSettings,
         namespace: pulumi.Input[str],
         depends_on: Optional[list[pulumi.Resource]] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:KueueQueue", name, None, opts)
+        if isinstance(settings, KueueSettings):
+            settings = settings.stack_settings()
         q = settings.queue
         self.plan = plan = queue_plan(settings)
         self.release = k8s.helm.v3.Release(

@@ -310,3 +310,19 @@ def test_the_plan_says_the_queue_the_asks_the_fit_the_layer_and_what_preemption_
     # verl-ppo cannot resume: the plan says a preempted run starts over
     assert "starts over" in render_queue(plan_stack("single-node").settings, "single-node")
     assert "topology: none (the Cluster Autoscaler" in render_queue(plan_stack("autoscaled").settings, "autoscaled")
+
+
+def test_kueue_queue_alone_from_its_own_sections_builds_the_stacks_queue():
+    # a program with its own cluster and node group gives KueueQueue only the sections it reads
+    from rlinf_eks.kueue import KueueQueue, KueueSettings
+    from tests.harness import run_component, settings as stack_settings
+
+    base = stack_settings(gpuNodes={"nodeCount": 2, "maxNodes": 4}, autoscaler={"enabled": True})
+    own = KueueSettings(gpu_nodes=base.gpu_nodes, autoscaler=base.autoscaler, workload=base.workload)
+
+    def objects(s):
+        run = run_component(lambda: KueueQueue("q", settings=s, namespace="rlinf"))
+        return sorted((r["type"], r["name"], repr(r.get("inputs"))) for r in run if r["type"] != "rlinf-eks:index:KueueQueue")
+
+    assert objects(own) == objects(base)
+    assert queue_plan(own.stack_settings()) == queue_plan(base)
