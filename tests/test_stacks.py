@@ -50,7 +50,7 @@ def test_plan_json_has_the_public_shape():
     assert plan["project"] == "rlinf-eks" and plan["stack"] == "single-node"
     for resource in plan["resources"]:
         assert set(resource) == {"urn", "type", "name", "id", "parent", "custom", "provider", "inputs", "options"}
-        assert set(resource["options"]) == {"protect", "retainOnDelete", "dependsOn", "ignoreChanges", "deleteBeforeReplace"}
+        assert set(resource["options"]) == {"protect", "retainOnDelete", "dependsOn", "ignoreChanges", "deleteBeforeReplace", "replaceOnChanges"}
     assert [r["urn"] for r in plan["resources"]] == sorted(r["urn"] for r in plan["resources"])
     assert plan["outputs"]["kubeconfig"] == "[secret]"
 
