@@ -44,8 +44,9 @@ def _service_role(urn: str, name: str, service: str, policies: list[str], tags: 
     ]
     for policy in policies:
         policy_id = f"arn:aws:iam::aws:policy/{policy}"
-        out.append(_child(urn, "aws:iam/rolePolicyAttachment:RolePolicyAttachment", f"{name}-{_sha1(policy_id)}",
-                          {"policyArn": f"arn:<partition>:iam::aws:policy/{policy}", "role": role}))
+        # the attachment's inputs policyArn and role (an IAM role's name, not the node label scheduling.py owns)
+        inputs = dict(policyArn=f"arn:<partition>:iam::aws:policy/{policy}", role=role)
+        out.append(_child(urn, "aws:iam/rolePolicyAttachment:RolePolicyAttachment", f"{name}-{_sha1(policy_id)}", inputs))
     return out
 
 
