@@ -31,29 +31,31 @@ def _plan(args: argparse.Namespace) -> int:
     except (ConfigError, StackConfigError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
         return 2
+    # --quiet leaves out the resource tree only: the cost, Faults and Outputs are the review a CI
+    # log needs, and they are short
     if not args.quiet:
         print(plan_mod.render_tree(plan))
-        report = plan_mod.efficiency_of_plan(plan)
-        if report is not None:
-            from .offline.efficiency import render_efficiency
-
-            print()
-            print(render_efficiency(report))
-        from .offline.resilience import render as render_faults
-
-        faults = render_faults(plan.settings, plan.stack)
-        if faults:
-            print()
-            print(faults)
-        from .offline.queue import render as render_queue
-
-        queue = render_queue(plan.settings, plan.stack)
-        if queue:
-            print()
-            print(queue)
         print()
-        print("\n".join(plan_mod.render_outputs(plan.outputs)))
+    report = plan_mod.efficiency_of_plan(plan)
+    if report is not None:
+        from .offline.efficiency import render_efficiency
+
+        print(render_efficiency(report))
         print()
+    from .offline.resilience import render as render_faults
+
+    faults = render_faults(plan.settings, plan.stack)
+    if faults:
+        print(faults)
+        print()
+    from .offline.queue import render as render_queue
+
+    queue = render_queue(plan.settings, plan.stack)
+    if queue:
+        print(queue)
+        print()
+    print("\n".join(plan_mod.render_outputs(plan.outputs)))
+    print()
     for warning in [*plan.warnings, *written]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {out / plan_mod.PLAN_FILE} and {len(plan.manifests())} manifests in {out / plan_mod.MANIFESTS}")
@@ -90,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="as `pulumi config set --path KEY VALUE` on a copy of the stack's config, e.g. gpuNodes.nodeCount=4",
     )
-    plan.add_argument("--quiet", action="store_true", help="do not print the resource tree")
+    plan.add_argument(
+        "--quiet", action="store_true",
+        help="do not print the resource tree and its counts (the cost, Faults and Outputs are still printed)",
+    )
     plan.add_argument(
         "--strict", action="store_true",
         help="exit 1 when a policy (rlinf_eks.policies) is violated or a placeholder value is left (rlinf_eks.placeholders)",

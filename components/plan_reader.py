@@ -88,6 +88,7 @@ DATA_REPOSITORY_ASSOCIATION = "aws:fsx/dataRepositoryAssociation:DataRepositoryA
 
 # Kubernetes objects
 JOB = "kubernetes:batch/v1:Job"
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 RAY_JOB = "kubernetes:ray.io/v1:RayJob"
 
 # this library's components

@@ -63,6 +63,7 @@ def resource_from_policy_args(args: Any) -> dict[str, Any]:
             "retainOnDelete": False,
             "ignoreChanges": list(getattr(opts, "ignore_changes", None) or []),
             "deleteBeforeReplace": bool(getattr(opts, "delete_before_replace", False)),
+            "replaceOnChanges": sorted(getattr(opts, "replace_on_changes", None) or []),
             "dependsOn": sorted(d.urn for d in getattr(args, "dependencies", None) or []),
         },
         "propertyDependencies": {k: sorted(d.urn for d in v) for k, v in property_dependencies.items()},

@@ -19,6 +19,14 @@ Sources (as the ``source`` column names them):
   is used for G-family rows only (where it agrees with the 2026-02-09 us-east-1 figures).
 - ``dstack-pr-4110-2026-08-06``: dstackai/dstack pull request #4110 ("Add AWS p5en.48xlarge"),
   ``dstack offer`` output pasted on 2026-08-06 listing p5en.48xlarge On-Demand per region.
+- ``karpenter-us-gov-2026-07-20``: aws/karpenter-provider-aws
+  ``pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go`` at commit
+  6fc13b5236fd04fd16ff3f9dc7490d0813994099 ("generated at 2026-07-20T13:44:38Z"), the AWS Price
+  List API's GovCloud (US) regions: p4d, p5 and p5en are listed in us-gov-west-1 only.
+
+Other regions where EC2 sells P4d, P5 or P5en (us-east-2, us-west-2, eu-*, ap-*, ...) have no row:
+no price dated after the June 2025 cut could be sourced for them, so the plan says "unknown" and
+why, and :func:`priced_regions` says where each type is priced.
 """
 
 from __future__ import annotations
@@ -29,17 +37,21 @@ from typing import Mapping, Optional
 KARPENTER = "karpenter-2026-02-09"
 SKYPILOT = "skypilot-catalog-pre-2025-06"
 DSTACK = "dstack-pr-4110-2026-08-06"
+KARPENTER_GOV = "karpenter-us-gov-2026-07-20"
 
 SOURCES: Mapping[str, str] = {
     KARPENTER: "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go, generated 2026-02-09T13:43:35Z (AWS Price List API, us-east-1)",
     SKYPILOT: "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @27f67dd4e1bc (undated; before the June 2025 P4/P5 price cut)",
     DSTACK: "dstackai/dstack PR #4110, `dstack offer` output of 2026-08-06",
+    KARPENTER_GOV: "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go @6fc13b5236fd, "
+    "generated 2026-07-20T13:44:38Z (AWS Price List API, GovCloud)",
 }
 
 _SOURCE_DATES: Mapping[str, str] = {
     KARPENTER: "2026-02-09",
     SKYPILOT: "before 2025-06",
     DSTACK: "2026-08-06",
+    KARPENTER_GOV: "2026-07-20",
 }
 
 
@@ -84,6 +96,7 @@ _CAPACITY_BLOCKS_ONLY = (
     "lists it with no On-Demand price in any region (EC2 Capacity Blocks for ML only)"
 )
 _NOT_IN_SNAPSHOT = "no us-west-2 price could be sourced (absent from the regional snapshot used)"
+_NOT_IN_GOV_LIST = "not in the us-gov-west-1 price list of 2026-07-20 (not sold On-Demand there at that date)"
 
 # fmt: off
 _ROWS: tuple[PriceRow, ...] = (
@@ -113,6 +126,19 @@ _ROWS: tuple[PriceRow, ...] = (
     PriceRow("g5.8xlarge",       "us-west-2", 2.448,     SKYPILOT),
     PriceRow("g6e.8xlarge",      "us-west-2", 4.52856,   SKYPILOT),
     PriceRow("g5.2xlarge",       "us-west-2", 1.212,     SKYPILOT),
+    # us-gov-west-1 (AWS GovCloud (US-West))
+    PriceRow("p4d.24xlarge",     "us-gov-west-1", 26.3511,   KARPENTER_GOV),
+    PriceRow("p4de.24xlarge",    "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
+    PriceRow("p5.48xlarge",      "us-gov-west-1", 66.048,    KARPENTER_GOV),
+    PriceRow("p5e.48xlarge",     "us-gov-west-1", None,      None, _CAPACITY_BLOCKS_ONLY),
+    PriceRow("p5en.48xlarge",    "us-gov-west-1", 75.9552,   KARPENTER_GOV),
+    PriceRow("p6-b200.48xlarge", "us-gov-west-1", 136.71936, KARPENTER_GOV),
+    PriceRow("g6e.48xlarge",     "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
+    PriceRow("g5.48xlarge",      "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
+    PriceRow("g6.48xlarge",      "us-gov-west-1", 16.82734,  KARPENTER_GOV),
+    PriceRow("g5.8xlarge",       "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
+    PriceRow("g6e.8xlarge",      "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
+    PriceRow("g5.2xlarge",       "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
 )
 # fmt: on
 
@@ -120,16 +146,28 @@ PRICES: Mapping[tuple[str, str], PriceRow] = {(row.instance_type, row.region): r
 REGIONS: tuple[str, ...] = tuple(dict.fromkeys(row.region for row in _ROWS))
 
 
+def priced_regions(instance_type: str) -> tuple[str, ...]:
+    """The regions where ``instance_type`` has a sourced price (a region's row may say unknown)."""
+    return tuple(row.region for row in _ROWS if row.instance_type == instance_type and row.known)
+
+
+def _where_priced(instance_type: str) -> str:
+    regions = priced_regions(instance_type)
+    return f"{instance_type} is priced in {', '.join(regions)} only" if regions else f"{instance_type} is priced in no region"
+
+
 def on_demand_price(instance_type: str, region: str) -> PriceRow:
     """The price row of ``instance_type`` in ``region``; a row with ``usd_per_hour=None`` and the
-    reason when the table has no price for it."""
+    reason (with the regions where the type is priced) when the table has no price for it."""
     row = PRICES.get((instance_type, region))
-    if row is not None:
+    if row is not None and row.known:
         return row
-    if region not in REGIONS:
-        reason = f"no prices sourced for region {region}; priced regions: {', '.join(REGIONS)}"
-    else:
+    if row is not None:
+        reason = f"{row.reason}; {_where_priced(instance_type)}"
+    elif not any(r.instance_type == instance_type for r in _ROWS):
         reason = f"{instance_type} is not in the price table"
+    else:
+        reason = f"no prices sourced for region {region}; {_where_priced(instance_type)}"
     return PriceRow(instance_type, region, None, None, reason)
 
 

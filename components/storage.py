@@ -359,6 +359,12 @@ def _csi_driver(name: str, cluster_name: pulumi.Input[str], tags: dict[str, str]
     )
 
 
+PV_REPLACE_ON_CHANGES = ("spec.volumeMode", "spec.nodeAffinity")
+"""What a PersistentVolume cannot change in place beyond its source (pulumi-kubernetes' own force-new paths)."""
+PVC_REPLACE_ON_CHANGES = ("spec.volumeMode", "spec.dataSource", "spec.dataSourceRef", "spec.resources")
+"""What the static claim cannot change in place beyond pulumi-kubernetes' own force-new paths."""
+
+
 def _volume_claim(
     name: str, namespace: pulumi.Input[str], filesystem: aws.fsx.LustreFileSystem, capacity_gib: int, in_cluster: pulumi.ResourceOptions
 ) -> k8s.core.v1.PersistentVolumeClaim:
@@ -371,7 +377,11 @@ def _volume_claim(
             labels={"app.kubernetes.io/part-of": "rlinf"},
         ),
         spec=persistent_volume_spec(filesystem.id, filesystem.dns_name, filesystem.mount_name, capacity_gib),
-        opts=in_cluster,
+        # the API server refuses to change a volume's source (pulumi-kubernetes replaces on it),
+        # volumeMode or nodeAffinity (Kubernetes ValidatePersistentVolumeUpdate); fixed name: delete first
+        opts=pulumi.ResourceOptions.merge(
+            in_cluster, pulumi.ResourceOptions(replace_on_changes=list(PV_REPLACE_ON_CHANGES), delete_before_replace=True)
+        ),
     )
     return k8s.core.v1.PersistentVolumeClaim(
         f"{name}-pvc",
@@ -383,5 +393,10 @@ def _volume_claim(
             volume_name=volume.metadata.name,
             resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": f"{capacity_gib}Gi"}),
         ),
-        opts=in_cluster,
+        # a bound claim's spec is immutable but for its storage request (ValidatePersistentVolumeClaimUpdate),
+        # and that request may only grow through a StorageClass that allows expansion, which this
+        # static claim has none of (admission plugin PersistentVolumeClaimResize): replace, delete first
+        opts=pulumi.ResourceOptions.merge(
+            in_cluster, pulumi.ResourceOptions(replace_on_changes=list(PVC_REPLACE_ON_CHANGES), delete_before_replace=True)
+        ),
     )

@@ -319,7 +319,7 @@ def test_given_a_plan_with_settings_when_written_then_efficiency_json_sits_besid
     written = json.loads((tmp_path / plan_mod.EFFICIENCY_FILE).read_text())
     assert written == json.loads(json.dumps(efficiency.efficiency_report(plan, stack_settings)))
     assert written["stack"] == "test" and written["gpus"]["fraction"] == 1.0
-    assert set(json.loads((tmp_path / plan_mod.PLAN_FILE).read_text())) == {"project", "stack", "resources", "outputs"}
+    assert set(json.loads((tmp_path / plan_mod.PLAN_FILE).read_text())) == {"project", "stack", "resources", "outputs", "notPlanned"}
 
 
 def test_given_a_plan_without_settings_when_written_then_no_efficiency_json(tmp_path):

@@ -110,7 +110,7 @@ def test_register_resource_request_has_the_fields_the_engine_records():
     resource_pb2 = importlib.import_module("pulumi.runtime.proto.resource_pb2")
     request = resource_pb2.RegisterResourceRequest.DESCRIPTOR.fields_by_name
     wanted = {"type", "name", "parent", "custom", "remote", "provider", "object", "propertyDependencies",
-              "protect", "retainOnDelete", "dependencies", "ignoreChanges", "deleteBeforeReplace"}
+              "protect", "retainOnDelete", "dependencies", "ignoreChanges", "deleteBeforeReplace", "replaceOnChanges"}
     missing = wanted - set(request)
     if missing:
         _fail(f"RegisterResourceRequest lacks {sorted(missing)}")

@@ -46,11 +46,11 @@ def test_two_runs_give_identical_bytes():
 
 def test_plan_json_has_the_public_shape():
     plan = json.loads(plan_stack("single-node").dumps())
-    assert set(plan) == {"project", "stack", "resources", "outputs"}
+    assert set(plan) == {"project", "stack", "resources", "outputs", "notPlanned"}
     assert plan["project"] == "rlinf-eks" and plan["stack"] == "single-node"
     for resource in plan["resources"]:
         assert set(resource) == {"urn", "type", "name", "id", "parent", "custom", "provider", "inputs", "options"}
-        assert set(resource["options"]) == {"protect", "retainOnDelete", "dependsOn", "ignoreChanges", "deleteBeforeReplace"}
+        assert set(resource["options"]) == {"protect", "retainOnDelete", "dependsOn", "ignoreChanges", "deleteBeforeReplace", "replaceOnChanges"}
     assert [r["urn"] for r in plan["resources"]] == sorted(r["urn"] for r in plan["resources"])
     assert plan["outputs"]["kubeconfig"] == "[secret]"
 

@@ -25,13 +25,15 @@ from ..plan_reader import (
     EKS_CLUSTER,
     EKS_CLUSTERS,
     JOB,
+    JOBSET,
     LAUNCH_TEMPLATE,
     LUSTRE,
     NODE_GROUP,
     PLACEMENT_GROUP,
     RAY_JOB,
 )
-from .plan import PLAN_FILE
+from . import replacement
+from .plan import EFFICIENCY_FILE, PLAN_FILE
 
 
 class PlanError(ValueError):
@@ -92,9 +94,11 @@ class ResourceChange:
     urn: str
     type: str
     name: str
-    kind: str  # "create" | "delete" | "update"
+    kind: str  # "create" | "delete" | "update" | "replace"
     changes: list[Change] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    replaced_by: list[str] = field(default_factory=list)
+    """For ``replace``: the changed input paths that force it (offline/replacement.py)."""
 
 
 @dataclass
@@ -106,14 +110,31 @@ class PlanDiff:
     updated: list[ResourceChange]
     outputs: list[Change]
     notes: list[str]
+    cost: list[str] = field(default_factory=list)
+    """The change of the hourly cost, when both plan folders hold efficiency.json."""
 
     @property
     def equal(self) -> bool:
         return not (self.created or self.deleted or self.updated or self.outputs)
 
     @property
+    def replaced(self) -> list[ResourceChange]:
+        """The updates that Pulumi carries out as a replacement (delete and create)."""
+        return [rc for rc in self.updated if rc.kind == "replace"]
+
+    @property
     def warnings(self) -> list[str]:
         return [f"{rc.type} {rc.name}: {w}" for rc in (*self.deleted, *self.updated) for w in rc.warnings]
+
+    @property
+    def gpu_or_cluster_warnings(self) -> list[str]:
+        """The warnings about the GPU nodes or the cluster (the first warning box)."""
+        return [f"{rc.type} {rc.name}: {w}" for rc in (*self.deleted, *self.updated) if rc.type in _GPU_OR_CLUSTER for w in rc.warnings]
+
+    @property
+    def other_warnings(self) -> list[str]:
+        """The rest: the training run replaced, a data store deleted (the second box)."""
+        return [f"{rc.type} {rc.name}: {w}" for rc in (*self.deleted, *self.updated) if rc.type not in _GPU_OR_CLUSTER for w in rc.warnings]
 
 
 def _list_key(items: list[Any]) -> str | None:
@@ -196,22 +217,34 @@ def _under(path: str, prefixes: Iterable[str]) -> bool:
     return any(path == p or path.startswith(p + ".") or path.startswith(p + "[") for p in prefixes)
 
 
-# Changes that recreate the training run itself.
+# Changes that recreate the training run itself (a Job or JobSet of the manual launcher, the RayJob).
 _RESTARTS: dict[str, tuple[str, ...]] = {
     JOB: ("spec",),
+    JOBSET: ("spec",),
     RAY_JOB: ("spec",),
 }
+_WATCHDOG_COMPONENT = "watchdog"
 
 
-def replacement_warnings(rc: ResourceChange) -> list[str]:
-    """Why a change would replace or roll the GPU nodes or the cluster (empty when it does not)."""
+def _is_training_run(rc_type: str, resource: dict[str, Any] | None) -> bool:
+    """A Job, JobSet or RayJob of the run; not the watchdog Job (its component label says so)."""
+    if rc_type not in _RESTARTS:
+        return False
+    labels = (((resource or {}).get("inputs") or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get("app.kubernetes.io/component") != _WATCHDOG_COMPONENT
+
+
+def replacement_warnings(rc: ResourceChange, resource: dict[str, Any] | None = None) -> list[str]:
+    """Why a change would replace or roll the GPU nodes or the cluster, replace the training run
+    (``resource``: its plan entry, which tells the run from the watchdog) or delete a data store
+    (empty when it does none of these)."""
     if rc.kind == "delete":
         if rc.type in _GPU_OR_CLUSTER:
             return ["deleted: the GPU nodes or the cluster go away"]
         if rc.type in _DATA_STORES:
             return ["deleted: a data store (protect/retainOnDelete keep its data, but check)"]
         return []
-    if rc.kind != "update":
+    if rc.kind not in ("update", "replace"):
         return []
     inputs = [c.path[len("inputs."):] for c in rc.changes if c.path.startswith("inputs.")]
     warnings: list[str] = []
@@ -230,9 +263,9 @@ def replacement_warnings(rc: ResourceChange) -> list[str]:
     if upgraded:
         warnings.append(f"upgrades the control plane (then the node groups roll): {', '.join(upgraded)}")
     restarted = sorted({p for p in inputs if _under(p, _RESTARTS.get(rc.type, ()))})
-    if restarted:
+    if restarted and _is_training_run(rc.type, resource):
         # A Job's pod template is immutable, so pulumi-kubernetes deletes and recreates the Job
-        # (a RayJob's spec changes are likewise applied by recreating it): the run restarts.
+        # (the JobSet's and RayJob's spec carry replaceOnChanges): the run restarts.
         warnings.append(
             "replaces the training run (running pods stop; the new run resumes from the latest checkpoint): "
             + ", ".join(restarted)
@@ -262,9 +295,14 @@ def diff_plans(base: dict[str, Any], new: dict[str, Any], base_label: str = "bas
     for urn in sorted(set(olds) & set(news)):
         changes = _resource_changes(olds[urn], news[urn])
         if changes:
-            updated.append(ResourceChange(urn, news[urn]["type"], news[urn]["name"], "update", changes))
+            # the engine applies the new registration's replaceOnChanges to the provider's diff
+            inputs = [c.path[len("inputs."):] for c in changes if c.path.startswith("inputs.")]
+            aws_forced = (p for p in inputs if _under(p, _REPLACES.get(news[urn]["type"], ())))
+            forced = sorted({*replacement.forced(news[urn], inputs), *aws_forced})
+            kind = "replace" if forced else "update"
+            updated.append(ResourceChange(urn, news[urn]["type"], news[urn]["name"], kind, changes, replaced_by=forced))
     for rc in (*deleted, *updated):
-        rc.warnings = replacement_warnings(rc)
+        rc.warnings = replacement_warnings(rc, news.get(rc.urn) or olds.get(rc.urn))
     notes = []
     if base.get("stack") != new.get("stack") or base.get("project") != new.get("project"):
         notes.append(f"comparing different stacks ({base.get('project')}/{base.get('stack')} and "
@@ -327,16 +365,26 @@ def render_markdown(diff: PlanDiff) -> str:
     if diff.equal:
         lines.append("No changes.")
         return "\n".join(lines) + "\n"
+    replaced = len(diff.replaced)
     lines.append(
         f"**{len(diff.created)} to create, {len(diff.updated)} to update, {len(diff.deleted)} to delete**"
         + (f", {len(diff.outputs)} output changes" if diff.outputs else "")
+        + (f" ({replaced} of the updates {'replaces' if replaced == 1 else 'replace'} the object: delete, then create)" if replaced else "")
     )
     lines.append("")
-    if diff.warnings:
-        lines.append("> [!WARNING]")
-        lines.append("> Changes that replace or roll the GPU nodes or the cluster:")
-        lines.extend(f"> - {w}" for w in diff.warnings)
+    for line in diff.cost:
+        lines.append(f"**Cost:** {line}")
+    if diff.cost:
         lines.append("")
+    for heading, warnings in (
+        ("Changes that replace or roll the GPU nodes or the cluster:", diff.gpu_or_cluster_warnings),
+        ("Changes that replace the training run or delete a data store:", diff.other_warnings),
+    ):
+        if warnings:
+            lines.append("> [!WARNING]")
+            lines.append(f"> {heading}")
+            lines.extend(f"> - {w}" for w in warnings)
+            lines.append("")
     for note in diff.notes:
         lines.append(f"_Note: {note}_")
     if diff.notes:
@@ -349,10 +397,14 @@ def render_markdown(diff: PlanDiff) -> str:
         lines.append("#### - delete")
         lines.extend(f"- `{rc.type}` **{rc.name}**" for rc in diff.deleted)
         lines.append("")
-    if diff.updated:
-        lines.append("#### ~ update")
-        for rc in diff.updated:
-            lines.append(f"- `{rc.type}` **{rc.name}**")
+    for heading, kind in (("#### +- replace (cannot change in place)", "replace"), ("#### ~ update", "update")):
+        changed = [rc for rc in diff.updated if rc.kind == kind]
+        if not changed:
+            continue
+        lines.append(heading)
+        for rc in changed:
+            because = f" (replaced because of {', '.join(f'`{p}`' for p in rc.replaced_by)})" if rc.replaced_by else ""
+            lines.append(f"- `{rc.type}` **{rc.name}**{because}")
             for change in rc.changes:
                 lines.extend(_change_lines(change, "  "))
         lines.append("")
@@ -372,4 +424,41 @@ def run(base_path: str, new_path: str) -> tuple[int, str]:
     except PlanError as err:
         return 2, f"error: {err}"
     diff = diff_plans(base, new, str(base_path), str(new_path))
+    diff.cost = cost_change(_efficiency_beside(base_path), _efficiency_beside(new_path))
     return (0 if diff.equal else 1), render_markdown(diff)
+
+
+# --- cost ---------------------------------------------------------------------------------------
+
+
+def _efficiency_beside(path: str | Path) -> dict[str, Any] | None:
+    """The efficiency.json the plan wrote beside its plan.json (None when absent or unreadable)."""
+    path = Path(path)
+    file = (path if path.is_dir() else path.parent) / EFFICIENCY_FILE
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("cost"), dict) else None
+
+
+def _money(value: float) -> str:
+    return f"{'+' if value >= 0 else '-'}${abs(value):,.2f}/h"
+
+
+def cost_change(base: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """The change of the stack's hourly cost between two efficiency reports, while training and
+    idle: ``+$110.08/h while training ($111.40/h -> $221.48/h)``. Empty without both reports or
+    when nothing changed; a total one side cannot price is said so."""
+    if base is None or new is None:
+        return []
+    lines = []
+    for key, when in (("totalPerHourWhileTraining", "while training"), ("totalPerHourIdle", "idle")):
+        old, now = base["cost"].get(key), new["cost"].get(key)
+        if isinstance(old, (int, float)) and isinstance(now, (int, float)):
+            if round(now - old, 2) != 0:
+                lines.append(f"{_money(now - old)} {when} (${old:,.2f}/h → ${now:,.2f}/h)")
+        elif old != now:
+            reason = new["cost"].get("totalUnknownReason") or base["cost"].get("totalUnknownReason") or "no sourced price"
+            lines.append(f"unknown {when}: {reason}")
+    return lines

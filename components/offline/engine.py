@@ -114,6 +114,7 @@ class RecordingMonitor(mocks.MockMonitor):
                     "dependsOn": sorted(set(request.dependencies) - property_urns),
                     "ignoreChanges": sorted(request.ignoreChanges),
                     "deleteBeforeReplace": bool(request.deleteBeforeReplace),
+                    "replaceOnChanges": sorted(request.replaceOnChanges),
                 },
             )
         )

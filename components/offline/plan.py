@@ -53,8 +53,18 @@ class Plan:
     placeholders: list[Placeholder] = field(default_factory=list)
     """Example values to replace before ``pulumi up`` (``rlinf_eks.placeholders``; not part of plan.json)."""
 
+    @property
+    def not_planned(self) -> list[dict[str, Any]]:
+        """What component providers (pulumi-eks) create out of the plan's sight (offline/eks_children.py)."""
+        from .eks_children import not_planned
+
+        return not_planned(self.resources)
+
     def to_json(self) -> dict[str, Any]:
-        return {"project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs}
+        return {
+            "project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs,
+            "notPlanned": self.not_planned,
+        }
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
@@ -211,6 +221,9 @@ def render_tree(plan: Plan) -> str:
         children.setdefault(parent, []).append(resource)
 
     lines = [f"{plan.project}-{plan.stack} (offline plan)"]
+    hidden: dict[str, list[dict[str, Any]]] = {}
+    for child in plan.not_planned:
+        hidden.setdefault(child["parent"], []).append(child)
 
     def walk(parent: str | None, depth: int) -> None:
         for resource in children.get(parent, []):
@@ -222,6 +235,8 @@ def render_tree(plan: Plan) -> str:
             )
             summary = _summary(resource)
             lines.append(f"{'  ' * depth}+ {resource['type']}  {resource['name']}{flags}{'  ' + summary if summary else ''}")
+            for child in hidden.get(resource["urn"], ()):
+                lines.append(f"{'  ' * (depth + 1)}. {child['type']}  {child['name']}  created by {child['createdBy']}")
             walk(resource["urn"], depth + 1)
 
     walk(None, 1)
@@ -229,6 +244,11 @@ def render_tree(plan: Plan) -> str:
     lines.append("")
     lines.append(f"Resources: {len(plan.resources)} to create")
     lines.extend(f"  {count:4d} {type_}" for type_, count in sorted(counts.items()))
+    if plan.not_planned:
+        lines.append(
+            f"  plus {len(plan.not_planned)} created by pulumi-eks inside eks:index:Cluster (marked '.'; not planned here:"
+            " not in this count, the manifests or the policy checks; plan.json notPlanned)"
+        )
     return "\n".join(lines)
 
 

@@ -263,7 +263,8 @@ class RlinfTraining(pulumi.ComponentResource):
                     f"{name}-head-service",
                     metadata=meta.ObjectMetaArgs(name=manual.SERVICE_NAME, namespace=namespace, labels=dict(APP_LABELS)),
                     spec=manual.headless_service_spec(),
-                    opts=pulumi.ResourceOptions(parent=self),
+                    # a Service's cluster IPs cannot change once set (clusterIP: the provider replaces)
+                    opts=pulumi.ResourceOptions(parent=self, replace_on_changes=["spec.clusterIPs"], delete_before_replace=True),
                 )
             )
         template = ray_pod_template(
@@ -286,6 +287,8 @@ class RlinfTraining(pulumi.ComponentResource):
         )
         # a Job's template is immutable and its name fixed: a new run replaces it, delete first
         run_opts = pulumi.ResourceOptions(parent=self, depends_on=depends, delete_before_replace=True)
+        immutable = manual.JOBSET_REPLACE_ON_CHANGES if restarts else manual.JOB_REPLACE_ON_CHANGES
+        run_opts = pulumi.ResourceOptions.merge(run_opts, pulumi.ResourceOptions(replace_on_changes=list(immutable)))
         job: pulumi.Resource
         if restarts:
             job = k8s.apiextensions.CustomResource(
@@ -340,7 +343,12 @@ class RlinfTraining(pulumi.ComponentResource):
             spec=watchdog.watchdog_job_spec(
                 self.run.settings, config_map=LAUNCH_CONFIG_MAP, script_key=watchdog.WATCHDOG_SCRIPT, training_job_sha=training_job_sha
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[job, account, role, binding], delete_before_replace=True),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[job, account, role, binding],
+                delete_before_replace=True,
+                replace_on_changes=list(manual.JOB_REPLACE_ON_CHANGES),
+            ),
         )
 
     def _kuberay(
@@ -359,6 +367,10 @@ class RlinfTraining(pulumi.ComponentResource):
         depends = [operator.release] if operator is not None else []
         cr_opts = pulumi.ResourceOptions(parent=self, depends_on=depends, delete_before_replace=True)
         embedded = settings.workload.rayjob.cluster == "embedded"
+
+        def immutable(paths: tuple[str, ...]) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(cr_opts, pulumi.ResourceOptions(replace_on_changes=list(paths)))
+
         if not embedded:
             k8s.apiextensions.CustomResource(
                 f"{name}-ray-cluster",
@@ -367,7 +379,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 # a long-lived cluster is what Kueue queues (it ignores a RayJob with a clusterSelector)
                 metadata=meta.ObjectMetaArgs(name=rayjob.RAY_CLUSTER_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}),
                 spec=cluster_spec,
-                opts=cr_opts,
+                opts=immutable(rayjob.RAY_CLUSTER_REPLACE_ON_CHANGES),
             )
         runtime_env = rayjob.runtime_env_yaml(pod_inputs.plain_env, trainer_pythonpath(settings, run.launch.env))
         k8s.apiextensions.CustomResource(
@@ -386,5 +398,5 @@ class RlinfTraining(pulumi.ComponentResource):
                 runtime_env=runtime_env,
                 cluster_spec=cluster_spec if embedded else None,
             ),
-            opts=cr_opts,
+            opts=immutable(rayjob.RAY_JOB_REPLACE_ON_CHANGES),
         )

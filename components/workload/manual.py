@@ -31,6 +31,21 @@ LAUNCHER_LABELS = {**APP_LABELS, "app.kubernetes.io/component": "manual-ray"}
 
 
 JOBSET_NAME = "training"
+
+# What the API server refuses to change in place, beyond pulumi-kubernetes' own force-new paths (a
+# Job's selector, template, completions, parallelism; offline/replacement.py): Pulumi replaces the
+# object instead (replaceOnChanges; the run's objects have fixed names, so delete first).
+JOB_REPLACE_ON_CHANGES = (
+    "spec.completionMode", "spec.podFailurePolicy", "spec.backoffLimitPerIndex", "spec.managedBy", "spec.successPolicy",
+)
+"""Kubernetes ValidateJobSpecUpdate: immutable Job fields the provider does not replace on."""
+JOBSET_REPLACE_ON_CHANGES = (
+    "spec.replicatedJobs", "spec.managedBy", "spec.failurePolicy", "spec.successPolicy", "spec.startupPolicy",
+    "spec.network", "spec.volumeClaimPolicies",
+)
+"""JobSet v0.11.1: ``replicatedJobs`` and ``managedBy`` by its webhook (ValidateUpdate; not in the
+CRD), the others by the CRD's CEL rules (``self == oldSelf``). A new node count changes the
+replicated Job's parallelism and completions: a new JobSet."""
 REPLICATED_JOB = "training"
 # JobSet labels every child Job and pod with the restart attempt (0, 1, ...).
 RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"

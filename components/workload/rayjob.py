@@ -22,6 +22,12 @@ from .run import RayPodShape
 
 RAY_CLUSTER_NAME = "rlinf-cluster"  # <= 53 characters (KubeRay)
 RAY_JOB_NAME = "rlinf-training"  # <= 47 characters (KubeRay)
+# KubeRay v1.7.0 submits a RayJob once: a changed entrypoint, runtime env or cluster spec of an
+# existing RayJob is not run (its webhook checks only the new object; the CRD makes managedBy and
+# the GCS fault-tolerance backend immutable), so a changed spec is a new RayJob (replaceOnChanges).
+RAY_JOB_REPLACE_ON_CHANGES = ("spec",)
+RAY_CLUSTER_REPLACE_ON_CHANGES = ("spec.managedBy", "spec.gcsFaultToleranceOptions.backend")
+"""The RayCluster CRD's CEL rules (``self == oldSelf``); the operator reconciles the rest."""
 WORKER_GROUP = "gpu-workers"
 HEAD_CONTAINER = "ray-head"
 WORKER_CONTAINER = "ray-worker"
