@@ -190,6 +190,16 @@ class _ObjectWithoutSpec(pulumi.CustomResource):
         super().__init__(f"kubernetes:{api_version}:{kind}", name, props, pulumi.ResourceOptions.merge(opts, version))
 
 
+# Fields the API server refuses to change in place, from the v0.19.2 CRDs' CEL rules: Topology
+# spec.levels and LocalQueue spec.clusterQueue (`self == oldSelf`); a ResourceFlavor with a
+# topologyName keeps its nodeLabels, tolerations and topologyName. A change replaces the object.
+REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
+    "Topology": ("spec.levels",),
+    "ResourceFlavor": ("spec.nodeLabels", "spec.tolerations", "spec.topologyName"),
+    "LocalQueue": ("spec.clusterQueue",),
+}
+
+
 def _stack_field(name: str) -> Any:
     """StackSettings' own field (type, default, description): nothing written twice."""
     return copy.copy(StackSettings.model_fields[name])
@@ -255,7 +265,12 @@ class KueueQueue(pulumi.ComponentResource):
 
         def custom(suffix: str, kind: str, obj_name: str, namespace_: Optional[pulumi.Input[str]] = None, **body: Any) -> pulumi.Resource:
             meta = k8s.meta.v1.ObjectMetaArgs(name=obj_name, namespace=namespace_, labels=dict(PART_OF))
-            resource = k8s.apiextensions.CustomResource(f"{name}-{suffix}", api_version=API_VERSION, kind=kind, metadata=meta, opts=after_release, **body)
+            opts = after_release
+            if kind in REPLACE_ON_CHANGES:  # fixed names: the old object goes first
+                opts = pulumi.ResourceOptions.merge(
+                    opts, pulumi.ResourceOptions(replace_on_changes=list(REPLACE_ON_CHANGES[kind]), delete_before_replace=True)
+                )
+            resource = k8s.apiextensions.CustomResource(f"{name}-{suffix}", api_version=API_VERSION, kind=kind, metadata=meta, opts=opts, **body)
             objects.append(resource)
             return resource
 

@@ -48,10 +48,19 @@ BUILT_IN_IMMUTABLE: dict[str, tuple[str, ...]] = {
 # Rules of admission webhooks, which no CRD carries: JobSet v0.11.1 ValidateUpdate
 # (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go, ValidateImmutableField).
 WEBHOOK_IMMUTABLE = {JOBSET: ("spec.replicatedJobs", "spec.managedBy")}
+KUEUE_TOPOLOGY = "kubernetes:kueue.x-k8s.io/v1beta2:Topology"
+KUEUE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+KUEUE_LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
+# CEL rules conditional on the old object (not a whole `self == oldSelf`): Kueue v0.19.2's
+# ResourceFlavor keeps nodeLabels, tolerations and topologyName once it has a topologyName.
+CONDITIONAL_CEL_IMMUTABLE = {KUEUE_FLAVOR: ("spec.nodeLabels", "spec.tolerations", "spec.topologyName")}
 CRDS = {
     JOBSET: ("schemas/jobset/jobset.x-k8s.io_jobsets.yaml", "v1alpha2"),
     RAY_JOB: ("schemas/kuberay/ray.io_rayjobs.yaml", "v1"),
     RAY_CLUSTER: ("schemas/kuberay/ray.io_rayclusters.yaml", "v1"),
+    KUEUE_TOPOLOGY: ("schemas/kueue/kueue.x-k8s.io_topologies.yaml", "v1beta2"),
+    KUEUE_FLAVOR: ("schemas/kueue/kueue.x-k8s.io_resourceflavors.yaml", "v1beta2"),
+    KUEUE_LOCAL_QUEUE: ("schemas/kueue/kueue.x-k8s.io_localqueues.yaml", "v1beta2"),
 }
 
 
@@ -78,7 +87,12 @@ def crd_immutable(type_: str) -> list[str]:
 
 
 def immutable_fields(type_: str) -> list[str]:
-    return [*BUILT_IN_IMMUTABLE.get(type_, ()), *WEBHOOK_IMMUTABLE.get(type_, ()), *(crd_immutable(type_) if type_ in CRDS else ())]
+    return [
+        *BUILT_IN_IMMUTABLE.get(type_, ()),
+        *WEBHOOK_IMMUTABLE.get(type_, ()),
+        *CONDITIONAL_CEL_IMMUTABLE.get(type_, ()),
+        *(crd_immutable(type_) if type_ in CRDS else ()),
+    ]
 
 
 def test_the_crds_name_the_immutable_fields_this_test_expects():
@@ -97,7 +111,7 @@ def _rendered(type_: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-@pytest.mark.parametrize("type_", [*BUILT_IN_IMMUTABLE, JOBSET, RAY_JOB])
+@pytest.mark.parametrize("type_", [*BUILT_IN_IMMUTABLE, JOBSET, RAY_JOB, KUEUE_TOPOLOGY, KUEUE_FLAVOR, KUEUE_LOCAL_QUEUE])
 def test_every_immutable_field_of_every_rendered_object_is_replaced_not_updated(type_):
     rendered = _rendered(type_)
     assert rendered, f"no stack renders {type_}"
