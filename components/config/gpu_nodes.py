@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 from .. import catalog
 from ..scheduling import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels
 from .aws_rules import label_problem
-from .errors import raise_all, rule_error
+from .errors import key_path, raise_all, rule_error
 from .types import Bool, Ec2InstanceType, Int, SettingsModel
 
 
@@ -287,7 +287,7 @@ class GpuNodeSettings(SettingsModel):
         for key, value in self.labels.items():
             problem = label_problem(key, value)
             if problem:
-                errors.append(rule_error(f"labels[{key!r}]", value, problem))
+                errors.append(rule_error(key_path("labels", key), value, problem))
         if self.labels:
             # The training pods select role: gpu-training and the EFA device plugin selects the EFA
             # label; a label of the same key with another value leaves them Pending.
@@ -296,7 +296,7 @@ class GpuNodeSettings(SettingsModel):
                 if key in built_in and value != built_in[key] and key != AUTOSCALER_GPU_LABEL:
                     errors.append(
                         rule_error(
-                            f"labels[{key!r}]",
+                            key_path("labels", key),
                             value,
                             f"overrides the built-in node label {key}={built_in[key]} that "
                             + ("the EFA device plugin selects" if key == EFA_LABEL else "the training pods select")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Protocol
 
 from ..config import StackSettings, TrainerSettings
+from ..config.errors import key_path
 
 COMPLETE_MARKER = ".rlinf-eks-complete"
 """In a ``global_step_<N>`` directory: the launcher wrote it once that checkpoint was complete
@@ -162,9 +163,9 @@ def effective_sizes(settings: StackSettings, defaults: Mapping[str, int]) -> dic
     ``workload.trainer.batch``, then integer ``workload.trainer.overrides`` (last wins)."""
     trainer = settings.workload.trainer
     note = f" (the default of {config_name_of(trainer)})"
-    sizes = {key: Value(v, f"workload.trainer.batch.{key}", note) for key, v in defaults.items()}
+    sizes = {key: Value(v, key_path("workload", "trainer", "batch", key), note) for key, v in defaults.items()}
     for key, v in trainer.batch.items():
-        sizes[key] = Value(v, f"workload.trainer.batch.{key}")
+        sizes[key] = Value(v, key_path("workload", "trainer", "batch", key))
     for i, item in enumerate(trainer.overrides):
         match = _INT_OVERRIDE.match(item)
         if match:

@@ -1,0 +1,179 @@
+"""Issue 18, "Config accepted that a real deploy refuses, or that crashes": each bad input, typed
+the way a user types it (a stack file, `python -m rlinf_eks plan STACK --set ...`), exits 2 with
+one clear line naming the key, the value as written and what is valid, and never a traceback."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from rlinf_eks import loading
+from rlinf_eks.__main__ import main
+from rlinf_eks.config import ConfigError
+from rlinf_eks.offline.stack_config import StackConfigError, load
+from tests.harness import MINIMAL, ROOT, plan_stack
+
+BASE = """\
+config:
+  rlinf-eks:cluster:
+    endpointPublicAccessCidrs: [203.0.113.0/24]
+  rlinf-eks:workload:
+    image: 123456789012.dkr.ecr.us-east-1.amazonaws.com/rlinf:v1
+"""
+
+BLOCK = """\
+  rlinf-eks:gpuNodes:
+    instanceType: p5en.48xlarge
+    nodeCount: 2
+    capacityType: CAPACITY_BLOCK
+    capacityReservationId: cr-0123456789abcdef0
+    capacityBlock:
+      startTime: {start}
+      endTime: {end}
+  rlinf-eks:storage:
+    sharedFilesystem: {{enabled: true}}
+"""
+
+
+_OUT: list = []
+
+
+@pytest.fixture(autouse=True)
+def _out_folder(tmp_path_factory):
+    _OUT[:] = [tmp_path_factory.mktemp("out")]
+
+
+def _project(tmp_path, stack_file: str):
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir(exist_ok=True)
+    (tmp_path / "stacks" / "Pulumi.s.yaml").write_text(stack_file)
+    return tmp_path
+
+
+def _plan(monkeypatch, capsys, folder, stack: str, *sets: str) -> tuple[int, str]:
+    monkeypatch.chdir(folder)
+    argv = ["plan", stack, "--quiet", "--out", str(_OUT[0])]
+    status = main([*argv, *(arg for s in sets for arg in ("--set", s))])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return status, err
+
+
+def _refused(monkeypatch, capsys, folder, stack: str, *sets: str) -> list[str]:
+    status, err = _plan(monkeypatch, capsys, folder, stack, *sets)
+    assert status == 2, err
+    assert err.startswith("error: ")
+    return [line.strip() for line in err.splitlines()]
+
+
+# --- 1. every YAML type a stack file can hold ---------------------------------------------------
+
+
+def test_an_unquoted_capacity_block_timestamp_plans_as_the_text_it_is(monkeypatch, capsys, tmp_path):
+    text = BASE + BLOCK.format(start="2031-01-13T11:30:00Z", end="2031-01-20T11:30:00Z")
+    cfg = load(_project(tmp_path, text), "s")
+    assert cfg.values["rlinf-eks:gpuNodes"]["capacityBlock"] == {"startTime": "2031-01-13T11:30:00Z", "endTime": "2031-01-20T11:30:00Z"}
+    status, err = _plan(monkeypatch, capsys, tmp_path, "s")
+    assert status == 0, err
+
+
+@pytest.mark.parametrize(
+    "value, accepted",
+    [
+        ("2026-01-01", "2026-01-01"),  # a YAML date: the text as written, as the Pulumi CLI reads it
+        ("2026-01-01 10:00:00", "2026-01-01 10:00:00"),
+        ("12", None),
+        ("1.5", None),
+        ("true", None),
+        ("null", None),
+        ("[a, b]", None),
+        ("{a: b}", None),
+    ],
+)
+def test_a_tag_of_any_yaml_type_is_accepted_as_written_or_refused_with_the_value_as_written(
+    monkeypatch, capsys, tmp_path, value, accepted
+):
+    text = BASE + f"  rlinf-eks:tags:\n    built: {value}\n"
+    status, err = _plan(monkeypatch, capsys, _project(tmp_path, text), "s")
+    if accepted is not None:
+        assert status == 0, err
+        assert load(tmp_path, "s").values["rlinf-eks:tags"] == {"built": accepted}
+    else:
+        assert status == 2 and err.startswith("error: ")
+        assert "tags.built=" in err and "datetime" not in err
+
+
+@pytest.mark.parametrize(
+    "value, written",
+    [
+        ("!!binary aGVsbG8=", "!!binary aGVsbG8="),
+        (".nan", ".nan"),
+        (".inf", ".inf"),
+        ("-.Inf", "-.Inf"),
+        ("!!set {a, b}", "!!set"),
+        ("!!omap [a: 1]", "!!omap"),
+    ],
+)
+def test_a_yaml_value_pulumi_config_cannot_hold_is_refused_with_its_line_and_text(monkeypatch, capsys, tmp_path, value, written):
+    text = BASE + f"  rlinf-eks:tags:\n    built: {value}\n"
+    lines = _refused(monkeypatch, capsys, _project(tmp_path, text), "s")
+    assert len(lines) == 1
+    assert "stacks/Pulumi.s.yaml line 7: config.rlinf-eks:tags.built=" in lines[0] and written in lines[0]
+
+
+def test_a_date_given_from_python_prints_as_written_not_as_its_repr():
+    from datetime import date
+
+    with pytest.raises(ConfigError) as err:
+        loading.parse({**MINIMAL, "tags": {"built": date(2026, 1, 1)}})
+    assert "tags.built=2026-01-01:" in str(err.value) and "datetime" not in str(err.value)
+
+
+# --- 4. a key given twice ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (BASE + "  rlinf-eks:workload:\n    image: x\n", "config.rlinf-eks:workload is given twice, at lines 4 and 6"),
+        (BASE + "  rlinf-eks:gpuNodes:\n    nodeCount: 2\n    nodeCount: 4\n", "config.rlinf-eks:gpuNodes.nodeCount is given twice, at lines 7 and 8"),
+    ],
+)
+def test_a_duplicate_key_is_refused_with_the_file_path_and_both_lines(monkeypatch, capsys, tmp_path, text, message):
+    with pytest.raises(StackConfigError, match="stacks/Pulumi.s.yaml: " + message):
+        load(_project(tmp_path, text), "s")
+    lines = _refused(monkeypatch, capsys, tmp_path, "s")
+    assert len(lines) == 1 and message in lines[0]
+
+
+def test_merge_keys_still_override_without_counting_as_duplicates(tmp_path):
+    text = BASE + "  rlinf-eks:gpuNodes:\n    <<: {nodeCount: 1, efa: true}\n    nodeCount: 2\n"
+    assert load(_project(tmp_path, text), "s").values["rlinf-eks:gpuNodes"] == {"nodeCount": 2, "efa": True}
+
+
+# --- 7. instance-type typos -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("typed", ["p5.48xl", "P5.48XLARGE"])
+def test_an_instance_type_typo_gets_the_close_type(monkeypatch, capsys, typed):
+    lines = _refused(monkeypatch, capsys, ROOT, "single-node", f"gpuNodes.instanceType={typed}")
+    assert f"- gpuNodes.instanceType='{typed}': not an EC2 instance type (did you mean p5.48xlarge?)" in "\n".join(lines)
+
+
+# --- 9. keys that contain dots, printed the way --set reads them ----------------------------------
+
+
+def test_a_dotted_batch_key_prints_as_set_accepts_it_and_feeding_it_back_works(monkeypatch, capsys):
+    lines = _refused(monkeypatch, capsys, ROOT, "multi-node", "gpuNodes.nodeCount=4")
+    path = 'workload.trainer.batch["actor.global_batch_size"]'
+    problem = next(line for line in lines if line.startswith("- workload.trainer.batch"))
+    assert problem.startswith(f"- {path}=640")
+    status, err = _plan(monkeypatch, capsys, ROOT, "multi-node", "gpuNodes.nodeCount=4", f"{path}=1280")
+    assert status == 0, err
+
+
+def test_a_dotted_key_in_a_pydantic_error_prints_quoted():
+    with pytest.raises(ConfigError) as err:
+        loading.parse({**MINIMAL, "workload": {**MINIMAL["workload"], "trainer": {"batch": {"actor.global_batch_size": "x"}}}})
+    assert 'workload.trainer.batch["actor.global_batch_size"]=' in str(err.value)
