@@ -58,7 +58,7 @@ def test_overrides_correct_a_known_type():
 
 # Each row: sections (camelCase, merged over a minimal valid config), then text every message must name.
 BAD = [
-    ("node count zero", {"gpuNodes": {"nodeCount": 0}}, ["gpuNodes.nodeCount=0", "greater than or equal to 1"]),
+    ("node count zero", {"gpuNodes": {"nodeCount": 0}}, ["gpuNodes.nodeCount=0", "at least 1", "gpuNodes.scaleToZero"]),
     ("node count not a number", {"gpuNodes": {"nodeCount": "two"}}, ["gpuNodes.nodeCount='two'"]),
     ("not an EC2 instance type", {"gpuNodes": {"instanceType": "p9.huge"}}, ["gpuNodes.instanceType='p9.huge'", "not an EC2 instance type"]),
     ("EC2 instance type misspelt", {"gpuNodes": {"instanceType": "p5.48xlarg"}}, ["gpuNodes.instanceType='p5.48xlarg'", "did you mean p5.48xlarge?"]),

@@ -130,6 +130,17 @@ def test_a_date_given_from_python_prints_as_written_not_as_its_repr():
     assert "tags.built=2026-01-01:" in str(err.value) and "datetime" not in str(err.value)
 
 
+# --- 3. deployFromVpc with public CIDRs -----------------------------------------------------------
+
+
+def test_deploy_from_vpc_with_public_cidrs_is_refused_naming_both(monkeypatch, capsys):
+    lines = _refused(monkeypatch, capsys, ROOT, "single-node", "cluster.deployFromVpc=true")
+    problems = [line for line in lines if line.startswith("- ")]
+    assert len(problems) == 1
+    assert problems[0].startswith("- cluster.deployFromVpc=True: means a private endpoint only, but cluster.endpointPublicAccessCidrs=")
+    assert "203.0.113.0/24" in problems[0]
+
+
 # --- 4. a key given twice ------------------------------------------------------------------------
 
 
@@ -159,6 +170,16 @@ def test_merge_keys_still_override_without_counting_as_duplicates(tmp_path):
 def test_an_instance_type_typo_gets_the_close_type(monkeypatch, capsys, typed):
     lines = _refused(monkeypatch, capsys, ROOT, "single-node", f"gpuNodes.instanceType={typed}")
     assert f"- gpuNodes.instanceType='{typed}': not an EC2 instance type (did you mean p5.48xlarge?)" in "\n".join(lines)
+
+
+# --- 8. nodeCount 0 -------------------------------------------------------------------------------
+
+
+def test_node_count_zero_points_to_scale_to_zero(monkeypatch, capsys):
+    lines = _refused(monkeypatch, capsys, ROOT, "single-node", "gpuNodes.nodeCount=0")
+    problem = next(line for line in lines if line.startswith("- gpuNodes.nodeCount=0"))
+    assert "greater than or equal" not in problem
+    assert "gpuNodes.scaleToZero: true" in problem and "autoscaler.enabled: true" in problem and "gpuNodes.maxNodes" in problem
 
 
 # --- 9. keys that contain dots, printed the way --set reads them ----------------------------------

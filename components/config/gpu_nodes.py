@@ -152,6 +152,18 @@ class GpuNodeSettings(SettingsModel):
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels."""
 
+    @field_validator("node_count", mode="before")
+    @classmethod
+    def _at_least_one(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise PydanticCustomError(
+                "node_count",
+                "at least 1: nodeCount is the nodes a run trains on. To keep no GPU node while idle, set "
+                "gpuNodes.scaleToZero: true with autoscaler.enabled: true (nodes come when training pods are pending and "
+                "go after the run), and gpuNodes.maxNodes for the most nodes",
+            )
+        return value
+
     @field_validator("capacity_reservation_id")
     @classmethod
     def _reservation(cls, value: Optional[str]) -> Optional[str]:
