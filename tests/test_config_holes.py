@@ -163,6 +163,27 @@ def test_merge_keys_still_override_without_counting_as_duplicates(tmp_path):
     assert load(_project(tmp_path, text), "s").values["rlinf-eks:gpuNodes"] == {"nodeCount": 2, "efa": True}
 
 
+# --- 6. workload.trainer.configName with every dialect -------------------------------------------
+
+
+def test_verl_ppo_runs_the_config_name_it_is_given():
+    plan = plan_stack("single-node", "workload.trainer.configName=ppo_trainer_libero")
+    assert "--config-name ppo_trainer_libero" in plan.outputs["trainingEntrypoint"]
+    assert "--config-name" not in plan_stack("single-node").outputs["trainingEntrypoint"]
+
+
+def test_switching_dialect_refuses_the_other_dialects_config_name(monkeypatch, capsys):
+    lines = _refused(monkeypatch, capsys, ROOT, "capacity-block", "workload.trainer.dialect=verl-ppo", "workload.rollout.backend=hf")
+    assert "- workload.trainer.configName='maniskill_ppo_openvlaoft': a config of the rlinf-embodied dialect; the verl-ppo dialect " in "\n".join(lines)
+
+
+def test_every_dialect_knows_its_default_config_and_where_its_configs_live():
+    from rlinf_eks.trainers import DIALECTS
+
+    for dialect in DIALECTS.values():
+        assert dialect.default_config_name in dialect.config_names and dialect.config_dir
+
+
 # --- 7. instance-type typos -----------------------------------------------------------------------
 
 

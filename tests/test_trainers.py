@@ -61,10 +61,10 @@ def launch(s: StackSettings, nnodes: int | None = None, **kw: Any):
 
 
 def overrides_of(argv: list[str]) -> list[str]:
-    """The Hydra overrides: everything after the module or the --config-name value."""
-    if argv[1] == "-m":
-        return argv[3:]
-    return argv[argv.index("--config-name") + 2 :]
+    """The Hydra overrides: everything after the --config-name value, or the module without one."""
+    if "--config-name" in argv:
+        return argv[argv.index("--config-name") + 2 :]
+    return argv[3:]
 
 
 def as_dict(overrides: list[str]) -> dict[str, str]:

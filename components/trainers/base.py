@@ -115,6 +115,11 @@ class TrainerDialect(Protocol):
     default_config_name: str
     """workload.trainer.configName when the stack leaves it out: the dialect's reference config
     (one tests/test_trainers.py composes with Hydra)."""
+    config_names: tuple[str, ...]
+    """The trainer's reference configs this project knows (the default among them); a stack may
+    name another config its image holds, but not one of another dialect's."""
+    config_dir: str
+    """Where the trainer reads its Hydra configs from, relative to workload.trainer.workdir."""
     rollout_backends: tuple[str, ...]
     """The workload.rollout.backend values the dialect runs."""
     unsupported_backend: str
