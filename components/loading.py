@@ -5,32 +5,56 @@ It sits above config and trainers (both below it, neither imports it):
 1. validate every section of the stack by itself (rlinf_eks.config.validate_sections);
 2. run the rule table, skipping each rule that reads a section which failed: config's stack
    rules, the trainers' rules (rollout backend, world sizes), then config's GPU node rules;
-3. raise one ConfigError with every problem, or return StackSettings.
+3. compare the times that must lie ahead (a Capacity Block's) with ``clock()`` or ``now``;
+4. raise one ConfigError with every problem, or return StackSettings.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping, Optional
 
-from .config import NODE_RULES, STACK_RULES, ConfigError, StackRule, StackSettings, broken_rules, pulumi_config, validate_sections
+from .config import (
+    NODE_RULES,
+    STACK_RULES,
+    ConfigError,
+    StackRule,
+    StackSettings,
+    broken_rules,
+    capacity_block_time_problems,
+    pulumi_config,
+    validate_sections,
+)
 from .trainers import TRAINER_RULES
 
 RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES)
 """Every cross-section rule, in the order its problems are reported."""
 
 
-def parse(data: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+clock: Callable[[], datetime] = utc_now
+"""The time a stack is loaded at, for the rules that compare with it (a Capacity Block already
+past). Tests set it (or pass ``now``) so that none depends on today's date."""
+
+
+def parse(data: Mapping[str, Any], stack: Optional[str] = None, *, now: Optional[datetime] = None) -> StackSettings:
     """Validate a plain mapping (camelCase keys) into StackSettings, or raise ConfigError.
 
-    ``stack`` (the Pulumi stack name) lets the names derived from it be checked too."""
+    ``stack`` (the Pulumi stack name) lets the names derived from it be checked too; ``now``
+    (default: ``clock()``) is the time the Capacity Block's times are compared with."""
     sections = validate_sections(data)
     problems = sections.problems + broken_rules(RULES, sections, stack)
+    if "gpuNodes" not in sections.failed:
+        problems += capacity_block_time_problems(sections.settings.gpu_nodes, now or clock())
     if problems:
         raise ConfigError(problems)
     return sections.settings
 
 
-def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
+def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None, *, now: Optional[datetime] = None) -> StackSettings:
     """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
     the engine passes them, or already structured), or raise ConfigError.
 
@@ -39,7 +63,7 @@ def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None)
     comes first)."""
     data, problems = pulumi_config.stack_data(values)
     try:
-        settings = parse(data, stack)
+        settings = parse(data, stack, now=now)
     except ConfigError as err:
         raise ConfigError(problems + err.problems) from None
     if problems:

@@ -130,6 +130,60 @@ def test_a_date_given_from_python_prints_as_written_not_as_its_repr():
     assert "tags.built=2026-01-01:" in str(err.value) and "datetime" not in str(err.value)
 
 
+# --- 2. a Capacity Block already past ------------------------------------------------------------
+
+NOW = datetime(2030, 6, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def _block(start: str | None, end: str) -> dict:
+    block = {"endTime": end, **({"startTime": start} if start else {})}
+    gpu = {"instanceType": "p5en.48xlarge", "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0", "capacityBlock": block}
+    return {**MINIMAL, "gpuNodes": gpu}
+
+
+@pytest.mark.parametrize(
+    "start, end, expected",
+    [
+        (
+            "2030-05-01T11:30:00Z", "2030-07-01T11:30:00Z",
+            "gpuNodes.capacityBlock.startTime='2030-05-01T11:30:00Z': is past (now 2030-06-01T12:00:00Z), and Auto Scaling "
+            "refuses a scheduled action in the past; the block has started: leave startTime out",
+        ),
+        (
+            "2030-05-01T11:30:00Z", "2030-05-08T11:30:00Z",
+            "gpuNodes.capacityBlock.endTime='2030-05-08T11:30:00Z': is past (now 2030-06-01T12:00:00Z): the Capacity Block has ended",
+        ),
+        (None, "2030-05-08T11:30:00Z", "gpuNodes.capacityBlock.endTime='2030-05-08T11:30:00Z': is past"),
+    ],
+)
+def test_a_capacity_block_already_past_is_a_config_error(start, end, expected):
+    with pytest.raises(ConfigError) as err:
+        loading.parse(_block(start, end), now=NOW)
+    assert len(err.value.problems) == 1 and err.value.problems[0].startswith(expected)
+
+
+def test_a_capacity_block_ahead_passes_and_the_default_clock_is_the_real_one():
+    loading.parse(_block("2030-06-02T11:30:00Z", "2030-06-09T11:30:00Z"), now=NOW)
+    assert abs(loading.utc_now() - datetime.now(timezone.utc)) < timedelta(minutes=1)  # the CLI's and pulumi up's clock
+    with pytest.raises(ConfigError, match="is past"):  # 2020 stays past on the real clock
+        loading.parse(_block("2020-01-06T11:30:00Z", "2020-01-13T11:30:00Z"), now=loading.utc_now())
+
+
+def test_a_past_capacity_block_fails_the_plan_with_exit_2(monkeypatch, capsys):
+    lines = _refused(
+        monkeypatch, capsys, ROOT, "capacity-block",
+        "gpuNodes.capacityBlock.startTime=2020-01-06T11:30:00Z", "gpuNodes.capacityBlock.endTime=2020-01-13T11:30:00Z",
+    )
+    assert any(line.startswith("- gpuNodes.capacityBlock.endTime='2020-01-13T11:30:00Z': is past") for line in lines)
+
+
+def test_the_example_capacity_block_stays_ahead_for_at_least_a_year():
+    """The capacity-block stack plans in CI with the real clock: its block must stay ahead. When this
+    fails, move stacks/Pulumi.capacity-block.yaml's dates on (and re-record the golden plans)."""
+    block = plan_stack("capacity-block").settings.gpu_nodes.capacity_block
+    assert block.start_time - datetime.now(timezone.utc) > timedelta(days=365), "move the example block's dates on"
+
+
 # --- 3. deployFromVpc with public CIDRs -----------------------------------------------------------
 
 
