@@ -73,6 +73,12 @@ def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None,
 
 def from_pulumi_config() -> StackSettings:
     """Read the stack's settings from the running Pulumi program's whole config (so that a
-    misspelt top-level key fails `pulumi up` too, instead of being ignored)."""
+    misspelt top-level key fails `pulumi up` too, instead of being ignored), and warn (pulumi.log)
+    of every secret key given as a plain value."""
     values, stack = pulumi_config.running_stack_config()
-    return settings_from_config(values, stack)
+    settings = settings_from_config(values, stack)
+    import pulumi
+
+    for warning in pulumi_config.plain_secret_warnings(values, pulumi_config.running_secret_keys().__contains__):
+        pulumi.log.warn(warning)
+    return settings

@@ -217,6 +217,39 @@ def test_merge_keys_still_override_without_counting_as_duplicates(tmp_path):
     assert load(_project(tmp_path, text), "s").values["rlinf-eks:gpuNodes"] == {"nodeCount": 2, "efa": True}
 
 
+# --- 5. a secret in clear text --------------------------------------------------------------------
+
+
+def test_a_plain_secret_by_set_warns_how_to_set_it_as_a_secret(monkeypatch, capsys):
+    status, err = _plan(monkeypatch, capsys, ROOT, "single-node", "hfToken=hf_plainvalue")
+    assert status == 0
+    warnings = [line for line in err.splitlines() if "hfToken" in line]
+    assert warnings == [
+        "warning: rlinf-eks:hfToken is a plain value: it lands in clear text in the stack file; set it as a secret: "
+        "pulumi config set --secret rlinf-eks:hfToken <value>"
+    ]
+    assert "hf_plainvalue" not in err
+
+
+def test_a_plain_secret_in_the_stack_file_warns_and_an_encrypted_one_does_not(monkeypatch, capsys, tmp_path):
+    _project(tmp_path, BASE + "  rlinf-eks:wandbApiKey: abc123\n  rlinf-eks:hfToken:\n    secure: v1:abc\n")
+    status, err = _plan(monkeypatch, capsys, tmp_path, "s")
+    assert status == 0
+    assert "warning: rlinf-eks:wandbApiKey is a plain value" in err and "hfToken is a plain" not in err
+
+
+def test_under_pulumi_up_the_secret_keys_the_engine_passes_in_the_environment_count(monkeypatch):
+    from rlinf_eks.config import pulumi_config
+
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", '["rlinf-eks:hfToken"]')
+    secret = pulumi_config.running_secret_keys()
+    assert "rlinf-eks:hfToken" in secret
+    assert pulumi_config.plain_secret_warnings({"rlinf-eks:hfToken": "x", "rlinf-eks:kubeconfig": "y"}, secret.__contains__) == [
+        "rlinf-eks:kubeconfig is a plain value: it lands in clear text in the stack file; set it as a secret: "
+        "pulumi config set --secret rlinf-eks:kubeconfig <value>"
+    ]
+
+
 # --- 6. workload.trainer.configName with every dialect -------------------------------------------
 
 
@@ -273,3 +306,4 @@ def test_a_dotted_key_in_a_pydantic_error_prints_quoted():
     with pytest.raises(ConfigError) as err:
         loading.parse({**MINIMAL, "workload": {**MINIMAL["workload"], "trainer": {"batch": {"actor.global_batch_size": "x"}}}})
     assert 'workload.trainer.batch["actor.global_batch_size"]=' in str(err.value)
+
