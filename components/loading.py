@@ -6,14 +6,26 @@ It sits above config and trainers (both below it, neither imports it):
 2. run the rule table, skipping each rule that reads a section which failed: config's stack
    rules, the trainers' rules (rollout backend, world sizes), config's GPU node rules, then the
    queue's (rlinf_eks.quota: a run that can never fit the pool);
-3. raise one ConfigError with every problem, or return StackSettings.
+3. compare the times that must lie ahead (a Capacity Block's) with ``clock()`` or ``now``;
+4. raise one ConfigError with every problem, or return StackSettings.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping, Optional
 
-from .config import NODE_RULES, STACK_RULES, ConfigError, StackRule, StackSettings, broken_rules, pulumi_config, validate_sections
+from .config import (
+    NODE_RULES,
+    STACK_RULES,
+    ConfigError,
+    StackRule,
+    StackSettings,
+    broken_rules,
+    capacity_block_time_problems,
+    pulumi_config,
+    validate_sections,
+)
 from .quota import QUEUE_RULES
 from .trainers import TRAINER_RULES
 
@@ -21,18 +33,30 @@ RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES, *QUEU
 """Every cross-section rule, in the order its problems are reported."""
 
 
-def parse(data: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+clock: Callable[[], datetime] = utc_now
+"""The time a stack is loaded at, for the rules that compare with it (a Capacity Block already
+past). Tests set it (or pass ``now``) so that none depends on today's date."""
+
+
+def parse(data: Mapping[str, Any], stack: Optional[str] = None, *, now: Optional[datetime] = None) -> StackSettings:
     """Validate a plain mapping (camelCase keys) into StackSettings, or raise ConfigError.
 
-    ``stack`` (the Pulumi stack name) lets the names derived from it be checked too."""
+    ``stack`` (the Pulumi stack name) lets the names derived from it be checked too; ``now``
+    (default: ``clock()``) is the time the Capacity Block's times are compared with."""
     sections = validate_sections(data)
     problems = sections.problems + broken_rules(RULES, sections, stack)
+    if "gpuNodes" not in sections.failed:
+        problems += capacity_block_time_problems(sections.settings.gpu_nodes, now or clock())
     if problems:
         raise ConfigError(problems)
     return sections.settings
 
 
-def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None) -> StackSettings:
+def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None, *, now: Optional[datetime] = None) -> StackSettings:
     """StackSettings from a whole stack config ("namespace:key" -> value; objects as JSON text, as
     the engine passes them, or already structured), or raise ConfigError.
 
@@ -41,7 +65,7 @@ def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None)
     comes first)."""
     data, problems = pulumi_config.stack_data(values)
     try:
-        settings = parse(data, stack)
+        settings = parse(data, stack, now=now)
     except ConfigError as err:
         raise ConfigError(problems + err.problems) from None
     if problems:
@@ -51,6 +75,12 @@ def settings_from_config(values: Mapping[str, Any], stack: Optional[str] = None)
 
 def from_pulumi_config() -> StackSettings:
     """Read the stack's settings from the running Pulumi program's whole config (so that a
-    misspelt top-level key fails `pulumi up` too, instead of being ignored)."""
+    misspelt top-level key fails `pulumi up` too, instead of being ignored), and warn (pulumi.log)
+    of every secret key given as a plain value."""
     values, stack = pulumi_config.running_stack_config()
-    return settings_from_config(values, stack)
+    settings = settings_from_config(values, stack)
+    import pulumi
+
+    for warning in pulumi_config.plain_secret_warnings(values, pulumi_config.running_secret_keys().__contains__):
+        pulumi.log.warn(warning)
+    return settings

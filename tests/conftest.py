@@ -1,6 +1,9 @@
 """Process state every test starts from."""
 
 import signal
+from datetime import datetime, timezone
+
+import pytest
 
 
 def pytest_configure(config):
@@ -105,3 +108,14 @@ def pytest_collection_modifyitems(config, items):
     workerinput = getattr(config, "workerinput", None)
     workers = int(workerinput["workercount"]) if workerinput else 1
     items[:] = slow_first(items, workers)
+TEST_NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+"""The time every test loads a stack at (rlinf_eks.loading.clock): no test depends on today's date,
+so a Capacity Block of a test stays ahead. The example stack's own block is checked against the
+real clock by tests/test_config_holes.py."""
+
+
+@pytest.fixture(autouse=True)
+def _fixed_clock(monkeypatch):
+    from rlinf_eks import loading
+
+    monkeypatch.setattr(loading, "clock", lambda: TEST_NOW)

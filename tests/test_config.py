@@ -58,7 +58,7 @@ def test_overrides_correct_a_known_type():
 
 # Each row: sections (camelCase, merged over a minimal valid config), then text every message must name.
 BAD = [
-    ("node count zero", {"gpuNodes": {"nodeCount": 0}}, ["gpuNodes.nodeCount=0", "greater than or equal to 1"]),
+    ("node count zero", {"gpuNodes": {"nodeCount": 0}}, ["gpuNodes.nodeCount=0", "at least 1", "gpuNodes.scaleToZero"]),
     ("node count not a number", {"gpuNodes": {"nodeCount": "two"}}, ["gpuNodes.nodeCount='two'"]),
     ("not an EC2 instance type", {"gpuNodes": {"instanceType": "p9.huge"}}, ["gpuNodes.instanceType='p9.huge'", "not an EC2 instance type"]),
     ("EC2 instance type misspelt", {"gpuNodes": {"instanceType": "p5.48xlarg"}}, ["gpuNodes.instanceType='p5.48xlarg'", "did you mean p5.48xlarge?"]),
@@ -136,15 +136,15 @@ BAD = [
     ("bucket name --ol-s3 suffix", {"storage": {"bucketName": "ckpt--ol-s3"}}, ["storage.bucketName='ckpt--ol-s3'", "ending with --ol-s3"]),
     ("bucket name ends with a hyphen", {"storage": {"bucketName": "ckpt-"}}, ["storage.bucketName='ckpt-'", "ending with a letter or digit"]),
     # node labels
-    ("label with kubernetes.io prefix", {"gpuNodes": {"labels": {"kubernetes.io/role": "gpu"}}}, ["gpuNodes.labels['kubernetes.io/role']='gpu'", "reserved"]),
-    ("label with a kubernetes.io subdomain", {"gpuNodes": {"labels": {"topology.kubernetes.io/zone": "z"}}}, ["gpuNodes.labels['topology.kubernetes.io/zone']", "reserved"]),
-    ("label with k8s.io prefix", {"gpuNodes": {"labels": {"k8s.io/team": "ml"}}}, ["gpuNodes.labels['k8s.io/team']='ml'", "reserved"]),
-    ("label overriding role", {"gpuNodes": {"labels": {"role": "training"}}}, ["gpuNodes.labels['role']='training'", "role=gpu-training", "never schedule"]),
-    ("label overriding the EFA label", {"gpuNodes": {"labels": {"vpc.amazonaws.com/efa.present": "false"}}}, ["gpuNodes.labels['vpc.amazonaws.com/efa.present']='false'", "EFA device plugin"]),
-    ("label key syntax", {"gpuNodes": {"labels": {"team name": "ml"}}}, ["gpuNodes.labels['team name']", "not a Kubernetes label key"]),
-    ("label key too long for EKS", {"gpuNodes": {"labels": {"example.com/" + "k" * 60: "v"}}}, ["gpuNodes.labels['example.com/" + "k" * 60 + "']", "at most 63"]),
-    ("label value syntax", {"gpuNodes": {"labels": {"team": "ml/rl"}}}, ["gpuNodes.labels['team']='ml/rl'", "label value"]),
-    ("label value empty (EKS needs 1)", {"gpuNodes": {"labels": {"team": ""}}}, ["gpuNodes.labels['team']=''", "1 to 63"]),
+    ("label with kubernetes.io prefix", {"gpuNodes": {"labels": {"kubernetes.io/role": "gpu"}}}, ["gpuNodes.labels[\"kubernetes.io/role\"]='gpu'", "reserved"]),
+    ("label with a kubernetes.io subdomain", {"gpuNodes": {"labels": {"topology.kubernetes.io/zone": "z"}}}, ["gpuNodes.labels[\"topology.kubernetes.io/zone\"]", "reserved"]),
+    ("label with k8s.io prefix", {"gpuNodes": {"labels": {"k8s.io/team": "ml"}}}, ["gpuNodes.labels[\"k8s.io/team\"]='ml'", "reserved"]),
+    ("label overriding role", {"gpuNodes": {"labels": {"role": "training"}}}, ["gpuNodes.labels.role='training'", "role=gpu-training", "never schedule"]),
+    ("label overriding the EFA label", {"gpuNodes": {"labels": {"vpc.amazonaws.com/efa.present": "false"}}}, ["gpuNodes.labels[\"vpc.amazonaws.com/efa.present\"]='false'", "EFA device plugin"]),
+    ("label key syntax", {"gpuNodes": {"labels": {"team name": "ml"}}}, ["gpuNodes.labels[\"team name\"]", "not a Kubernetes label key"]),
+    ("label key too long for EKS", {"gpuNodes": {"labels": {"example.com/" + "k" * 60: "v"}}}, ["gpuNodes.labels[\"example.com/" + "k" * 60 + "\"]", "at most 63"]),
+    ("label value syntax", {"gpuNodes": {"labels": {"team": "ml/rl"}}}, ["gpuNodes.labels.team='ml/rl'", "label value"]),
+    ("label value empty (EKS needs 1)", {"gpuNodes": {"labels": {"team": ""}}}, ["gpuNodes.labels.team=''", "1 to 63"]),
     # AWS tags
     ("tag key with aws: prefix", {"tags": {"aws:team": "ml"}}, ["tags=", "'aws:team'", "reserved for AWS"]),
     ("tag value over 256", {"tags": {"team": "x" * 257}}, ["'team'", "at most 256 characters (257)"]),
@@ -187,7 +187,7 @@ BAD = [
     ("max nodes false", {"gpuNodes": {"maxNodes": False}}, ["gpuNodes.maxNodes=False", "must be an integer"]),
     ("node count a float", {"gpuNodes": {"nodeCount": 2.0}}, ["gpuNodes.nodeCount=2.0", "must be an integer"]),
     ("node count a numeric string", {"gpuNodes": {"nodeCount": "2"}}, ["gpuNodes.nodeCount='2'", "must be an integer"]),
-    ("batch size true", {"workload": {"image": "i", "trainer": {"batch": {"data.train_batch_size": True}}}}, ["workload.trainer.batch.data.train_batch_size=True", "must be an integer"]),
+    ("batch size true", {"workload": {"image": "i", "trainer": {"batch": {"data.train_batch_size": True}}}}, ['workload.trainer.batch["data.train_batch_size"]=True', "must be an integer"]),
     ("efa a string", {"gpuNodes": {"efa": "yes"}}, ["gpuNodes.efa='yes'", "true or false"]),
     ("efa an integer", {"gpuNodes": {"efa": 1}}, ["gpuNodes.efa=1", "true or false"]),
     ("GPU memory utilization true", {"workload": {"image": "i", "rollout": {"gpuMemoryUtilization": True}}}, ["workload.rollout.gpuMemoryUtilization=True", "not a boolean"]),

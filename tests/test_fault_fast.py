@@ -278,9 +278,9 @@ def test_given_a_capacity_block_when_planned_then_the_plan_prints_its_end_the_ti
     s = settings("capacity-block")
     end = s.gpu_nodes.capacity_block.end_time
     text = resilience.render(s, "capacity-block", now=end - timedelta(days=2, hours=3, minutes=5))
-    assert "Capacity Block ends 2027-01-18T11:30:00Z (2d 3h 05m left)" in text
-    assert "EC2 warns at 2027-01-18T10:50:00Z" in text
-    assert "stopped from 2027-01-18T10:35:00Z" in text  # 40 min + the 900 s grace period before the end
+    assert "Capacity Block ends 2031-01-20T11:30:00Z (2d 3h 05m left)" in text
+    assert "EC2 warns at 2031-01-20T10:50:00Z" in text
+    assert "stopped from 2031-01-20T10:35:00Z" in text  # 40 min + the 900 s grace period before the end
     assert f"exits {exit_codes.RESERVATION_ENDING}" in text
     late = resilience.render(s, "capacity-block", now=end - timedelta(minutes=50))
     assert "the stop time has passed" in late

@@ -61,10 +61,10 @@ def launch(s: StackSettings, nnodes: int | None = None, **kw: Any):
 
 
 def overrides_of(argv: list[str]) -> list[str]:
-    """The Hydra overrides: everything after the module or the --config-name value."""
-    if argv[1] == "-m":
-        return argv[3:]
-    return argv[argv.index("--config-name") + 2 :]
+    """The Hydra overrides: everything after the --config-name value, or the module without one."""
+    if "--config-name" in argv:
+        return argv[argv.index("--config-name") + 2 :]
+    return argv[3:]
 
 
 def as_dict(overrides: list[str]) -> dict[str, str]:
@@ -245,30 +245,30 @@ def test_verl_micro_batch_is_derived_so_setting_it_is_reported():
     s = stack("verl-ppo", "hf", batch={"actor_rollout_ref.actor.ppo_micro_batch_size": GPUS})
     problems = check_world_size(s, 2, GPUS)
     assert len(problems) == 1
-    assert problems[0].startswith(f"workload.trainer.batch.actor_rollout_ref.actor.ppo_micro_batch_size={GPUS}:")
+    assert problems[0].startswith(f'workload.trainer.batch["actor_rollout_ref.actor.ppo_micro_batch_size"]={GPUS}:')
     assert f"= {2 * GPUS}" in problems[0]
 
 
 def test_verl_sizes_below_the_world_size_fail_and_non_multiples_warn():
     s = stack("verl-ppo", "hf", batch={"actor_rollout_ref.actor.ppo_mini_batch_size": 12})
     assert check_world_size(s, 1, GPUS) == []
-    assert any("ppo_mini_batch_size=12" in w and "1 per GPU" in w for w in launch(s).warnings)
+    assert any('ppo_mini_batch_size"]=12' in w and "1 per GPU" in w for w in launch(s).warnings)
     problems = check_world_size(s, 2, GPUS)
     assert problems == [
-        p for p in problems if p.startswith("workload.trainer.batch.actor_rollout_ref.actor.ppo_mini_batch_size=12:")
+        p for p in problems if p.startswith('workload.trainer.batch["actor_rollout_ref.actor.ppo_mini_batch_size"]=12:')
     ] and "use at least 16" in problems[0]
 
 
 def test_verl_defaults_fail_on_a_world_larger_than_the_reference_log_prob_batch():
     nodes = verl_ppo.DIVIDED_BY_WORLD["ppo_trainer"]["actor_rollout_ref.rollout.log_prob_micro_batch_size"] // GPUS + 1
     problems = check_world_size(stack("verl-ppo", "hf"), nodes, GPUS)
-    assert any("log_prob_micro_batch_size=128 (the default of ppo_trainer)" in p for p in problems)
+    assert any('log_prob_micro_batch_size"]=128 (the default of ppo_trainer)' in p for p in problems)
 
 
 def test_embodied_env_count_must_divide_over_env_ranks_and_pipeline_stages():
     s = unchecked(stack("rlinf-embodied", "hf"), batch={"env.train.total_num_envs": 90})
     (line,) = check_world_size(s, 1, GPUS)
-    assert line.startswith("workload.trainer.batch.env.train.total_num_envs=90:") and f"env world size {GPUS // 2}" in line
+    assert line.startswith('workload.trainer.batch["env.train.total_num_envs"]=90:') and f"env world size {GPUS // 2}" in line
     staged = unchecked(stack("rlinf-embodied", "hf", configName="maniskill_ppo_openvla"), batch={"env.train.total_num_envs": 4 * 3})
     (line,) = check_world_size(staged, 1, GPUS)
     assert "rollout.pipeline_stage_num=2" in line and "multiple of 8" in line
@@ -279,7 +279,7 @@ def test_embodied_actor_batch_rule_uses_the_config_default_and_names_it():
     assert check_world_size(s, 1, GPUS) == []
     problems = check_world_size(s, 2, GPUS)
     assert problems == [
-        "workload.trainer.batch.actor.global_batch_size=640 (the default of maniskill_ppo_openvla): must be divisible by "
+        'workload.trainer.batch["actor.global_batch_size"]=640 (the default of maniskill_ppo_openvla): must be divisible by '
         "actor.micro_batch_size x actor world size = 80 x 16 = 1280: a positive multiple of 1280"
     ]
     fixed = stack("rlinf-embodied", "hf", configName="maniskill_ppo_openvla", overrides=["actor.micro_batch_size=40"])
@@ -296,7 +296,7 @@ def test_reasoning_rule_reads_the_derived_actor_batch():
     s = unchecked(stack("rlinf-reasoning", "vllm"), batch={"algorithm.n_minibatches": 1024})
     assert check_world_size(s, 1, GPUS // 2) == []  # 512 x 8 // 1024 = 4 fits 4 GPUs
     (line,) = check_world_size(s, 1, GPUS)
-    assert line.startswith("workload.trainer.batch.algorithm.n_minibatches=1024:") and "= 4 must be divisible" in line
+    assert line.startswith('workload.trainer.batch["algorithm.n_minibatches"]=1024:') and "= 4 must be divisible" in line
 
 
 def test_unknown_rlinf_config_is_not_checked_but_warned():
@@ -310,13 +310,13 @@ def test_launch_for_raises_config_error_for_a_world_the_sizes_do_not_fit():
     launch(s)
     with pytest.raises(ConfigError) as err:
         launch(s, nnodes=2)
-    assert err.value.problems[0].startswith("workload.trainer.batch.env.train.total_num_envs=4:")
+    assert err.value.problems[0].startswith('workload.trainer.batch["env.train.total_num_envs"]=4:')
 
 
 def test_stack_validation_rejects_world_size_violations_with_the_key_named():
     with pytest.raises(ConfigError) as err:
         stack("verl-ppo", "hf", 2, batch={"actor_rollout_ref.ref.log_prob_micro_batch_size": 8})
-    assert any(p.startswith("workload.trainer.batch.actor_rollout_ref.ref.log_prob_micro_batch_size=8:") for p in err.value.problems)
+    assert any(p.startswith('workload.trainer.batch["actor_rollout_ref.ref.log_prob_micro_batch_size"]=8:') for p in err.value.problems)
 
 
 # --- Hydra: every generated key exists in the real configs --------------------------------------

@@ -166,7 +166,7 @@ def test_given_a_capacity_block_that_started_late_when_watched_then_the_deadline
 def test_given_a_capacity_block_stack_when_planned_then_the_watchdog_waits_for_the_block():
     plan = plan_stack("capacity-block")
     files = one(plan, "kubernetes:core/v1:ConfigMap")["inputs"]["data"]
-    start = dt.datetime(2027, 1, 11, 11, 30, tzinfo=dt.timezone.utc)  # capacityBlock.startTime of the stack
+    start = dt.datetime(2031, 1, 13, 11, 30, tzinfo=dt.timezone.utc)  # capacityBlock.startTime of the stack
     assert f"NOT_BEFORE={int(start.timestamp())}" in files["watchdog.sh"]
     # a Job's own deadline counts from pulumi up, days before the block: the watchdog has none
     assert "activeDeadlineSeconds" not in one(plan, JOB, "rlinf-watchdog")["inputs"]["spec"]

@@ -43,6 +43,7 @@ from .gpu_nodes import (
     GpuNodeSettings,
     InstanceOverrides,
     PlacementGroupSettings,
+    capacity_block_time_problems,
 )
 from .model_source import MODEL_SOURCE_FORMS, ModelSource, parse_model_source
 from .network import NetworkSettings
@@ -74,6 +75,6 @@ __all__ = [
     "RestartSettings", "RolloutBackend", "RolloutSettings", "SECRET_KEYS", "SECRET_KEY_DESCRIPTIONS",
     "STACK_RULES", "SYSTEM_NODEGROUP_SUFFIX", "Sections", "SettingsModel", "SharedFilesystemSettings", "StackRule",
     "StackSettings", "StorageSettings", "SubnetId", "SystemNodeSettings", "TOP_LEVEL_KEYS", "TrainerSettings", "VpcId",
-    "WorkloadSettings", "broken_rules", "bucket_problem", "cluster_name_problem", "describe", "foreign_project_key",
+    "WorkloadSettings", "broken_rules", "bucket_problem", "capacity_block_time_problems", "cluster_name_problem", "describe", "foreign_project_key",
     "label_problem", "parse_model_source", "tag_problem", "validate", "validate_sections",
 ]  # fmt: skip

@@ -36,13 +36,14 @@ class ClusterSettings(SettingsModel):
     """Kubernetes minor version. Defaults to 1.35 (in EKS standard support until 2027-03-27; 1.34's
     ended 2026-12-02, after which a cluster bills the extended-support rate, six times the standard)."""
     endpoint_public_access_cidrs: list[str] = Field(default_factory=list)
-    """CIDRs allowed to reach the public API endpoint. Empty (the default): private endpoint only."""
+    """CIDRs allowed to reach the public API endpoint. Empty (the default): private endpoint only.
+    Not with deployFromVpc (private endpoint only)."""
     allow_public_endpoint_from_anywhere: Bool = False
     """Explicit opt-in needed for 0.0.0.0/0 in endpointPublicAccessCidrs. Defaults to false."""
     deploy_from_vpc: Bool = False
     """Acknowledges that ``pulumi up`` runs inside the cluster's VPC (VPN, bastion, CodeBuild in the
     VPC), so a private-only endpoint is reachable. A new cluster needs this or
-    endpointPublicAccessCidrs. Defaults to false."""
+    endpointPublicAccessCidrs, not both. Defaults to false."""
     admin_role_arns: list[str] = Field(default_factory=list)
     """IAM roles given cluster-admin access entries."""
     log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
@@ -98,6 +99,14 @@ class ClusterSettings(SettingsModel):
                 "endpointPublicAccessCidrs",
                 self.endpoint_public_access_cidrs,
                 "0.0.0.0/0 opens the API endpoint to the internet; set allowPublicEndpointFromAnywhere: true to mean it",
+            )
+        if self.deploy_from_vpc and self.endpoint_public_access_cidrs:
+            raise rule_error(
+                "deployFromVpc",
+                True,
+                f"means a private endpoint only, but cluster.endpointPublicAccessCidrs={self.endpoint_public_access_cidrs!r} "
+                "opens a public one: keep one of them (remove endpointPublicAccessCidrs for a private endpoint, or "
+                "deployFromVpc for a public endpoint to those CIDRs)",
             )
         if self.existing and not self.name:
             raise rule_error("name", self.name, "an existing cluster must be named")

@@ -6,15 +6,52 @@ The lowest module of the package: every other one may import it."""
 from __future__ import annotations
 
 import difflib
+import re
+from datetime import date, datetime, timezone
 from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
 
+def shown(value: Any) -> str:
+    """A value in a problem line: Python's repr for strings, numbers, booleans and None (as every
+    line has always shown them), lists and objects item by item, and a date or time as the ISO
+    text a stack file spells it (``2026-01-01``, ``2027-01-11T11:30:00Z``), never its repr."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None and value.utcoffset() == timezone.utc.utcoffset(None):
+            return value.replace(tzinfo=None).isoformat() + "Z"
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{shown(k)}: {shown(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(shown(item) for item in value) + "]"
+    return repr(value)
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def key_path(*parts: str | int) -> str:
+    """A key path as ``--set`` and ``pulumi config set --path`` read it: names joined by '.', list
+    indexes ``[0]``, and a key that holds anything but letters, digits, '_' and '-' quoted:
+    ``workload.trainer.batch["actor.global_batch_size"]``, ``gpuNodes.labels["example.com/team"]``."""
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif path and not _PLAIN_KEY.fullmatch(part):
+            path += '["' + part.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+        else:
+            path += ("." if path else "") + part
+    return path
+
+
 def problem_line(path: str, value: Any, message: str) -> str:
     """One problem: the camelCase key path, the value and what is wrong or valid."""
-    return f"{path}={value!r}: {message}"
+    return f"{path}={shown(value)}: {message}"
 
 
 def rule_error(path: str, value: Any, message: str) -> PydanticCustomError:
@@ -39,13 +76,7 @@ class ConfigError(ValueError):
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += ("." if path else "") + str(part)
-    return path
+    return key_path(*(part if isinstance(part, int) else str(part) for part in loc))
 
 
 def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseModel] | None:
@@ -79,10 +110,15 @@ def suggestion(match: str | None) -> str:
 def did_you_mean(word: str, valid: Iterable[str], *, cutoff: float = 0.75, ignore_case: bool = True) -> str:
     """A hint for a near miss of ``word`` among ``valid``, such as ' (did you mean nodeCount?)'; else ''.
 
-    Keys (the default) are matched case-insensitively first, then by similarity >= ``cutoff``;
-    values such as regions and instance types pass ``cutoff=0.8, ignore_case=False``."""
+    Matched case-insensitively first, then by similarity >= ``cutoff`` (without case too);
+    values such as regions pass ``cutoff=0.8, ignore_case=False``."""
     names = list(valid)
-    match = {name.lower(): name for name in names}.get(word.lower()) if ignore_case else None
+    lowered = {name.lower(): name for name in names}
+    match = lowered.get(word.lower()) if ignore_case else None
+    if match is None and ignore_case:
+        # a shortened or mistyped value (p5.48xl, P5.48XLARG) is compared without case
+        close = difflib.get_close_matches(word.lower(), lowered, n=1, cutoff=cutoff)
+        match = lowered[close[0]] if close else None
     return suggestion(match or next(iter(difflib.get_close_matches(word, names, n=1, cutoff=cutoff)), None))
 
 
@@ -129,5 +165,5 @@ def describe_errors(items: Iterable[Mapping[str, Any]], data: Mapping[str, Any],
             message = "must be true or false (a YAML boolean, unquoted)"
         if item["type"] == "literal_error":
             message = message.replace("Input should be", "must be one of")
-        problems.append(f"{prefix}={value!r}: {message}")
+        problems.append(f"{prefix}={shown(value)}: {message}")
     return problems

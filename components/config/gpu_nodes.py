@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 from .. import catalog
 from ..scheduling import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels
 from .aws_rules import label_problem
-from .errors import raise_all, rule_error
+from .errors import key_path, problem_line, raise_all, rule_error
 from .types import Bool, Ec2InstanceType, Int, SettingsModel
 
 
@@ -70,10 +70,11 @@ class CapacityBlockSettings(SettingsModel):
     start_time: Optional[datetime] = None
     """The block's start. When set, the node group is created at zero nodes and an Auto Scaling
     scheduled action brings it to nodeCount at this time (EKS guide "Create a managed node group
-    with Capacity Blocks for ML"). Leave unset once the block is active. Defaults to None."""
+    with Capacity Blocks for ML"). Leave unset once the block is active: a start already past is
+    refused (Auto Scaling refuses a scheduled action in the past). Defaults to None."""
     end_time: Optional[datetime] = None
     """The block's end (11:30 UTC). EKS itself scales the group to zero 40 minutes before it;
-    used to check startTime. Defaults to None."""
+    used to check startTime; an end already past is refused. Defaults to None."""
 
     @field_validator("start_time", "end_time", mode="before")
     @classmethod
@@ -110,6 +111,35 @@ class CapacityBlockSettings(SettingsModel):
                 errors.append(rule_error("endTime", self.api_time(end), f"a Capacity Block lasts at most {CAPACITY_BLOCK_MAX_DAYS} days"))
         raise_all(errors)
         return self
+
+
+def capacity_block_time_problems(gpu: "GpuNodeSettings", now: datetime) -> list[str]:
+    """A Capacity Block whose start or end is already past at ``now`` (the time of the plan or of
+    ``pulumi up``): Auto Scaling refuses a scheduled action in the past, and an ended block has no
+    capacity. Problem lines (key path from the stack's top), not plan fields: the plan stays
+    deterministic."""
+    block = gpu.capacity_block
+    if gpu.capacity_type != "CAPACITY_BLOCK" or block is None:
+        return []
+    at = CapacityBlockSettings.api_time(now)
+    if block.end_time is not None and block.end_time <= now:
+        return [
+            problem_line(
+                "gpuNodes.capacityBlock.endTime",
+                CapacityBlockSettings.api_time(block.end_time),
+                f"is past (now {at}): the Capacity Block has ended; buy a new block and give its reservation id and times",
+            )
+        ]
+    if block.start_time is not None and block.start_time <= now:
+        return [
+            problem_line(
+                "gpuNodes.capacityBlock.startTime",
+                CapacityBlockSettings.api_time(block.start_time),
+                f"is past (now {at}), and Auto Scaling refuses a scheduled action in the past; the block has started: "
+                "leave startTime out (the nodes start at once)",
+            )
+        ]
+    return []
 
 
 class GpuNodeSettings(SettingsModel):
@@ -151,6 +181,18 @@ class GpuNodeSettings(SettingsModel):
     """2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels."""
+
+    @field_validator("node_count", mode="before")
+    @classmethod
+    def _at_least_one(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise PydanticCustomError(
+                "node_count",
+                "at least 1: nodeCount is the nodes a run trains on. To keep no GPU node while idle, set "
+                "gpuNodes.scaleToZero: true with autoscaler.enabled: true (nodes come when training pods are pending and "
+                "go after the run), and gpuNodes.maxNodes for the most nodes",
+            )
+        return value
 
     @field_validator("capacity_reservation_id")
     @classmethod
@@ -287,7 +329,7 @@ class GpuNodeSettings(SettingsModel):
         for key, value in self.labels.items():
             problem = label_problem(key, value)
             if problem:
-                errors.append(rule_error(f"labels[{key!r}]", value, problem))
+                errors.append(rule_error(key_path("labels", key), value, problem))
         if self.labels:
             # The training pods select role: gpu-training and the EFA device plugin selects the EFA
             # label; a label of the same key with another value leaves them Pending.
@@ -296,7 +338,7 @@ class GpuNodeSettings(SettingsModel):
                 if key in built_in and value != built_in[key] and key != AUTOSCALER_GPU_LABEL:
                     errors.append(
                         rule_error(
-                            f"labels[{key!r}]",
+                            key_path("labels", key),
                             value,
                             f"overrides the built-in node label {key}={built_in[key]} that "
                             + ("the EFA device plugin selects" if key == EFA_LABEL else "the training pods select")

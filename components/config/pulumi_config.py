@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from .errors import did_you_mean
 from .stack import PROJECT, StackSettings
@@ -82,6 +82,27 @@ def stack_data(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     ]
     problems += [problem for key in sorted(values) if (problem := foreign_project_key(key))]
     return data, problems
+
+
+def plain_secret_warnings(values: Mapping[str, Any], is_secret: Callable[[str], bool], project: str = PROJECT) -> list[str]:
+    """A warning per secret key (SECRET_KEYS) given as a plain value: `pulumi config set` without
+    --secret (or the stack file, or ``--set``) keeps it in clear text in the stack file. The value
+    itself is never named."""
+    return [
+        f"{key} is a plain value: it lands in clear text in the stack file; set it as a secret: "
+        f"pulumi config set --secret {key} <value>"
+        for name in SECRET_KEYS
+        if (key := f"{project}:{name}") in values and not is_secret(key)
+    ]
+
+
+def running_secret_keys() -> set[str]:
+    """The running program's secret config keys: `pulumi up` passes them in the environment
+    (PULUMI_CONFIG_SECRET_KEYS), the mocks and the automation API with the config."""
+    from pulumi.runtime import config as runtime_config
+
+    keys = set(runtime_config.get_config_secret_keys_env())
+    return keys | {key for name in SECRET_KEYS if runtime_config.is_config_secret(key := f"{PROJECT}:{name}")}
 
 
 def running_stack_config() -> tuple[dict[str, Any], str]:

@@ -46,7 +46,8 @@ SubnetId = Annotated[str, _aws_id("subnet", "a subnet")]
 
 def _ec2_type(value: str) -> str:
     if value not in aws_names.EC2_INSTANCE_TYPES:
-        hint = did_you_mean(value, aws_names.EC2_INSTANCE_TYPES, cutoff=0.8, ignore_case=False)
+        # EC2 names are lowercase: P5.48XLARGE and a shortened p5.48xl both mean p5.48xlarge
+        hint = did_you_mean(value, aws_names.EC2_INSTANCE_TYPES, cutoff=0.75)
         raise PydanticCustomError(
             "instance_type", "{text}", {"text": f"not an EC2 instance type{hint} (botocore {aws_names.BOTOCORE_VERSION}'s list)"}
         )

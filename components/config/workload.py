@@ -39,7 +39,8 @@ class TrainerSettings(SettingsModel):
     dialect: Dialect = "verl-ppo"
     """verl-ppo (the seed's main_ppo.py layout, SimpleVLA-RL), rlinf-embodied or rlinf-reasoning (RLinf v0.3)."""
     config_name: Optional[str] = None
-    """Hydra config name. Defaults per dialect: ppo_trainer, maniskill_ppo_openvlaoft, qwen2.5-1.5b-grpo-fsdp."""
+    """Hydra config name (every dialect passes it as --config-name). Defaults per dialect: ppo_trainer,
+    maniskill_ppo_openvlaoft, qwen2.5-1.5b-grpo-fsdp. Another dialect's reference config is refused."""
     workdir: AbsolutePath = "/workspace"
     """The trainer's checkout inside the image; first on PYTHONPATH."""
     model_path: Optional[str] = None

@@ -70,7 +70,7 @@ def _read_yaml(path: Path, root: Path) -> dict[str, Any]:
             f"{where} line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); save the file as UTF-8"
         ) from None
     try:
-        data = yaml.safe_load(text) or {}
+        data = _load_stack_yaml(text, where) or {}
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -82,6 +82,80 @@ def _read_yaml(path: Path, root: Path) -> dict[str, Any]:
     if problem:
         raise StackConfigError(f"{where}: {problem}")
     return data
+
+
+class _StackFileLoader(yaml.SafeLoader):
+    """PyYAML's safe loader reading a timestamp as the Pulumi CLI does: Go's YAML libraries hand
+    an unquoted timestamp or date to an untyped value as its text, so ``startTime:
+    2027-01-11T11:30:00Z`` and ``built: 2026-01-01`` reach the program as those strings."""
+
+
+_StackFileLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+
+# Values a Pulumi config (JSON) cannot hold: the JSON encoder refuses NaN and infinities, and
+# binary data, sets and ordered pair lists have no JSON form.
+_NOT_JSON_TAGS = {
+    "tag:yaml.org,2002:binary": "binary data",
+    "tag:yaml.org,2002:set": "a set",
+    "tag:yaml.org,2002:omap": "an ordered map",
+    "tag:yaml.org,2002:pairs": "a list of pairs",
+}
+_NOT_A_NUMBER = re.compile(r"[-+]?\.(inf|Inf|INF|nan|NaN|NAN)")
+
+
+def _load_stack_yaml(text: str, where: Any) -> Any:
+    """The YAML document of ``text``; a key given twice (Pulumi refuses it) or a value Pulumi
+    config cannot hold is a StackConfigError naming the file, the key path and the line(s)."""
+    loader = _StackFileLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        problem = _node_problem(node, "")
+        if problem:
+            raise StackConfigError(f"{where}{problem}")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _written(node: yaml.Node) -> str:
+    """A value as the file spells it: a scalar's text (with an explicit tag), else the tag."""
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+    if isinstance(node, yaml.ScalarNode):
+        return f"{tag} {node.value}" if tag.startswith("!!") and tag[2:] in ("binary",) else node.value
+    return tag
+
+
+def _node_problem(node: yaml.Node, path: str) -> str | None:
+    """The first duplicate key or non-JSON value below ``node`` (``path`` its key path)."""
+    line = node.start_mark.line + 1
+    if node.tag in _NOT_JSON_TAGS or (node.tag == "tag:yaml.org,2002:float" and _NOT_A_NUMBER.fullmatch(str(node.value))):
+        what = _NOT_JSON_TAGS.get(node.tag, "not a finite number")
+        return (
+            f" line {line}: {path or 'the document'}={_written(node)}: {what}, which Pulumi config (JSON) cannot hold; "
+            "values are strings, numbers, true/false, null, lists and objects (quote it to mean the text)"
+        )
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key, value in node.value:
+            if key.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<:` merges may be overridden by the mapping's own keys
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            here = f"{path}.{name}" if path else str(name)
+            if isinstance(key, yaml.ScalarNode):
+                if (key.tag, name) in seen:
+                    return f": {here} is given twice, at lines {seen[(key.tag, name)]} and {key.start_mark.line + 1}; Pulumi refuses a key given twice: keep one"
+                seen[(key.tag, name)] = key.start_mark.line + 1
+            found = _node_problem(value, here)
+            if found:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            found = _node_problem(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
 
 
 def _non_string_key(node: Any, path: str = "") -> str | None:

@@ -48,6 +48,27 @@ def _rollout_backend(settings: StackSettings, stack: Optional[str]) -> list[str]
     return [] if backend in dialect.rollout_backends else [problem_line("workload.rollout.backend", backend, dialect.unsupported_backend)]
 
 
+def _config_name(settings: StackSettings, stack: Optional[str]) -> list[str]:
+    """workload.trainer.configName is not another dialect's reference config (left from a dialect
+    switch): the dialect would look for it in its own config folder and fail in the pod."""
+    trainer = settings.workload.trainer
+    dialect, name = DIALECTS[trainer.dialect], trainer.config_name
+    if name is None or name in dialect.config_names:
+        return []
+    owner = next((other for other in DIALECTS.values() if name in other.config_names), None)
+    if owner is None:
+        return []
+    return [
+        problem_line(
+            "workload.trainer.configName",
+            name,
+            f"a config of the {owner.name} dialect; the {dialect.name} dialect reads its configs from "
+            f"{dialect.config_dir} ({', '.join(dialect.config_names)}): name one of them or one your image adds, "
+            "or leave configName out for the dialect's default",
+        )
+    ]
+
+
 def _world_size(settings: StackSettings, stack: Optional[str]) -> list[str]:
     """An enabled workload's sizes fit the GPU nodes."""
     if not settings.workload.enabled:
@@ -57,6 +78,7 @@ def _world_size(settings: StackSettings, stack: Optional[str]) -> list[str]:
 
 TRAINER_RULES: tuple[StackRule, ...] = (
     StackRule(("workload",), _rollout_backend),
+    StackRule(("workload",), _config_name),
     StackRule(("workload", "gpuNodes"), _world_size),
 )
 """The trainers' stack rules; rlinf_eks.loading runs them after config's STACK_RULES."""

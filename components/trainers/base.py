@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Protocol
 
 from ..config import StackSettings, TrainerSettings
+from ..config.errors import key_path
 
 COMPLETE_MARKER = ".rlinf-eks-complete"
 """In a ``global_step_<N>`` directory: the launcher wrote it once that checkpoint was complete
@@ -114,6 +115,11 @@ class TrainerDialect(Protocol):
     default_config_name: str
     """workload.trainer.configName when the stack leaves it out: the dialect's reference config
     (one tests/test_trainers.py composes with Hydra)."""
+    config_names: tuple[str, ...]
+    """The trainer's reference configs this project knows (the default among them); a stack may
+    name another config its image holds, but not one of another dialect's."""
+    config_dir: str
+    """Where the trainer reads its Hydra configs from, relative to workload.trainer.workdir."""
     rollout_backends: tuple[str, ...]
     """The workload.rollout.backend values the dialect runs."""
     unsupported_backend: str
@@ -162,9 +168,9 @@ def effective_sizes(settings: StackSettings, defaults: Mapping[str, int]) -> dic
     ``workload.trainer.batch``, then integer ``workload.trainer.overrides`` (last wins)."""
     trainer = settings.workload.trainer
     note = f" (the default of {config_name_of(trainer)})"
-    sizes = {key: Value(v, f"workload.trainer.batch.{key}", note) for key, v in defaults.items()}
+    sizes = {key: Value(v, key_path("workload", "trainer", "batch", key), note) for key, v in defaults.items()}
     for key, v in trainer.batch.items():
-        sizes[key] = Value(v, f"workload.trainer.batch.{key}")
+        sizes[key] = Value(v, key_path("workload", "trainer", "batch", key))
     for i, item in enumerate(trainer.overrides):
         match = _INT_OVERRIDE.match(item)
         if match:

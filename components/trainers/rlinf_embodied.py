@@ -124,6 +124,8 @@ class RlinfEmbodied:
 
     name = DIALECT
     default_config_name = "maniskill_ppo_openvlaoft"
+    config_names = tuple(REFERENCE)
+    config_dir = "examples/embodiment/config"
     rollout_backends = ("hf",)
     unsupported_backend = "RLinf embodied training rolls out with HuggingFace only: use hf"
     launch = staticmethod(launch)

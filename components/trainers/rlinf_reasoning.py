@@ -116,6 +116,8 @@ class RlinfReasoning:
 
     name = DIALECT
     default_config_name = "qwen2.5-1.5b-grpo-fsdp"
+    config_names = tuple(REFERENCE)
+    config_dir = CONFIG_DIR
     rollout_backends = ("vllm", "sglang")
     unsupported_backend = "RLinf reasoning rolls out with vllm or sglang"
     launch = staticmethod(launch)

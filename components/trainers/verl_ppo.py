@@ -85,6 +85,10 @@ def launch(
         # ppo_trainer.yaml logs to wandb by default, which fails without an API key
         "trainer.logger=[console,wandb]" if wandb else "trainer.logger=[console]",
     ]
+    # main_ppo is @hydra.main(config_path='config', config_name='ppo_trainer'): Hydra's
+    # --config-name picks another config of verl/trainer/config (none when the stack names none,
+    # so the default stays the script's own)
+    config = ["--config-name", trainer.config_name] if trainer.config_name else []
     env = {"PYTHONPATH": trainer.workdir, "HYDRA_FULL_ERROR": "1"}
     if world.nnodes > 1:
         # ray.init() without an address, finding no RAY_ADDRESS, may start a private one-node Ray
@@ -94,7 +98,7 @@ def launch(
         # 127.0.0.1:6379 would name the GCS by an address the raylet did not register with.
         env["RAY_ADDRESS"] = "auto"
     warnings = ([VLLM_WARNING] if rollout.backend == "vllm" else []) + _floor_division_warnings(settings, world)
-    argv = ["python", "-m", MODULE, *overrides, *batch_overrides(settings), *trainer.overrides]
+    argv = ["python", "-m", MODULE, *config, *overrides, *batch_overrides(settings), *trainer.overrides]
     return TrainerLaunch(
         argv=argv,
         env=env,
@@ -161,6 +165,8 @@ class VerlPpo:
 
     name = DIALECT
     default_config_name = "ppo_trainer"
+    config_names = tuple(DIVIDED_BY_WORLD)
+    config_dir = "verl/trainer/config"
     rollout_backends = ("hf", "vllm")
     unsupported_backend = "the verl-ppo dialect supports hf or vllm"
     launch = staticmethod(launch)
