@@ -325,3 +325,59 @@ def test_the_lifecycle_reads_real_outputs_and_names_real_objects():
                 assert (kind, name) in objects, (command, owner)
     config_sets = [c for _, c in _commands() if c.startswith("pulumi config set")]
     assert config_sets == ['pulumi config set --path rlinf-eks:platform.stack "$(pulumi org get-default)/rlinf-eks/platform"']
+
+
+# --- what every stack's objects pass, for the experiments ----------------------------------------
+
+
+@pytest.mark.parametrize("stack", EXPERIMENT_STACKS)
+def test_every_kubernetes_object_of_an_experiment_validates(stack):
+    from tests.schemas import builtin_errors, crd_errors, jobset_errors
+
+    plan = plan_stack(stack)
+    version = plan.settings.cluster.kubernetes_version
+    assert version == plan_stack("platform").outputs["kubernetesVersion"]
+    objects = [r for r in plan.resources if r["type"].startswith("kubernetes:") and "inputs" in r and r["inputs"].get("kind")]
+    assert len(objects) >= 8  # namespace, service account, volume, claim, config map, network policies, the run
+    for resource in objects:
+        obj = resource["inputs"]
+        if resource["type"].startswith("kubernetes:ray.io/"):
+            assert crd_errors(obj) == [], resource["name"]
+        elif resource["type"].startswith("kubernetes:jobset.x-k8s.io/"):
+            assert jobset_errors(obj, version) == [], resource["name"]
+        elif obj["kind"] != "Secret":
+            assert builtin_errors(obj, version) == [], resource["name"]
+
+
+@pytest.mark.parametrize("stack", EXPERIMENT_STACKS)
+def test_an_experiment_pods_land_on_the_platform_gpu_node_group(stack):
+    from tests.harness import one
+    from tests.test_workload_stacks import EKS_EFFECT, pod_templates
+
+    group = one(plan_stack("platform"), "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")["inputs"]
+    templates = pod_templates(plan_stack(stack))
+    assert templates
+    for template in templates:
+        spec = template["spec"]
+        for taint in group["taints"]:
+            assert any(t["key"] == taint["key"] and t["effect"] == EKS_EFFECT[taint["effect"]] for t in spec["tolerations"]), taint
+        assert spec["nodeSelector"] and spec["nodeSelector"].items() <= group["labels"].items()
+
+
+@pytest.mark.parametrize("stack", EXPERIMENT_STACKS)
+def test_no_secret_of_the_experiment_or_of_the_platform_kubeconfig_is_in_clear(stack, tmp_path):
+    from rlinf_eks.offline import plan as plan_mod
+    from tests.harness import platform_of
+    from tests.test_secrets import CLEARTEXT, rendered, with_secrets
+
+    config = with_secrets(stack, CLEARTEXT)
+    platform = platform_of(config)
+    token = "kubeCLEARTEXTbearer0123456789"
+    platform = plan_mod.PlatformPlan(platform.source, platform.project, platform.stack,
+                                      {**platform.outputs, "kubeconfig": f"apiVersion: v1\nusers:\n- user: {{token: {token}}}\n"})
+    plan = make_plan(config, platform)
+    text = rendered(plan, tmp_path)
+    assert token not in text
+    for key, secret in CLEARTEXT.items():
+        assert secret not in text, f"{key} leaked in clear"
+    assert any("[secret]" in json.dumps(r["inputs"]) for r in plan.resources if r["type"].startswith("kubernetes:core/v1:Secret"))
