@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
+from pydantic import ValidationError
+
 from . import catalog
 from .config import PLATFORM_SECTIONS, ConfigError, PlatformSettings, Sections, StackSettings, broken_rules, validate_sections
 from .config.errors import describe_errors
@@ -130,8 +132,8 @@ def platform_stack(values: Mapping[str, Any]) -> str:
     data, _ = stack_data(values)
     try:
         return str(PlatformSettings.model_validate(data.get("platform") or {}).stack)
-    except Exception as err:  # pydantic's ValidationError: worded like every other problem
-        items = [{**item, "loc": ("platform", *item["loc"])} for item in err.errors(include_url=False)]  # type: ignore[attr-defined]
+    except ValidationError as err:  # worded like every other problem
+        items = [{**item, "loc": ("platform", *item["loc"])} for item in err.errors(include_url=False)]
         raise ConfigError(describe_errors(items, data, StackSettings)) from None
 
 
