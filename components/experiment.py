@@ -152,7 +152,7 @@ def output_problems(stack: str, read: Mapping[str, Any]) -> list[str]:
     config = read[PLATFORM_CONFIG]
     if not isinstance(config, Mapping) or not isinstance(config.get("gpuNodes", {}), Mapping):
         return [f"{where}: the platform's output {PLATFORM_CONFIG}={config!r:.80} is not an object of its sections (gpuNodes, storage, ...)"]
-    sections = validate_sections({**config, "platform": {"role": "platform"}})
+    sections = validate_sections({**config, "platform": PlatformSettings(role="platform").model_dump(exclude_none=True)})
     if sections.problems:
         return [f"{where}: the platform's output {PLATFORM_CONFIG} does not validate here: {problem}" for problem in sections.problems]
     shape = node_shape(sections.settings)
