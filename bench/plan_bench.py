@@ -102,10 +102,12 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
     args = parser.parse_args()
 
-    from rlinf_eks.offline.stack_config import available_stacks
+    from rlinf_eks.experiment import role_of
+    from rlinf_eks.offline.stack_config import available_stacks, load
 
     work = Path(tempfile.mkdtemp(prefix="rlinf-bench-"))
-    stacks = available_stacks(ROOT)
+    # experiments last: each plans on its platform's plan beside it (work/<platform>)
+    stacks = sorted(available_stacks(ROOT), key=lambda stack: role_of(load(ROOT, stack).values) == "experiment")
     cases = {"sdk-floor": [sys.executable, "-c", SDK_IMPORTS]}
     cases.update({stack: plan_command(stack, work / stack, []) for stack in stacks})
     cases.update({f"nodes={n}": plan_command(SCALING_STACK, work / f"nodes-{n}", scaled(n)) for n in NODE_COUNTS})

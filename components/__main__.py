@@ -23,7 +23,9 @@ def _plan(args: argparse.Namespace) -> int:
         stack_config = load(root, args.stack, args.set)
         out = Path(args.out) if args.out else root / "build" / args.stack
         plan_mod.check_output(out)
-        plan = plan_mod.make_plan(stack_config)
+        folder = Path(args.platform) if args.platform else plan_mod.default_platform_folder(stack_config, out)
+        platform = plan_mod.load_platform(folder) if folder is not None and (args.platform or folder.exists()) else None
+        plan = plan_mod.make_plan(stack_config, platform)
         written = plan_mod.write(plan, out)
     except plan_mod.OutputError as err:
         print(f"error: --out: {err}", file=sys.stderr)
@@ -91,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="as `pulumi config set --path KEY VALUE` on a copy of the stack's config, e.g. gpuNodes.nodeCount=4",
+    )
+    plan.add_argument(
+        "--platform", metavar="DIR",
+        help="an experiment stack (platform.role: experiment): its platform's plan folder, whose outputs answer the "
+        "StackReference; default: the folder beside --out named after the platform's stack (build/<platform>)",
     )
     plan.add_argument(
         "--quiet", action="store_true",

@@ -38,6 +38,9 @@ _SECRET_SCHEMA = {
     ]
 }
 
+_ROLE = "role"
+"""PlatformSettings.role, the stack file key that makes a stack a platform."""
+
 
 def _without_titles(node: Any) -> Any:
     """Pydantic's titles are the field names re-capitalised ("Nodecount"): noise in an editor."""
@@ -80,7 +83,11 @@ def stack_file_schema() -> dict[str, Any]:
                 "type": "object",
                 "description": inner.get("description", ""),
                 "properties": properties,
-                "required": [f"{PROJECT}:{name}" for name in inner.get("required", [])],
+                "required": [f"{PROJECT}:{name}" for name in inner.get("required", []) if name != "workload"],
+                # workload is required but on a platform (platform.role: platform), which has no run
+                "if": {"not": {"required": [f"{PROJECT}:platform"], "properties": {f"{PROJECT}:platform": {
+                    "required": [_ROLE], "properties": {_ROLE: {"const": "platform"}}}}}},
+                "then": {"required": [f"{PROJECT}:workload"]},
                 # an unknown key of this project's namespace is a typo (settings_from_config rejects it)
                 "patternProperties": {f"^{prefix}(?!({'|'.join(names)})$)": False},
             },

@@ -200,6 +200,23 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
 }
 
 
+def local_queue(
+    resource_name: str, name: str, *, namespace: pulumi.Input[str], cluster_queue: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    """The LocalQueue ``name`` in ``namespace`` that sends its runs to ``cluster_queue``: a stack's own,
+    or an experiment's in its namespace on its platform's ClusterQueue."""
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version=API_VERSION,
+        kind="LocalQueue",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace, labels=dict(PART_OF)),
+        spec={"clusterQueue": cluster_queue},
+        opts=pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(replace_on_changes=list(REPLACE_ON_CHANGES["LocalQueue"]), delete_before_replace=True)
+        ),
+    )
+
+
 def _stack_field(name: str) -> Any:
     """StackSettings' own field (type, default, description): nothing written twice."""
     return copy.copy(StackSettings.model_fields[name])
@@ -292,6 +309,6 @@ class KueueQueue(pulumi.ComponentResource):
         if plan.submitter is not None:
             custom("system-flavor", "ResourceFlavor", SYSTEM_FLAVOR, spec=system_flavor_spec())
         custom("cluster-queue", "ClusterQueue", q.name, spec=cluster_queue_spec(plan, q))
-        custom("local-queue", "LocalQueue", q.name, namespace_=namespace, spec={"clusterQueue": q.name})
+        objects.append(local_queue(f"{name}-local-queue", q.name, namespace=namespace, cluster_queue=q.name, opts=after_release))
         self.objects = objects
         self.register_outputs({"release": self.release.id})

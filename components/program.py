@@ -1,7 +1,10 @@
 """The whole stack: validated settings in, components wired together, stack outputs out.
 
 ``__main__.py`` (what ``pulumi up`` runs) and the offline plan both call :func:`run_program`, so
-the offline plan exercises exactly the program that deploys.
+the offline plan exercises exactly the program that deploys. By the stack's role (``platform.role``)
+:func:`build` makes the cluster with its run (both), or the cluster without a run (platform, which
+exports what experiments read); :func:`build_experiment` makes one run on a platform it reads
+through a StackReference (rlinf_eks.experiment).
 """
 
 from __future__ import annotations
@@ -10,9 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
+import pulumi_kubernetes as k8s
+from pulumi.runtime.sync_await import _sync_await
 
-from .config import PROJECT, StackSettings
-from .loading import from_pulumi_config
+from . import experiment
+from .config import PROJECT, StackSettings, pulumi_config
+from .experiment import Platform
+from .loading import RULES, settings_from_config
 
 from .autoscaler import ClusterAutoscaler
 from .cluster import Cluster
@@ -21,9 +28,9 @@ from .gpu_nodes import EfaGpuNodeGroup
 from .identity import TrainingIdentity, partition_of
 from .jobset import JobSetController
 from .kuberay import KubeRayOperator
-from .kueue import KueueQueue
+from .kueue import KueueQueue, local_queue
 from .network import Network
-from .storage import CheckpointStorage, SharedFilesystem
+from .storage import SHARED_CLAIM, CheckpointStorage, SharedFilesystem, persistent_volume_spec
 from .workload import RlinfTraining
 
 
@@ -54,6 +61,9 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     matching nodes is ready at once, and the operators run on the system nodes. The training
     Job/RayJob is not awaited (pulumi.com/skipAwait): its pods stay Pending until the GPU nodes
     join."""
+    if settings.platform.role == "experiment":
+        raise ValueError("an experiment stack runs on a platform: build_experiment(settings, secrets, stack, platform)")
+    role = settings.platform.role
     tags = {"project": PROJECT, "stack": stack, **settings.tags}
     cluster_name = settings.cluster.name or f"rlinf-{stack}"
 
@@ -66,14 +76,19 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     before_gpu += [storage, identity]
     shared_fs = _shared_filesystem(settings, network, cluster, storage, identity, tags)
     operator = KubeRayOperator("kuberay", settings=settings.kuberay, opts=k8s) if settings.kuberay.enabled else None
-    jobset = JobSetController("jobset", settings=settings.workload.restart, opts=k8s) if settings.workload.uses_jobset else None
+    # a platform installs the JobSet controller for its experiments' restarts, and the queue
+    wants_jobset = settings.workload.uses_jobset or role == "platform"
+    jobset = JobSetController("jobset", settings=settings.workload.restart, opts=k8s) if wants_jobset else None
     queue = _queue(settings, identity, operator, jobset, k8s)
-    training = _training(settings, secrets, identity, storage, shared_fs, operator, jobset, k8s, queue)
+    training = _training(settings, secrets, identity, storage, shared_fs, operator, jobset, k8s, queue) if role == "both" else None
     # A dependsOn edge (no property dependency) does not make the node group follow a
     # replacement of the Job: only dependents whose inputs change are replaced with it.
     before_gpu += [r for r in (shared_fs, operator, jobset, queue, training) if r is not None]
     gpu_nodes = _gpu_nodes(settings, network, cluster, tags, before_gpu)
-    return _outputs(cluster, gpu_nodes, storage, shared_fs, training)
+    outputs = _outputs(cluster, gpu_nodes, storage, shared_fs, training)
+    if role == "platform":
+        outputs.update(_platform_outputs(settings, cluster, identity, shared_fs))
+    return outputs
 
 
 # --- the pieces of build, in the order it registers them -----------------------------------------
@@ -246,8 +261,141 @@ def _outputs(
     return outputs
 
 
+def _platform_outputs(
+    settings: StackSettings, cluster: Cluster, identity: TrainingIdentity, shared_fs: Optional[SharedFilesystem]
+) -> dict[str, Any]:
+    """What a platform adds to the outputs for its experiments (experiment.PLATFORM_OUTPUTS)."""
+    outputs: dict[str, Any] = {
+        "oidcProviderArn": cluster.oidc_provider_arn,
+        "oidcIssuer": cluster.oidc_issuer,
+        "namespace": identity.namespace,
+        "sharedFilesystemClaim": shared_fs.claim_name if shared_fs else None,
+        "sharedFilesystemDnsName": shared_fs.dns_name if shared_fs else None,
+        "sharedFilesystemMountName": shared_fs.mount_name if shared_fs else None,
+        **experiment.node_shape(settings),
+        "kubernetesVersion": settings.cluster.kubernetes_version,
+        "rayVersion": settings.workload.ray_version,
+        "kuberayVersion": settings.kuberay.version if settings.kuberay.enabled else None,
+        "jobsetVersion": settings.workload.restart.jobset_version,
+        experiment.PLATFORM_CONFIG: experiment.platform_config(settings),
+    }
+    assert set(outputs) | {"clusterName", "kubeconfig", "checkpointBucket", "sharedFilesystem"} == set(experiment.PLATFORM_OUTPUTS)
+    if settings.queue.enabled:  # an experiment's LocalQueue sends its runs here
+        outputs[experiment.QUEUE_NAME] = settings.queue.name
+    return outputs
+
+
+# --- an experiment: one run on a platform ---------------------------------------------------------
+
+
+def build_experiment(settings: StackSettings, secrets: Secrets, stack: str, platform: Platform) -> dict[str, Any]:
+    """One run on ``platform``: its namespace, service account and IRSA role, its claim of the
+    platform's shared filesystem, and the training objects, through a Kubernetes provider made from
+    the platform's kubeconfig. No network, cluster, node group, plugin or operator: those are the
+    platform's, and stay untouched by this stack's ``pulumi up`` and ``pulumi destroy``."""
+    tags = {"project": PROJECT, "stack": stack, **settings.tags}
+    provider = k8s.Provider("platform-cluster", kubeconfig=pulumi.Output.secret(platform.kubeconfig_text))
+    bucket = platform["checkpointBucket"]
+    model_bucket, model_prefix = model_bucket_grant(settings)
+    partition = partition_of(settings.region)
+    identity = TrainingIdentity(
+        "training",
+        namespace=settings.workload.namespace,
+        cluster_name=platform["clusterName"],
+        oidc_provider_arn=platform["oidcProviderArn"],
+        oidc_issuer=platform["oidcIssuer"],
+        bucket_arn=f"arn:{partition}:s3:::{bucket}",
+        tags=tags,
+        model_bucket=model_bucket,
+        model_prefix=model_prefix,
+        partition=partition,
+        k8s_provider=provider,
+    )
+    claim = _experiment_claim(settings, platform, identity, provider) if settings.shared_filesystem else None
+    # the run is admitted by the platform's ClusterQueue through a LocalQueue of its own namespace
+    # (experiment_settings checked that the platform has that queue)
+    queued = [
+        local_queue("local-queue", settings.queue.name, namespace=identity.namespace, cluster_queue=platform.queue_name,
+                    opts=pulumi.ResourceOptions(provider=provider))
+    ] if settings.queue.enabled else []  # fmt: skip
+    training = RlinfTraining(
+        "rlinf",
+        settings=settings,
+        service_account_name=identity.service_account_name,
+        bucket_name=bucket,
+        shared_volume_claim=claim.metadata.name if claim is not None else None,
+        hf_token=secrets.hf_token,
+        wandb_api_key=secrets.wandb_api_key,
+        controllers_installed=True,
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=[identity, *queued]),
+    )
+    outputs: dict[str, Any] = {
+        "platformStack": platform.stack,
+        "clusterName": platform["clusterName"],
+        "namespace": identity.namespace,
+        "checkpointBucket": bucket,
+        "sharedFilesystem": platform["sharedFilesystem"] if claim is not None else None,
+        "trainingEntrypoint": training.entrypoint,
+    }
+    if platform.queue_name is not None:
+        outputs[experiment.QUEUE_NAME] = platform.queue_name
+    return outputs
+
+
+def _experiment_claim(
+    settings: StackSettings, platform: Platform, identity: TrainingIdentity, provider: k8s.Provider
+) -> k8s.core.v1.PersistentVolumeClaim:
+    """The experiment's claim ``shared-fs`` of the platform's filesystem: a static PersistentVolume
+    named after the experiment's namespace (cluster-scoped: one per experiment) and its claim."""
+    capacity = settings.storage.shared_filesystem.storage_capacity_gib
+    opts = pulumi.ResourceOptions(provider=provider)
+    volume = k8s.core.v1.PersistentVolume(
+        "shared-fs-pv",
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=f"{settings.workload.namespace}-{SHARED_CLAIM}", labels={"app.kubernetes.io/part-of": "rlinf"}
+        ),
+        spec=persistent_volume_spec(
+            platform["sharedFilesystem"], platform["sharedFilesystemDnsName"], platform["sharedFilesystemMountName"], capacity
+        ),
+        opts=opts,
+    )
+    return k8s.core.v1.PersistentVolumeClaim(
+        "shared-fs-pvc",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=SHARED_CLAIM, namespace=identity.namespace),
+        spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+            access_modes=["ReadWriteMany"],
+            storage_class_name="",
+            volume_name=volume.metadata.name,
+            resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": f"{capacity}Gi"}),
+        ),
+        opts=opts,
+    )
+
+
+def read_platform(values: dict[str, Any]) -> Platform:
+    """The experiment's platform, read through a StackReference before any resource is created.
+
+    The StackReference is a read (nothing is created); its outputs are read synchronously here
+    (the SDK's own way of running a coroutine to its end inside the program, as its synchronous
+    invokes do), so the experiment is validated against the platform's real node shape before
+    the first resource is registered, under ``pulumi up`` and ``preview`` (which read the
+    platform's outputs too) as under the offline plan's mocks."""
+    name = experiment.platform_stack(values)
+    reference = pulumi.StackReference("platform", stack_name=name)
+
+    def get(key: str) -> tuple[Any, Any]:
+        details = _sync_await(reference.get_output_details(key))
+        return details.value, details.secret_value
+
+    return experiment.read_platform(name, get)
+
+
 def run_program() -> dict[str, Any]:
     """Read the stack's config and build it. A bad config raises ConfigError before any resource
-    is registered."""
-    settings = from_pulumi_config()
-    return build(settings, Secrets.from_pulumi_config(), pulumi.get_stack())
+    is registered; an experiment's, before any resource but its StackReference (a read)."""
+    values, stack = pulumi_config.running_stack_config()
+    if experiment.role_of(values) == "experiment":
+        platform = read_platform(values)
+        settings = experiment.experiment_settings(values, stack, platform, RULES)
+        return build_experiment(settings, Secrets.from_pulumi_config(), stack, platform)
+    return build(settings_from_config(values, stack), Secrets.from_pulumi_config(), stack)

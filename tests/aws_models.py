@@ -969,6 +969,7 @@ def _schedule(i: Inputs) -> Iterator[Call]:
 
 NOT_AWS_CALLS: dict[str, str] = {
     "pulumi:providers:kubernetes": "a Pulumi provider instance, no cloud request",
+    "pulumi:pulumi:StackReference": "a read of another stack's outputs from the Pulumi backend, no cloud request",
     "kubernetes:": "Kubernetes API objects: validated against the Kubernetes schemas and KubeRay CRDs elsewhere",
     "rlinf-eks:index:": "this project's ComponentResources: their children are the requests",
 }

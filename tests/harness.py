@@ -34,7 +34,21 @@ SHARED = ROOT.parent / "shared"
 REQUIRE_SHARED_ENV = "RLINF_EKS_REQUIRE_SHARED"
 """Set to 1 (CI, with ../shared checked out) so that tests needing the shared data fail when it is
 missing instead of skipping."""
-STACKS = available_stacks(ROOT)
+ALL_STACKS = available_stacks(ROOT)
+"""Every stack file in stacks/."""
+
+
+def _role(stack: str) -> str:
+    from rlinf_eks.experiment import role_of
+
+    return role_of(load(ROOT, stack).values)
+
+
+ROLES = {stack: _role(stack) for stack in ALL_STACKS}
+STACKS = [s for s in ALL_STACKS if ROLES[s] == "both"]
+"""The stacks that are a cluster with its run (platform.role both): what every whole-stack test checks."""
+PLATFORM_STACKS = [s for s in ALL_STACKS if ROLES[s] == "platform"]
+EXPERIMENT_STACKS = [s for s in ALL_STACKS if ROLES[s] == "experiment"]
 
 MINIMAL = {"workload": {"image": "example.com/rlinf:test"}, "cluster": {"deployFromVpc": True}}
 
@@ -87,8 +101,22 @@ def run_component(program: Callable[[], Any], config: Mapping[str, str] | None =
 
 @functools.lru_cache(maxsize=64)
 def plan_stack(stack: str, *sets: str) -> Plan:
-    """The offline plan of a stack file, with ``--set`` edits (cached: treat it as read-only)."""
-    return make_plan(load(ROOT, stack, list(sets)))
+    """The offline plan of a stack file, with ``--set`` edits (cached: treat it as read-only). An
+    experiment is planned on its platform's plan (the stack file platform.stack names, planned
+    first), as ``python -m rlinf_eks plan PLATFORM`` then ``plan EXPERIMENT`` do."""
+    config = load(ROOT, stack, list(sets))
+    return make_plan(config, platform_of(config))
+
+
+def platform_of(config: Any) -> Any:
+    """The PlatformPlan an experiment's config reads (its platform stack file's plan), else None."""
+    from rlinf_eks.experiment import platform_stack, role_of
+    from rlinf_eks.offline.plan import platform_plan
+
+    if role_of(config.values) != "experiment":
+        return None
+    name = platform_stack(config.values).rsplit("/", 1)[-1]
+    return platform_plan(plan_stack(name).to_json(), ROOT / "build" / name)
 
 
 def manifests(plan: Plan) -> dict[str, dict[str, Any]]:

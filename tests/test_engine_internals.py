@@ -122,6 +122,27 @@ def test_register_resource_request_has_the_fields_the_engine_records():
         _fail("RegisterResourceResponse lacks urn or id")
 
 
+def test_read_resource_has_what_the_engine_records_and_the_stack_reference_reads():
+    """RecordingMonitor.ReadResource records a read (an experiment's StackReference), and
+    program.read_platform awaits StackReference.get_output_details for each platform output."""
+    resource_pb2 = importlib.import_module("pulumi.runtime.proto.resource_pb2")
+    request = resource_pb2.ReadResourceRequest.DESCRIPTOR.fields_by_name
+    missing = {"id", "type", "name", "parent", "properties", "dependencies", "provider"} - set(request)
+    if missing:
+        _fail(f"ReadResourceRequest lacks {sorted(missing)}")
+    if "urn" not in resource_pb2.ReadResourceResponse.DESCRIPTOR.fields_by_name:
+        _fail("ReadResourceResponse lacks urn")
+    monitor = _symbol("pulumi.runtime.mocks", "MockMonitor")
+    if _parameters(monitor.ReadResource) != ["self", "request"] or "self.mocks.new_resource(" not in inspect.getsource(monitor.ReadResource):
+        _fail("MockMonitor.ReadResource(self, request) no longer answers a read through mocks.new_resource")
+    reference = _symbol("pulumi", "StackReference")
+    if not inspect.iscoroutinefunction(reference.get_output_details):
+        _fail("StackReference.get_output_details is no longer a coroutine (program.read_platform awaits it)")
+    details = _symbol("pulumi.stack_reference", "StackReferenceOutputDetails")
+    if not {"value", "secret_value"} <= set(_parameters(details.__init__)):
+        _fail("StackReferenceOutputDetails no longer carries value and secret_value")
+
+
 def test_a_secret_and_a_resource_reference_come_back_as_the_engine_masks_them():
     """End to end on the wire: a secret input is masked and a resource reference becomes its URN."""
     import pulumi

@@ -10,13 +10,13 @@ import os
 import pytest
 
 from rlinf_eks.__main__ import main
-from tests.harness import ROOT, STACKS, one, plan_stack
+from tests.harness import ALL_STACKS, PLATFORM_STACKS, ROOT, STACKS, one, plan_stack
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 UPDATE = os.environ.get("RLINF_EKS_UPDATE_SNAPSHOTS") == "1"
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_plan_matches_its_golden_snapshot(stack):
     text = plan_stack(stack).dumps()
     golden = SNAPSHOTS / f"{stack}.plan.json"
@@ -30,7 +30,7 @@ def test_plan_matches_its_golden_snapshot(stack):
     )
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", STACKS + PLATFORM_STACKS)
 def test_every_stack_has_one_gpu_node_group_in_one_subnet(stack):
     plan = plan_stack(stack)
     group = one(plan, "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")

@@ -9,6 +9,7 @@ would be valid, before any resource is created.
     network, cluster, gpu_nodes, workload, storage, addons
                    one module per section of a stack file (addons: kuberay, devicePlugins,
                    autoscaler, preflight); model_source parses workload.model.source
+    platform       the stack's role (both, platform, experiment) and an experiment's platform
     stack          StackSettings, PROJECT and the validation of the sections, each by itself
     stack_rules    the cross-section rules: a table of StackRule(sections, check)
     aws_rules      AWS and Kubernetes value rules (labels, tags, bucket and cluster names, AZs)
@@ -48,6 +49,7 @@ from .gpu_nodes import (
 from .model_source import MODEL_SOURCE_FORMS, ModelSource, parse_model_source
 from .network import NetworkSettings
 from .queue import PriorityClassSettings, QueueSettings
+from .platform import PLATFORM_SECTIONS, PlatformSettings, Role
 from .pulumi_config import PROVIDER_NAMESPACES, SECRET_KEY_DESCRIPTIONS, SECRET_KEYS, TOP_LEVEL_KEYS, foreign_project_key
 from .stack import PROJECT, Sections, StackSettings, validate_sections
 from .stack_rules import NODE_RULES, ROOT_VOLUME_RESERVE_GIB, STACK_RULES, StackRule, broken_rules, validate
@@ -70,9 +72,10 @@ __all__ = [
     "CAPACITY_BLOCK_MAX_INSTANCES", "CapacityBlockSettings", "ChartVersion", "ClusterSettings", "ConfigError",
     "DevicePluginSettings", "Dialect", "EKS_CLUSTER_NAME_MAX", "EKS_NODEGROUP_NAME_MAX", "Ec2InstanceType", "Float",
     "GpuNodeSettings", "InstanceOverrides", "Int", "KubeRaySettings", "MAX_USER_TAGS", "MODEL_SOURCE_FORMS",
-    "ManualJobSettings", "ModelSettings", "ModelSource", "NODE_RULES", "Namespace", "NetworkSettings", "PROJECT", "PriorityClassSettings", "QueueSettings",
-    "PROVIDER_NAMESPACES", "PlacementGroupSettings", "PreflightSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings",
-    "RestartSettings", "RolloutBackend", "RolloutSettings", "SECRET_KEYS", "SECRET_KEY_DESCRIPTIONS",
+    "ManualJobSettings", "ModelSettings", "ModelSource", "NODE_RULES", "Namespace", "NetworkSettings", "PROJECT",
+    "PLATFORM_SECTIONS", "PROVIDER_NAMESPACES", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings",
+    "QueueSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings",
+    "RestartSettings", "Role", "RolloutBackend", "RolloutSettings", "SECRET_KEYS", "SECRET_KEY_DESCRIPTIONS",
     "STACK_RULES", "SYSTEM_NODEGROUP_SUFFIX", "Sections", "SettingsModel", "SharedFilesystemSettings", "StackRule",
     "StackSettings", "StorageSettings", "SubnetId", "SystemNodeSettings", "TOP_LEVEL_KEYS", "TrainerSettings", "VpcId",
     "WorkloadSettings", "broken_rules", "bucket_problem", "capacity_block_time_problems", "cluster_name_problem", "describe", "foreign_project_key",

@@ -22,6 +22,7 @@ from .cluster import ClusterSettings
 from .errors import describe_errors, did_you_mean
 from .gpu_nodes import GpuNodeSettings
 from .network import NetworkSettings
+from .platform import PlatformSettings
 from .queue import QueueSettings
 from .storage import StorageSettings
 from .types import SettingsModel
@@ -74,7 +75,8 @@ class StackSettings(SettingsModel):
     autoscaler: AutoscalerSettings = Field(default_factory=AutoscalerSettings)
     """The Cluster Autoscaler (optional)."""
     workload: WorkloadSettings
-    """The RLinf training workload. Required: at least its image."""
+    """The RLinf training workload. Required: at least its image (a platform stack, platform.role:
+    platform, has no run and needs none)."""
     storage: StorageSettings = Field(default_factory=StorageSettings)
     """The checkpoint bucket and the shared filesystem."""
     preflight: PreflightSettings = Field(default_factory=PreflightSettings)
@@ -83,6 +85,9 @@ class StackSettings(SettingsModel):
     """Kueue: the queue that admits a run all or nothing (on by default)."""
     tags: Tags = Field(default_factory=dict)
     """Extra AWS tags on every resource (besides project and stack)."""
+    platform: PlatformSettings = Field(default_factory=PlatformSettings)
+    """The stack's role (both, platform, experiment) and an experiment's platform stack. A platform
+    stack needs no workload section (it has no run)."""
 
     @property
     def gpu_az(self) -> str:
@@ -116,6 +121,11 @@ _ADAPTERS = {
 }
 
 
+def _is_platform(data: Mapping[str, Any]) -> bool:
+    platform = data.get("platform")
+    return isinstance(platform, Mapping) and platform.get("role") == "platform"
+
+
 def validate_sections(data: Mapping[str, Any]) -> Sections:
     """Validate every top-level key of ``data`` (camelCase) by itself: the problems come in the
     order of StackSettings' fields (a missing required key where it stands), then unknown keys."""
@@ -125,7 +135,7 @@ def validate_sections(data: Mapping[str, Any]) -> Sections:
     for key, name in _FIELDS.items():
         given = key if key in data else name if name in data else None
         if given is None:
-            if StackSettings.model_fields[name].is_required():
+            if StackSettings.model_fields[name].is_required() and not (name == "workload" and _is_platform(data)):
                 items.append({"type": "missing", "loc": (key,), "msg": "Field required"})
                 failed.add(key)
             continue
@@ -136,5 +146,8 @@ def validate_sections(data: Mapping[str, Any]) -> Sections:
             failed.add(key)
     unknown = [key for key in data if key not in _FIELDS and key not in _FIELDS.values()]
     items += [{"type": "extra_forbidden", "loc": (key,), "msg": "Extra inputs are not permitted"} for key in unknown]
+    if "workload" not in values and "workload" not in failed:
+        # a platform has no run: an empty, disabled workload (its defaults: namespace, versions)
+        values["workload"] = WorkloadSettings.model_construct(enabled=False, image="")
     settings = StackSettings.model_construct(**values)
     return Sections(settings, describe_errors(items, data, StackSettings), frozenset(failed))

@@ -120,6 +120,28 @@ class RecordingMonitor(mocks.MockMonitor):
         )
         return response
 
+    def ReadResource(self, request):  # noqa: N802 - the gRPC method's name
+        """A read (an experiment's StackReference of its platform): recorded like a registration,
+        so the plan shows what the stack reads; nothing is created."""
+        response = super().ReadResource(request)
+        provider = request.provider.rsplit("::", 1)[0] if request.provider else None
+        self.registrations.append(
+            Registration(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                id=request.id or None,
+                parent=request.parent or None,
+                custom=True,
+                remote=False,
+                provider=provider,
+                inputs=wire_value(json_format.MessageToDict(request.properties)),
+                options={"protect": False, "retainOnDelete": False, "dependsOn": sorted(request.dependencies),
+                         "ignoreChanges": [], "deleteBeforeReplace": False},
+            )
+        )
+        return response
+
 
 @dataclass
 class Run:
@@ -138,11 +160,15 @@ def run(
     config: Mapping[str, str],
     secret_keys: set[str] | None = None,
     region: str = "us-east-1",
+    stack_references: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Run:
-    """Run ``program`` (which registers resources and returns its stack outputs) under mocks."""
+    """Run ``program`` (which registers resources and returns its stack outputs) under mocks.
+
+    ``stack_references``: the outputs a StackReference of each fully qualified stack name reads
+    (FakeCloud.stack_references)."""
     settings.reset_options(project=project, stack=stack)
     pulumi.runtime.set_all_config(dict(config), sorted(secret_keys or ()))
-    monitor = RecordingMonitor(FakeCloud(region), project, stack)
+    monitor = RecordingMonitor(FakeCloud(region, stack_references), project, stack)
     warnings: list[str] = []
     logger = _WarningLog(warnings)
     mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)  # type: ignore[arg-type]

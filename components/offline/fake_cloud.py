@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pulumi
 
@@ -40,6 +40,9 @@ from ..plan_reader import (
 )
 
 ACCOUNT = "123456789012"
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
+STACK_REFERENCE_SECRETS = frozenset({"kubeconfig"})
+"""Outputs every stack of this project exports as secrets (program._outputs)."""
 
 
 def _hex(seed: str, length: int = 17) -> str:
@@ -63,14 +66,19 @@ def fake_kubeconfig(cluster: str, region: str) -> dict[str, Any]:
 class FakeCloud(pulumi.runtime.Mocks):
     """Answers resource registrations and invokes the way AWS and EKS would, offline."""
 
-    def __init__(self, region: str = "us-east-1"):
+    def __init__(self, region: str = "us-east-1", stack_references: Mapping[str, Mapping[str, Any]] | None = None):
         self.region = region
+        self.stack_references = dict(stack_references or {})
+        """Outputs of other stacks by fully qualified name (an experiment's platform, from its plan):
+        what a StackReference reads; the SECRET_OUTPUTS among them are read as secrets."""
 
     # -- resources ---------------------------------------------------------------------------
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         state = dict(args.inputs)
         typ, name = args.typ, args.name
+        if typ == STACK_REFERENCE:
+            return self._stack_reference(state)
         handler = _RESOURCES.get(typ)
         if handler is not None:
             resource_id, extra = handler(self, name, state)
@@ -87,6 +95,13 @@ class FakeCloud(pulumi.runtime.Mocks):
         for key, value in extra.items():
             state.setdefault(key, value)
         return resource_id, state
+
+    def _stack_reference(self, state: dict) -> tuple[str, dict]:
+        """A StackReference's read: the referenced stack's outputs (none for a stack not given)."""
+        target = state.get("name") or ""
+        outputs = dict(self.stack_references.get(target) or {})
+        secret = sorted(key for key in outputs if key in STACK_REFERENCE_SECRETS)
+        return target, {"name": target, "outputs": outputs, "secretOutputNames": secret}
 
     def _arn(self, typ: str, resource: str) -> str:
         service = typ.split(":")[1].split("/")[0]

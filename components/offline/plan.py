@@ -12,14 +12,14 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import yaml
 
 from .. import config as config_mod
 from ..loading import settings_from_config
 from . import engine
-from .stack_config import StackConfig
+from .stack_config import StackConfig, StackConfigError
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
 
 if TYPE_CHECKING:
@@ -91,16 +91,107 @@ def manifest_file_name(obj: dict[str, Any]) -> str:
     return f"{obj['kind']}-{scope}-{meta['name']}.yaml".lower()
 
 
-def settings_of(stack_config: StackConfig) -> config_mod.StackSettings:
-    """Validate the stack's config exactly as the program will (raises ConfigError)."""
-    return settings_from_config(stack_config.values, stack_config.stack)
+@dataclass(frozen=True)
+class PlatformPlan:
+    """A platform stack's offline plan (``--platform DIR``): its outputs answer an experiment's
+    StackReference under the mocks. plan.json masks secrets, so the kubeconfig read offline is a
+    stand-in for the platform's cluster (``pulumi up`` reads the real one); ``notes`` says so."""
+
+    source: Path
+    project: str
+    stack: str
+    outputs: dict[str, Any]
+    notes: tuple[str, ...] = ()
+
+    def outputs_for(self, qualified: str) -> dict[str, Any]:
+        """The outputs, when this plan is the stack ``<org>/<project>/<stack>`` names (the org is
+        not in a plan), else StackConfigError naming both."""
+        _org, project, stack = qualified.split("/")
+        if (project, stack) != (self.project, self.stack):
+            raise StackConfigError(
+                f"--platform {self.source}: its plan is stack {self.project}/{self.stack}, but platform.stack={qualified!r} "
+                f"names {project}/{stack}: plan that platform (python -m rlinf_eks plan {stack}) and pass its folder"
+            )
+        return self.outputs
 
 
-def make_plan(stack_config: StackConfig) -> Plan:
-    """Validate, then run the program under mocks and collect the plan."""
+def load_platform(folder: Path) -> PlatformPlan:
+    """A platform's plan.json (``folder`` or the file itself), or StackConfigError."""
+    path = folder / PLAN_FILE if folder.is_dir() else folder
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return platform_plan(data, folder)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise StackConfigError(
+            f"--platform {folder}: no readable platform plan there ({type(err).__name__}: {err}); "
+            "plan the platform first: python -m rlinf_eks plan <platform stack>"
+        ) from None
+
+
+def platform_plan(data: dict[str, Any], source: Path) -> PlatformPlan:
+    """A platform from its plan.json's content, the masked kubeconfig replaced by a stand-in."""
+    from ..plan_reader import SECRET
+    from .fake_cloud import fake_kubeconfig
+
+    outputs = dict(data["outputs"])
+    notes = []
+    if outputs.get("kubeconfig") == SECRET:
+        region = (outputs.get("platformConfig") or {}).get("region") or "us-east-1"
+        outputs["kubeconfig"] = fake_kubeconfig(str(outputs.get("clusterName")), region)
+        notes.append(
+            f"platform output kubeconfig: the plan of {data['project']}/{data['stack']} ({source}) masks it ({SECRET}); this offline "
+            f"plan's Kubernetes provider uses a stand-in kubeconfig of cluster {outputs.get('clusterName')} (pulumi up reads the "
+            "platform's real one through the StackReference)"
+        )
+    return PlatformPlan(source, data["project"], data["stack"], outputs, tuple(notes))
+
+
+def default_platform_folder(stack_config: StackConfig, out: Path) -> Path | None:
+    """An experiment's platform plan by default: the folder beside ``out`` named after the
+    platform's stack (build/<platform> beside build/<experiment>); None for other stacks."""
+    from .. import experiment
+
+    if experiment.role_of(stack_config.values) != "experiment":
+        return None
+    return out.parent / experiment.platform_stack(stack_config.values).rsplit("/", 1)[-1]
+
+
+def settings_of(stack_config: StackConfig, platform: PlatformPlan | None = None) -> config_mod.StackSettings:
+    """Validate the stack's config exactly as the program will (raises ConfigError); an
+    experiment's with its platform's outputs (StackConfigError without them)."""
+    from .. import experiment
+    from ..loading import RULES
+
+    if experiment.role_of(stack_config.values) != "experiment":
+        return settings_from_config(stack_config.values, stack_config.stack)
+    view = experiment_platform(stack_config, platform)
+    return experiment.experiment_settings(stack_config.values, stack_config.stack, view, RULES)
+
+
+def experiment_platform(stack_config: StackConfig, platform: PlatformPlan | None) -> Any:
+    """The experiment's platform (rlinf_eks.experiment.Platform) from its plan, or StackConfigError."""
+    from .. import experiment
+
+    name = experiment.platform_stack(stack_config.values)
+    if platform is None:
+        stack = name.rsplit("/", 1)[-1]
+        raise StackConfigError(
+            f"stack {stack_config.stack} is an experiment on platform.stack={name!r}: plan the platform first "
+            f"(python -m rlinf_eks plan {stack}) and pass its plan, --platform build/{stack}"
+        )
+    return experiment.Platform(name, platform.outputs_for(name))
+
+
+def make_plan(stack_config: StackConfig, platform: PlatformPlan | None = None) -> Plan:
+    """Validate, then run the program under mocks and collect the plan. An experiment needs its
+    platform's plan: the mocks answer its StackReference with the platform's outputs."""
     from ..program import run_program
 
-    settings = settings_of(stack_config)
+    settings = settings_of(stack_config, platform)
+    references = {}
+    if settings.platform.role == "experiment":
+        view = experiment_platform(stack_config, platform)
+        references[view.stack] = view.values
     run = engine.run(
         run_program,
         project=stack_config.project,
@@ -108,11 +199,13 @@ def make_plan(stack_config: StackConfig) -> Plan:
         config=stack_config.flat(),
         secret_keys=stack_config.secret_keys,
         region=settings.region,
+        stack_references=references,
     )
-    return plan_of_run(run, settings)
+    notes = platform.notes if platform is not None and references else ()
+    return plan_of_run(run, settings, notes)
 
 
-def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = None) -> Plan:
+def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = None, notes: Sequence[str] = ()) -> Plan:
     """The plan of a recorded run: resources sorted by URN, outputs by name (what plan.json holds);
     with this project's ``settings``, the example values to replace too. (rlinf_eks.testing plans
     any other Pulumi program through it.)"""
@@ -120,7 +213,7 @@ def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = Non
 
     resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
     placeholders = find_placeholders(settings) if settings is not None else []
-    return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), run.warnings, settings, placeholders)
+    return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), [*notes, *run.warnings], settings, placeholders)
 
 
 def check_output(out: Path) -> None:
@@ -178,10 +271,13 @@ def write(plan: Plan, out: Path) -> list[str]:
 
 
 def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:
-    """The plan's efficiency report (offline/efficiency.py), or None for a plan without settings."""
+    """The plan's efficiency report (offline/efficiency.py), or None for a plan without settings
+    and for an experiment's (its nodes and their cost are its platform's: that plan's report)."""
     from .efficiency import efficiency_report
 
-    return efficiency_report(plan, plan.settings) if plan.settings is not None else None
+    if plan.settings is None or plan.settings.platform.role == "experiment":
+        return None
+    return efficiency_report(plan, plan.settings)
 
 
 def violations_of_plan(plan: Plan) -> list[Violation]:

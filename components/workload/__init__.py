@@ -158,7 +158,10 @@ class RlinfTraining(pulumi.ComponentResource):
         operator: the KubeRayOperator (launcher kuberay): the RayCluster and RayJob depend on its
             Helm release. None: no such dependency.
         jobset: the JobSetController, required by the manual launcher with
-            ``workload.restart.maxRestarts`` > 0 (the JobSet depends on its Helm release).
+            ``workload.restart.maxRestarts`` > 0 (the JobSet depends on its Helm release), unless
+            ``controllers_installed``.
+        controllers_installed: the JobSet controller and the KubeRay operator were installed by
+            another stack (an experiment's platform): nothing here depends on them. Defaults to False.
         opts: carries the cluster's Kubernetes provider.
 
     Outputs: ``entrypoint`` (the trainer's command line), ``launch`` (the TrainerLaunch, plain) and
@@ -179,6 +182,7 @@ class RlinfTraining(pulumi.ComponentResource):
         wandb_api_key: Optional[pulumi.Input[str]] = None,
         operator: Optional[KubeRayOperator] = None,
         jobset: Optional[JobSetController] = None,
+        controllers_installed: bool = False,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:RlinfTraining", name, None, opts)
@@ -187,6 +191,7 @@ class RlinfTraining(pulumi.ComponentResource):
         elif not isinstance(settings, StackSettings):
             settings = parse(settings, pulumi.get_stack())  # every rule, the trainers' too: one ConfigError
         _check_shared_filesystem(settings, shared_volume_claim)
+        self._controllers_installed = controllers_installed
         wl = settings.workload
         namespace = wl.namespace
         self.run = run = resolve_run(settings, pulumi.get_stack(), wandb=wandb_api_key is not None)
@@ -254,9 +259,10 @@ class RlinfTraining(pulumi.ComponentResource):
         restarts = settings.workload.uses_jobset
         depends: list[pulumi.Resource] = []
         if restarts:
-            if jobset is None:
+            if jobset is None and not self._controllers_installed:
                 raise ValueError("workload.restart.maxRestarts > 0 needs the JobSet controller (program.build passes it as jobset=)")
-            depends.append(jobset.release)
+            if jobset is not None:
+                depends.append(jobset.release)
         else:
             depends.append(
                 k8s.core.v1.Service(
