@@ -79,8 +79,13 @@ def from_pulumi_config() -> StackSettings:
     of every secret key given as a plain value."""
     values, stack = pulumi_config.running_stack_config()
     settings = settings_from_config(values, stack)
+    warn_plain_secrets(values)
+    return settings
+
+
+def warn_plain_secrets(values: Mapping[str, Any]) -> None:
+    """Warn (pulumi.log) of every secret key of the running stack given as a plain value."""
     import pulumi
 
     for warning in pulumi_config.plain_secret_warnings(values, pulumi_config.running_secret_keys().__contains__):
         pulumi.log.warn(warning)
-    return settings

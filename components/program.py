@@ -19,7 +19,7 @@ from pulumi.runtime.sync_await import _sync_await
 from . import experiment
 from .config import PROJECT, StackSettings, pulumi_config
 from .experiment import Platform
-from .loading import RULES, settings_from_config
+from .loading import RULES, settings_from_config, warn_plain_secrets
 
 from .autoscaler import ClusterAutoscaler
 from .cluster import Cluster
@@ -394,6 +394,7 @@ def run_program() -> dict[str, Any]:
     """Read the stack's config and build it. A bad config raises ConfigError before any resource
     is registered; an experiment's, before any resource but its StackReference (a read)."""
     values, stack = pulumi_config.running_stack_config()
+    warn_plain_secrets(values)
     if experiment.role_of(values) == "experiment":
         platform = read_platform(values)
         settings = experiment.experiment_settings(values, stack, platform, RULES)
