@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench import results  # noqa: E402 (the repository root is on sys.path only from here)
 
 TARGET_SECONDS = 1.5
 NODE_COUNTS = (1, 2, 8, 64, 512)
@@ -84,17 +85,6 @@ def resources_in(out: Path) -> int:
     return len(json.loads((out / "plan.json").read_text())["resources"])
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
-
 
 def main() -> int:
     parser = argparse.ArgumentParser()
@@ -118,7 +108,7 @@ def main() -> int:
     lines = [
         "# Offline plan benchmark",
         "",
-        f"Machine: {machine()}. Median of {args.runs} fresh processes per case",
+        f"Machine: {results.machine()}. Median of {args.runs} fresh processes per case",
         "(`python -m rlinf_eks plan STACK --quiet`), interpreter start and imports included, measured in",
         "interleaved rounds so that the host's speed drifts alike for every case. Produced by",
         "`python bench/plan_bench.py --write`.",

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import re
 from pathlib import Path
 
@@ -38,3 +40,16 @@ def write_section(name: str, script: str, body: str, path: Path = RESULTS) -> No
     existing[name] = block
     names = [n for n in ORDER if n in existing] + sorted(n for n in existing if n not in ORDER)
     path.write_text("\n".join(existing[n] for n in names))
+
+
+def machine() -> str:
+    """The machine a benchmark ran on, for its section's text."""
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"

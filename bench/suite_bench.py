@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import shlex
 import statistics
@@ -33,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench import results  # noqa: E402 (the repository root is on sys.path only from here)
 
 TARGET_SECONDS = 60.0
 MARKER = "RLINF_EKS_SUITE_RUN"
@@ -85,17 +86,6 @@ def run_once(command: str) -> dict:
             "load": load, "tail": out[-3000:]}
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
-
 
 def commit() -> str:
     def git(*args: str) -> str:
@@ -135,7 +125,7 @@ def main() -> int:
     lines = [
         "# Test suite benchmark",
         "",
-        f"Machine: {machine()}. Commit {commit()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"Machine: {results.machine()}. Commit {commit()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
         f"Each run is a fresh process of the README's test command (Quick start, second line, after the",
         f"set-up), from the repository root: `{command}`. Produced by",
         f"`python bench/suite_bench.py --runs {args.runs} --write`.",
