@@ -136,8 +136,9 @@ class RecordingMonitor(mocks.MockMonitor):
                 remote=False,
                 provider=provider,
                 inputs=wire_value(json_format.MessageToDict(request.properties)),
+                # a read has no resource options but its dependencies: the same keys as a registration's
                 options={"protect": False, "retainOnDelete": False, "dependsOn": sorted(request.dependencies),
-                         "ignoreChanges": [], "deleteBeforeReplace": False},
+                         "ignoreChanges": [], "deleteBeforeReplace": False, "replaceOnChanges": []},
             )
         )
         return response
