@@ -2,6 +2,10 @@
 
 import signal
 
+# Before any test module imports an SDK: the SDKs' generated packages load only the modules used
+# (rlinf_eks/offline/sdk_imports.py, installed on importing rlinf_eks.offline), as in the plan.
+import rlinf_eks.offline  # noqa: F401
+
 
 def pytest_configure(config):
     # A container's PID 1 starts with every signal at its default disposition. A test run started
