@@ -1,12 +1,26 @@
 """Process state every test starts from."""
 
+import os
+import shutil
 import signal
+import tempfile
 from datetime import datetime, timezone
 
 import pytest
 
+# Before any test module imports an SDK: the SDKs' generated packages load only the modules used
+# (rlinf_eks/offline/sdk_imports.py, installed on importing rlinf_eks.offline), as in the plan.
+import rlinf_eks.offline  # noqa: F401
+
+PLAN_CACHE_ENV = "RLINF_EKS_TEST_PLAN_CACHE"  # tests/harness.py plan_stack
+
 
 def pytest_configure(config):
+    # One directory per session (made by the controller before the xdist workers start, so they
+    # inherit it) through which the workers share the stacks' plans: tests/harness.py plan_stack.
+    if not hasattr(config, "workerinput") and not os.environ.get(PLAN_CACHE_ENV):
+        config._rlinf_eks_plan_cache = tempfile.mkdtemp(prefix="rlinf-eks-test-plans-")
+        os.environ[PLAN_CACHE_ENV] = config._rlinf_eks_plan_cache
     # A container's PID 1 starts with every signal at its default disposition. A test run started
     # in the background of a non-interactive shell (as CI may start it) inherits SIGINT and SIGQUIT
     # *ignored*, and bash cannot un-ignore a signal that was ignored when it started, so the launch
@@ -102,6 +116,13 @@ def slow_first(items: list, workers: int) -> list:
         ordered += head + rest[rest_at : rest_at + take]
         rest_at += take
     return ordered + rest[rest_at:]
+
+
+def pytest_unconfigure(config):
+    directory = getattr(config, "_rlinf_eks_plan_cache", None)
+    if directory:
+        os.environ.pop(PLAN_CACHE_ENV, None)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -99,11 +99,42 @@ def run_component(program: Callable[[], Any], config: Mapping[str, str] | None =
     return register(program, project=config_mod.PROJECT, stack=stack, config=config)
 
 
+PLAN_CACHE_ENV = "RLINF_EKS_TEST_PLAN_CACHE"
+"""A directory the test session's plans are shared through (tests/conftest.py makes one per session,
+before the xdist workers start, and removes it at the end): each plan is computed by one worker."""
+
+
 @functools.lru_cache(maxsize=64)
 def plan_stack(stack: str, *sets: str) -> Plan:
     """The offline plan of a stack file, with ``--set`` edits (cached: treat it as read-only). An
     experiment is planned on its platform's plan (the stack file platform.stack names, planned
-    first), as ``python -m rlinf_eks plan PLATFORM`` then ``plan EXPERIMENT`` do."""
+    first), as ``python -m rlinf_eks plan PLATFORM`` then ``plan EXPERIMENT`` do.
+
+    Within a test session the plans are shared between the xdist workers through the directory
+    RLINF_EKS_TEST_PLAN_CACHE names: the first worker to ask for a plan computes it under a file
+    lock and pickles it there, the others load it. The sources cannot change within a session, so
+    the stack and the edits are the whole key."""
+    directory = os.environ.get(PLAN_CACHE_ENV)
+    if not directory or not os.path.isdir(directory):
+        return _make_stack_plan(stack, sets)
+    import fcntl
+    import hashlib
+    import pickle
+
+    key = hashlib.sha256(repr((stack, sets)).encode()).hexdigest()[:32]
+    path = Path(directory, f"{key}.pickle")
+    with open(Path(directory, f"{key}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        plan = _make_stack_plan(stack, sets)
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))
+        partial.replace(path)
+        return plan
+
+
+def _make_stack_plan(stack: str, sets: tuple[str, ...]) -> Plan:
     config = load(ROOT, stack, list(sets))
     return make_plan(config, platform_of(config))
 
