@@ -26,6 +26,7 @@ _COMPONENTS = {
     "JobSetController": "jobset",
     "ClusterAutoscaler": "autoscaler",
     "RlinfTraining": "workload",
+    "CloudWatchObservability": "observability",
 }
 
 __all__ = sorted(_COMPONENTS)

@@ -22,6 +22,7 @@ from .identity import TrainingIdentity, partition_of
 from .jobset import JobSetController
 from .kuberay import KubeRayOperator
 from .network import Network
+from .observability import CloudWatchObservability
 from .storage import CheckpointStorage, SharedFilesystem
 from .workload import RlinfTraining
 
@@ -60,6 +61,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     cluster = _cluster(settings, secrets, network, cluster_name, tags)
     k8s = pulumi.ResourceOptions(provider=cluster.provider)
     before_gpu: list[pulumi.Resource] = [network, cluster, *_node_add_ons(settings, cluster, tags, k8s)]
+    before_gpu += _observability(settings, cluster, tags)
     storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
     identity = _identity(settings, cluster, storage, tags)
     before_gpu += [storage, identity]
@@ -109,6 +111,22 @@ def _node_add_ons(settings: StackSettings, cluster: Cluster, tags: dict[str, str
             )
         )
     return add_ons
+
+
+def _observability(settings: StackSettings, cluster: Cluster, tags: dict[str, str]) -> list[pulumi.Resource]:
+    """The metrics backend (observability.backend): the CloudWatch add-on, or nothing."""
+    if settings.observability_backend == "cloudwatch":
+        return [
+            CloudWatchObservability(
+                "observability",
+                cluster_name=cluster.cluster_name,
+                addon_version=settings.observability.cloudwatch_addon_version,
+                partition=partition_of(settings.region),
+                tags=tags,
+                opts=pulumi.ResourceOptions(depends_on=[cluster]),
+            )
+        ]
+    return []
 
 
 def model_bucket_grant(settings: StackSettings) -> tuple[Optional[str], str]:

@@ -22,6 +22,7 @@ from .cluster import ClusterSettings
 from .errors import describe_errors, did_you_mean
 from .gpu_nodes import GpuNodeSettings
 from .network import NetworkSettings
+from .observability import ObservabilitySettings
 from .storage import StorageSettings
 from .types import SettingsModel
 from .workload import WorkloadSettings
@@ -78,6 +79,8 @@ class StackSettings(SettingsModel):
     """The checkpoint bucket and the shared filesystem."""
     preflight: PreflightSettings = Field(default_factory=PreflightSettings)
     """The GPU, EFA and all-reduce check before training (optional)."""
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    """GPU, EFA and Ray metrics: the CloudWatch add-on, an in-cluster Prometheus, or none."""
     tags: Tags = Field(default_factory=dict)
     """Extra AWS tags on every resource (besides project and stack)."""
 
@@ -85,6 +88,10 @@ class StackSettings(SettingsModel):
     def gpu_az(self) -> str:
         return self.availability_zone or f"{self.region}a"
 
+
+    @property
+    def observability_backend(self) -> str:
+        return self.observability.resolved_backend(self.cluster.existing)
 
     @property
     def shared_filesystem(self) -> bool:
