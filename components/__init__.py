@@ -27,6 +27,7 @@ _COMPONENTS = {
     "ClusterAutoscaler": "autoscaler",
     "RlinfTraining": "workload",
     "CloudWatchObservability": "observability",
+    "PrometheusObservability": "observability",
 }
 
 __all__ = sorted(_COMPONENTS)

@@ -22,7 +22,7 @@ from .identity import TrainingIdentity, partition_of
 from .jobset import JobSetController
 from .kuberay import KubeRayOperator
 from .network import Network
-from .observability import CloudWatchObservability
+from .observability import CloudWatchObservability, PrometheusObservability
 from .storage import CheckpointStorage, SharedFilesystem
 from .workload import RlinfTraining
 
@@ -61,7 +61,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     cluster = _cluster(settings, secrets, network, cluster_name, tags)
     k8s = pulumi.ResourceOptions(provider=cluster.provider)
     before_gpu: list[pulumi.Resource] = [network, cluster, *_node_add_ons(settings, cluster, tags, k8s)]
-    before_gpu += _observability(settings, cluster, tags)
+    before_gpu += _observability(settings, cluster, tags, k8s)
     storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
     identity = _identity(settings, cluster, storage, tags)
     before_gpu += [storage, identity]
@@ -113,8 +113,22 @@ def _node_add_ons(settings: StackSettings, cluster: Cluster, tags: dict[str, str
     return add_ons
 
 
-def _observability(settings: StackSettings, cluster: Cluster, tags: dict[str, str]) -> list[pulumi.Resource]:
-    """The metrics backend (observability.backend): the CloudWatch add-on, or nothing."""
+def _observability(
+    settings: StackSettings, cluster: Cluster, tags: dict[str, str], k8s: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """The metrics backend (observability.backend): the CloudWatch add-on, the in-cluster
+    Prometheus stack, or nothing."""
+    if settings.observability_backend == "prometheus":
+        return [
+            PrometheusObservability(
+                "observability",
+                settings=settings.observability,
+                gpu_nodes=settings.gpu_nodes,
+                workload_namespace=settings.workload.namespace,
+                launcher=settings.workload.launcher,
+                opts=k8s,
+            )
+        ]
     if settings.observability_backend == "cloudwatch":
         return [
             CloudWatchObservability(

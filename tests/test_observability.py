@@ -32,9 +32,9 @@ def chart_values(chart: str) -> dict[str, Any]:
 
 def unknown_keys(values: Any, chart: Any, path: str = "", passthrough: frozenset[str] = frozenset()) -> list[str]:
     """Key paths of ``values`` that the chart's values.yaml does not have. A key the chart sets to
-    null, a list or a scalar takes any value; below a ``passthrough`` path (a subchart whose own
+    null, a list, a scalar or an empty map (nodeSelector: {}) takes any value; below a ``passthrough`` path (a subchart whose own
     values are not in the file) nothing is checked."""
-    if path in passthrough or not isinstance(values, dict) or not isinstance(chart, dict):
+    if path in passthrough or not isinstance(values, dict) or not isinstance(chart, dict) or chart == {}:
         return []
     problems = []
     for key, value in values.items():
@@ -169,3 +169,236 @@ def test_given_the_default_stack_then_the_plan_carries_the_addon():
     plan = plan_stack("single-node")
     addon = [r for r in plan.resources if r["type"] == ADDON and r["inputs"]["addonName"] == "amazon-cloudwatch-observability"]
     assert len(addon) == 1
+
+
+# --- prometheus ---------------------------------------------------------------------------------
+
+from rlinf_eks.observability import prometheus as prom  # noqa: E402
+from rlinf_eks.workload.kube import PROGRESS_METRICS_PORT, RAY_METRICS_PORT  # noqa: E402
+from tests.schemas import builtin_errors  # noqa: E402
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+
+# Keys of kube-prometheus-stack's subcharts (their own values.yaml is not in ../shared: the
+# file's meta.json says their keys are passed through); each is a documented key of that subchart
+STACK_PASSTHROUGH = frozenset(
+    {
+        "grafana.nodeSelector",  # grafana chart: nodeSelector
+        "grafana.grafana.ini",  # grafana chart: grafana.ini (rendered into grafana.ini)
+        "kube-state-metrics.nodeSelector",  # kube-state-metrics chart: nodeSelector
+        "prometheus-node-exporter.tolerations",  # prometheus-node-exporter chart: tolerations
+        "prometheus-node-exporter.resources",  # prometheus-node-exporter chart: resources
+    }
+)
+
+# Every metric a dashboard may query, by the exporter that produces it (the test keeps the list)
+EXPORTED_METRICS = {
+    # dcgm-exporter 4.x default-counters.csv (the chart's default arguments: -f default-counters.csv)
+    "dcgm-exporter": {
+        "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_XID_ERRORS",
+    },
+    # observability/prometheus.py EFA_EXPORTER_SCRIPT
+    "efa-exporter": {"efa_hw_counter"},
+    # Ray's system metrics (Ray docs, "System Metrics"), on every Ray node's metrics port
+    "ray": {
+        "ray_cluster_active_nodes", "ray_node_gpus_utilization", "ray_node_cpu_utilization", "ray_node_mem_used",
+        "ray_tasks", "ray_actors", "ray_object_store_memory",
+    },
+    # the progress supervisor (workload/programs/progress_supervisor.py metrics_text)
+    "progress-supervisor": {
+        "rlinf_eks_train_step", "rlinf_eks_checkpoint_complete_step", "rlinf_eks_checkpoint_complete_timestamp_seconds",
+        "rlinf_eks_progress_timestamp_seconds", "rlinf_eks_progress_timeout_seconds",
+    },
+}
+PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset"}
+
+
+def metrics_in(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: identifiers outside label matchers, strings,
+    ranges and by/without lists that are not functions or keywords."""
+    import re
+
+    text = re.sub(r'"[^"]*"', "", expr)
+    text = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "", text)
+    text = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", "", text)
+    names = set()
+    for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
+        rest = text[match.end():].lstrip()
+        if rest.startswith("(") or match.group() in PROMQL_WORDS:
+            continue
+        names.add(match.group())
+    return names
+
+
+def run_prometheus(launcher: str = "manual"):
+    s = settings(observability={"backend": "prometheus"})
+    return s, run_component(
+        lambda: prom.PrometheusObservability(
+            "observability", settings=s.observability, gpu_nodes=s.gpu_nodes, workload_namespace="rlinf", launcher=launcher
+        )
+    )
+
+
+def test_given_prometheus_then_the_pinned_charts_install_in_their_namespace():
+    s, run = run_prometheus()
+    stack = one(run, RELEASE, "observability-stack")["inputs"]
+    dcgm = one(run, RELEASE, "observability-dcgm")["inputs"]
+    assert (stack["chart"], stack["version"], stack["repositoryOpts"]["repo"], stack["name"]) == (
+        "kube-prometheus-stack", "88.5.3", "https://prometheus-community.github.io/helm-charts", "kps"
+    )
+    assert (dcgm["chart"], dcgm["version"], dcgm["repositoryOpts"]["repo"]) == ("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts")
+    assert stack["namespace"] == dcgm["namespace"] == "monitoring"
+    release = one(run, RELEASE, "observability-stack")
+    for resource in run:
+        if resource["type"].startswith("kubernetes:") and resource["name"] != "observability-stack":
+            assert release["urn"] in resource["options"]["dependsOn"], resource["name"]
+
+
+def test_given_the_stack_values_then_every_key_is_the_charts_or_a_documented_subchart_key():
+    chart = chart_values("kube-prometheus-stack-88.5.3")
+    values = prom.stack_values(settings(observability={"backend": "prometheus"}).observability)
+    assert unknown_keys(values, chart, passthrough=STACK_PASSTHROUGH) == []
+    for subchart in ("grafana", "kube-state-metrics", "prometheus-node-exporter"):
+        assert subchart in chart  # passed through to a subchart the stack really has
+
+
+def test_given_the_dcgm_values_then_every_key_is_the_charts():
+    assert unknown_keys(prom.dcgm_values(), chart_values("dcgm-exporter-4.8.2")) == []
+
+
+def test_given_prometheus_then_its_control_plane_runs_on_the_system_nodes():
+    values = prom.stack_values(settings(observability={"backend": "prometheus"}).observability)
+    for selector in (
+        values["prometheus"]["prometheusSpec"]["nodeSelector"],
+        values["prometheusOperator"]["nodeSelector"],
+        values["grafana"]["nodeSelector"],
+        values["kube-state-metrics"]["nodeSelector"],
+    ):
+        assert selector == {"role": "system"}
+
+
+def test_given_prometheus_then_the_gpu_daemonsets_tolerate_the_taint_and_select_the_gpu_nodes():
+    s, run = run_prometheus()
+    gpu = node_labels(s.gpu_nodes)
+    dcgm = prom.dcgm_values()
+    assert dcgm["tolerations"] == [GPU_TOLERATION]
+    assert all(gpu.get(k) == v for k, v in dcgm["nodeSelector"].items()) and dcgm["nodeSelector"] != {}
+    efa = one(run, "kubernetes:apps/v1:DaemonSet", "observability-efa-exporter")["inputs"]["spec"]["template"]["spec"]
+    assert efa["tolerations"] == [GPU_TOLERATION]
+    assert all(gpu.get(k) == v for k, v in efa["nodeSelector"].items()) and efa["nodeSelector"].get("role") == "gpu-training"
+    node_exporter = prom.stack_values(s.observability)["prometheus-node-exporter"]
+    assert node_exporter["tolerations"] == [GPU_TOLERATION]  # node metrics from the GPU nodes too
+
+
+def _mib(quantity: str) -> int:
+    return int(quantity.removesuffix("Mi")) if quantity.endswith("Mi") else int(quantity.removesuffix("Gi")) * 1024
+
+
+def test_given_prometheus_then_the_gpu_daemonset_budget_counts_the_requests_it_sets():
+    _, run = run_prometheus()
+    efa = one(run, "kubernetes:apps/v1:DaemonSet", "observability-efa-exporter")["inputs"]["spec"]["template"]["spec"]["containers"][0]
+    rendered = {
+        "node-exporter": prom.stack_values(settings().observability)["prometheus-node-exporter"]["resources"]["requests"],
+        "dcgm-exporter": prom.dcgm_values()["resources"]["requests"],
+        "efa-exporter": efa["resources"]["requests"],
+    }
+    assert catalog.OBSERVABILITY_DAEMONSETS["prometheus"] == {
+        name: (int(req["cpu"].removesuffix("m")), _mib(req["memory"])) for name, req in rendered.items()
+    }
+
+
+def test_given_prometheus_then_every_builtin_object_passes_the_kubernetes_schema():
+    _, run = run_prometheus()
+    objects = [r["inputs"] for r in run if r["type"].startswith("kubernetes:") and r["type"] not in (RELEASE, POD_MONITOR)]
+    assert {o["kind"] for o in objects} == {"DaemonSet", "ConfigMap", "NetworkPolicy"}
+    for obj in objects:
+        assert builtin_errors(obj, "1.35") == [], obj["metadata"]["name"]
+
+
+# prometheus-operator v1 PodMonitor (API reference, monitoring.coreos.com/v1): the fields used here
+POD_MONITOR_SPEC = {"namespaceSelector": {"matchNames"}, "selector": {"matchLabels"}, "podMetricsEndpoints": {"port", "path", "interval", "relabelings"}}
+
+
+@pytest.mark.parametrize("launcher", ["manual", "kuberay"])
+def test_given_the_pod_monitors_then_they_scrape_ray_everywhere_and_the_supervisor_on_the_head(launcher):
+    _, run = run_prometheus(launcher)
+    monitors = {r["inputs"]["metadata"]["name"]: r["inputs"] for r in run.of_type(POD_MONITOR)}
+    assert set(monitors) == {"ray", "rlinf-run", "efa-exporter"}
+    for monitor in monitors.values():
+        spec = monitor["spec"]
+        assert set(spec) == set(POD_MONITOR_SPEC)
+        for endpoint in spec["podMetricsEndpoints"]:
+            assert set(endpoint) <= POD_MONITOR_SPEC["podMetricsEndpoints"]
+    assert monitors["ray"]["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+    head = monitors["rlinf-run"]["spec"]["selector"]["matchLabels"]
+    assert head.get("batch.kubernetes.io/job-completion-index") == "0" or head.get("ray.io/node-type") == "head"
+
+
+def test_given_the_dashboards_then_each_is_grafana_json_loaded_by_the_sidecar():
+    _, run = run_prometheus()
+    maps = [r["inputs"] for r in run.of_type("kubernetes:core/v1:ConfigMap")]
+    assert {m["metadata"]["name"] for m in maps} == {f"rlinf-dashboard-{n}" for n in ("gpu", "efa", "ray", "run")}
+    sidecar = prom.stack_values(settings().observability)["grafana"]["sidecar"]["dashboards"]
+    for config_map in maps:
+        assert config_map["metadata"]["labels"][sidecar["label"]] == sidecar["labelValue"]
+        assert config_map["metadata"]["namespace"] == sidecar["searchNamespace"]
+    uids = set()
+    for name, text in prom.dashboards().items():
+        board = json.loads(text)
+        assert {"uid", "title", "panels", "schemaVersion", "time"} <= set(board), name
+        uids.add(board["uid"])
+        assert board["panels"]
+        for panel in board["panels"]:
+            assert {"id", "type", "title", "gridPos", "targets", "datasource"} <= set(panel), (name, panel.get("title"))
+            assert set(panel["gridPos"]) == {"x", "y", "w", "h"} and panel["gridPos"]["x"] + panel["gridPos"]["w"] <= 24
+            assert [t["refId"] for t in panel["targets"]] == [chr(65 + n) for n in range(len(panel["targets"]))]
+    assert len(uids) == len(prom.dashboards())
+
+
+def test_given_every_dashboard_query_then_it_names_only_metrics_an_exporter_produces():
+    produced = set().union(*EXPORTED_METRICS.values())
+    for name, text in prom.dashboards().items():
+        for panel in json.loads(text)["panels"]:
+            for target in panel["targets"]:
+                read = metrics_in(target["expr"])
+                assert read, (name, target["expr"])
+                assert read <= produced, (name, panel["title"], read - produced)
+
+
+def test_given_the_supervisor_program_and_the_efa_script_then_they_produce_the_listed_metrics():
+    from rlinf_eks.workload import scripts
+
+    program = scripts.program("progress_supervisor.py")
+    for metric in EXPORTED_METRICS["progress-supervisor"]:
+        assert f'"{metric}"' in program
+    assert "efa_hw_counter{device=" in prom.EFA_EXPORTER_SCRIPT
+
+
+def test_given_prometheus_then_the_training_pods_admit_prometheus_on_the_metrics_ports_only():
+    plan = plan_stack("multi-node")  # backend: prometheus
+    policy = next(r["inputs"] for r in plan.resources if r["type"] == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and r["inputs"]["metadata"]["name"] == "rlinf-training")
+    scraper = [rule for rule in policy["spec"]["ingress"] if any("namespaceSelector" in p and p["namespaceSelector"].get("matchLabels") for p in rule["from"])]
+    assert len(scraper) == 1
+    assert scraper[0]["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+    assert sorted(p["port"] for p in scraper[0]["ports"]) == [RAY_METRICS_PORT, PROGRESS_METRICS_PORT]
+    exporters = [r["inputs"] for r in plan.resources if r["type"] == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and r["inputs"]["metadata"]["namespace"] == "monitoring"]
+    assert len(exporters) == 2 and all(len(e["spec"]["ingress"]) == 1 for e in exporters)
+    assert not [r for r in plan.resources if r["type"] == "kubernetes:core/v1:Service"  and r["inputs"]["spec"].get("type") in ("LoadBalancer", "NodePort")]
+
+
+def test_given_prometheus_then_the_ray_head_embeds_grafana_and_queries_prometheus():
+    from rlinf_eks.workload.env import plain_env
+    from rlinf_eks.workload.run import resolve_run  # noqa: F401
+
+    s = settings(observability={"backend": "prometheus"})
+
+    class Paths:
+        root = "/run"
+
+    env = plain_env(s, {}, Paths())  # type: ignore[arg-type]
+    assert env["RAY_PROMETHEUS_HOST"] == "http://kps-prometheus.monitoring.svc:9090"
+    assert env["RAY_GRAFANA_HOST"] == "http://kps-grafana.monitoring.svc:80"
+    assert "RAY_GRAFANA_HOST" not in plain_env(settings(), {}, Paths())  # type: ignore[arg-type]

@@ -31,6 +31,19 @@ class PrometheusSettings(SettingsModel):
     retention_days: Int = Field(15, ge=1, le=365)
     """How long Prometheus keeps samples (in an emptyDir on a system node: lost when the pod moves).
     Defaults to 15."""
+    efa_exporter_image: str = "public.ecr.aws/docker/library/busybox:1.37.0"
+    """The image of the EFA counter exporter (busybox: sh and httpd); accepts repo@sha256:digest.
+    Defaults to public.ecr.aws/docker/library/busybox:1.37.0."""
+
+    # kube-prometheus-stack is installed as release "kps" with fullnameOverride "kps": its
+    # Prometheus Service is kps-prometheus (9090), the Grafana subchart's kps-grafana (80)
+    @property
+    def prometheus_url(self) -> str:
+        return f"http://kps-prometheus.{self.namespace}.svc:9090"
+
+    @property
+    def grafana_url(self) -> str:
+        return f"http://kps-grafana.{self.namespace}.svc:80"
 
 
 class ObservabilitySettings(SettingsModel):

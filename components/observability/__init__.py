@@ -9,5 +9,6 @@
 from __future__ import annotations
 
 from .cloudwatch import CloudWatchObservability
+from .prometheus import PrometheusObservability
 
-__all__ = ["CloudWatchObservability"]
+__all__ = ["CloudWatchObservability", "PrometheusObservability"]
