@@ -402,3 +402,49 @@ def test_given_prometheus_then_the_ray_head_embeds_grafana_and_queries_prometheu
     assert env["RAY_PROMETHEUS_HOST"] == "http://kps-prometheus.monitoring.svc:9090"
     assert env["RAY_GRAFANA_HOST"] == "http://kps-grafana.monitoring.svc:80"
     assert "RAY_GRAFANA_HOST" not in plain_env(settings(), {}, Paths())  # type: ignore[arg-type]
+
+
+# --- the launcher's figures, served for real ------------------------------------------------------
+
+
+def test_given_a_supervised_trainer_then_its_step_and_newest_complete_checkpoint_are_served_as_metrics(tmp_path):
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from rlinf_eks.trainers.base import COMPLETE_MARKER
+    from rlinf_eks.workload import progress
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (tmp_path / "trainer.py").write_text(
+        "import os, sys, time\n"
+        f"run = {str(tmp_path)!r}\n"
+        "for step in (3, 4):\n"
+        "    os.makedirs(os.path.join(run, 'checkpoints', f'global_step_{step}'), exist_ok=True)\n"
+        f"open(os.path.join(run, 'checkpoints', 'global_step_3', {COMPLETE_MARKER!r}), 'w').close()\n"
+        "print('trainer: step 4', flush=True)\n"
+        "time.sleep(6)\n"
+    )
+    script = tmp_path / "progress.sh"
+    script.write_text(progress.progress_script(run_dir=str(tmp_path), timeout_seconds=None, stop_at_time=None, stop_budget_seconds=5, scan_seconds=0.2, metrics_port=port))
+    proc = subprocess.Popen(["bash", str(script), sys.executable, str(tmp_path / "trainer.py")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline, text = time.monotonic() + 5, ""
+        while time.monotonic() < deadline and "rlinf_eks_train_step 4" not in text:
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read().decode()
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert "rlinf_eks_train_step 4" in text, text
+        assert "rlinf_eks_checkpoint_complete_step 3" in text
+        samples = dict(line.split(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+        assert float(samples["rlinf_eks_progress_timestamp_seconds"]) > time.time() - 30
+        assert "# TYPE rlinf_eks_train_step gauge" in text
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == 0

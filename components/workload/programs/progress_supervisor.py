@@ -156,7 +156,7 @@ last_step_change = time.monotonic()
 if METRICS_PORT:
     serve_metrics(METRICS_PORT)
 next_scan = time.monotonic() + SCAN
-poll = max(0.2, min(5.0, (TIMEOUT or 50) / 10))
+poll = max(0.2, min(5.0, SCAN, (TIMEOUT or 50) / 10))
 if TIMEOUT:
     log(f"watching the trainer: stopped after {TIMEOUT}s without output or a new checkpoint step")
 if STOP_AT:
