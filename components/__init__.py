@@ -33,6 +33,8 @@ _COMPONENTS = {
     "KueueQueue": "kueue",
     "ClusterAutoscaler": "autoscaler",
     "RlinfTraining": "workload",
+    "CloudWatchObservability": "observability",
+    "PrometheusObservability": "observability",
 }
 
 __all__ = sorted(_COMPONENTS)

@@ -171,9 +171,28 @@ def memory_capacity_mib(instance: InstanceType) -> int:
 EVICTION_HARD_MIB = 100  # kubelet evictionHard memory.available on EKS AMIs
 
 # What the node's own DaemonSets request on a GPU node (aws-node, kube-proxy, eks-pod-identity-agent,
-# the NVIDIA and EFA device plugins, FSx CSI node): rounded up so the training pod always fits.
+# the NVIDIA and EFA device plugins, FSx CSI node, the node monitoring agent): rounded up so the
+# training pod always fits. The metrics backend's DaemonSets come on top (OBSERVABILITY_DAEMONSETS).
 DAEMONSET_MILLICPU = 1000
 DAEMONSET_MEMORY_MIB = 2 * GIB_MIB
+
+OBSERVABILITY_DAEMONSETS: dict[str, dict[str, tuple[int, int]]] = {
+    # amazon-cloudwatch-observability 6.4.0 values.yaml requests (millicpu, MiB) of what runs on a
+    # GPU node: the agent, Fluent Bit, the DCGM exporter, and node exporter (OpenTelemetry
+    # Container Insights); tests/test_observability.py reads them from the chart's values
+    "cloudwatch": {"cloudwatch-agent": (250, 128), "fluent-bit": (50, 25), "dcgm-exporter": (250, 128), "node-exporter": (50, 30)},
+    # the requests observability/prometheus.py sets; tests/test_observability.py reads them from the plan
+    "prometheus": {"node-exporter": (50, 64), "dcgm-exporter": (100, 512), "efa-exporter": (10, 16)},
+    "none": {},
+}
+"""The DaemonSets each ``observability.backend`` adds to every GPU node, by name: their requests."""
+
+
+def daemonset_budget(backend: str = "none") -> tuple[int, int]:
+    """(millicpu, MiB) the GPU node's DaemonSets request: the node's own allowance plus the
+    metrics backend's DaemonSets, computed from their requests."""
+    added = OBSERVABILITY_DAEMONSETS[backend].values()
+    return DAEMONSET_MILLICPU + sum(cpu for cpu, _ in added), DAEMONSET_MEMORY_MIB + sum(mib for _, mib in added)
 
 
 @dataclass(frozen=True)
@@ -213,16 +232,18 @@ def allocatable(instance: InstanceType, hugepages_2mi_mib: int = 0) -> tuple[int
     return millicpu, memory
 
 
-def pod_shape_for(instance: InstanceType, hugepages_2mi_mib: int, shm_fraction: float) -> PodShape:
+def pod_shape_for(instance: InstanceType, hugepages_2mi_mib: int, shm_fraction: float, backend: str = "none") -> PodShape:
     """The training pod of one node: all its GPUs and EFA devices, and the CPU and memory the
     node can spare after the kubelet and its DaemonSets, rounded down to whole CPUs and GiB.
 
     ``shm_fraction`` of the pod's memory backs ``/dev/shm`` (Ray's object store lives there;
-    RLinf's images are run with ``--shm-size 100g``).
+    RLinf's images are run with ``--shm-size 100g``). ``backend``: the stack's
+    ``observability.backend``, whose DaemonSets the node also runs (:func:`daemonset_budget`).
     """
     alloc_cpu, alloc_mem = allocatable(instance, hugepages_2mi_mib)
-    millicpu = (alloc_cpu - DAEMONSET_MILLICPU) // 1000 * 1000
-    memory_mib = (alloc_mem - DAEMONSET_MEMORY_MIB) // GIB_MIB * GIB_MIB
+    daemonset_cpu, daemonset_mib = daemonset_budget(backend)
+    millicpu = (alloc_cpu - daemonset_cpu) // 1000 * 1000
+    memory_mib = (alloc_mem - daemonset_mib) // GIB_MIB * GIB_MIB
     shm_mib = int(memory_mib * shm_fraction) // GIB_MIB * GIB_MIB
     return PodShape(
         gpus=instance.gpus,

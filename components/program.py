@@ -30,6 +30,7 @@ from .jobset import JobSetController
 from .kuberay import KubeRayOperator
 from .kueue import KueueQueue, local_queue
 from .network import Network
+from .observability import CloudWatchObservability, PrometheusObservability
 from .storage import SHARED_CLAIM, CheckpointStorage, SharedFilesystem, persistent_volume_spec
 from .workload import RlinfTraining
 
@@ -71,6 +72,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     cluster = _cluster(settings, secrets, network, cluster_name, tags)
     k8s = pulumi.ResourceOptions(provider=cluster.provider)
     before_gpu: list[pulumi.Resource] = [network, cluster, *_node_add_ons(settings, cluster, tags, k8s)]
+    before_gpu += _observability(settings, cluster, tags, k8s)
     storage = CheckpointStorage("checkpoints", bucket_name=settings.storage.bucket_name, tags=tags)
     identity = _identity(settings, cluster, storage, tags)
     before_gpu += [storage, identity]
@@ -126,6 +128,36 @@ def _node_add_ons(settings: StackSettings, cluster: Cluster, tags: dict[str, str
             )
         )
     return add_ons
+
+
+def _observability(
+    settings: StackSettings, cluster: Cluster, tags: dict[str, str], k8s: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """The metrics backend (observability.backend): the CloudWatch add-on, the in-cluster
+    Prometheus stack, or nothing."""
+    if settings.observability_backend == "prometheus":
+        return [
+            PrometheusObservability(
+                "observability",
+                settings=settings.observability,
+                gpu_nodes=settings.gpu_nodes,
+                workload_namespace=settings.workload.namespace,
+                launcher=settings.workload.launcher,
+                opts=k8s,
+            )
+        ]
+    if settings.observability_backend == "cloudwatch":
+        return [
+            CloudWatchObservability(
+                "observability",
+                cluster_name=cluster.cluster_name,
+                addon_version=settings.observability.cloudwatch_addon_version,
+                partition=partition_of(settings.region),
+                tags=tags,
+                opts=pulumi.ResourceOptions(depends_on=[cluster]),
+            )
+        ]
+    return []
 
 
 def model_bucket_grant(settings: StackSettings) -> tuple[Optional[str], str]:

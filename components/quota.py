@@ -180,7 +180,9 @@ def has_submitter_pod(settings: StackSettings) -> bool:
 def queue_plan(settings: StackSettings, run_nodes: Optional[int] = None) -> QueuePlan:
     """The queue of ``settings``; ``run_nodes`` (default ``gpuNodes.nodeCount``) is the run's size."""
     gpu = settings.gpu_nodes
-    shape = catalog.pod_shape_for(gpu.instance, gpu.hugepages_gib * catalog.GIB_MIB, settings.workload.shm_fraction)
+    shape = catalog.pod_shape_for(
+        gpu.instance, gpu.hugepages_gib * catalog.GIB_MIB, settings.workload.shm_fraction, settings.observability_backend
+    )
     autoscaled = settings.autoscaler.enabled
     nodes = pool_nodes(gpu.node_count, gpu.max_nodes, autoscaled)
     if autoscaled:

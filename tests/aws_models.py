@@ -239,6 +239,32 @@ def _node_group_instance_types(params: Mapping[str, Any]) -> list[str]:
     return [f"instanceTypes[{n}]={t!r}: not an EC2 instance type" for n, t in enumerate(params.get("instanceTypes", [])) if t not in known]
 
 
+def _addon_configuration(params: Mapping[str, Any]) -> list[str]:
+    # EKS API reference, CreateAddon configurationValues: "The set of configuration values for the
+    # add-on that's created. The values that you provide are validated against the schema returned
+    # by DescribeAddonConfiguration": a JSON (or YAML) object; the schema itself needs AWS
+    # (tests/test_observability.py checks the keys against the chart behind the add-on)
+    text = params.get("configurationValues")
+    if text is None:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        return [f"configurationValues: not JSON ({err})"]
+    return [] if isinstance(value, dict) else ["configurationValues: not a JSON object"]
+
+
+def _pod_identity_names(params: Mapping[str, Any]) -> list[str]:
+    # EKS API reference, CreatePodIdentityAssociation: namespace and serviceAccount name Kubernetes
+    # objects (RFC 1123 labels / subdomains); the model types them as free strings
+    problems = []
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", params.get("namespace", "")):
+        problems.append(f"namespace={params.get('namespace')!r}: not a Kubernetes namespace name")
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", params.get("serviceAccount", "")):
+        problems.append(f"serviceAccount={params.get('serviceAccount')!r}: not a Kubernetes service account name")
+    return problems
+
+
 DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]], ...]] = {
     ("ec2", "CreateSecurityGroup"): (_create_security_group,),
     ("ec2", "AuthorizeSecurityGroupIngress"): (_rule_descriptions,),
@@ -247,6 +273,8 @@ DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]]
     ("s3", "CreateBucket"): (_bucket_name,),
     ("iam", "AttachRolePolicy"): (_attach_role_policy,),
     ("eks", "CreateNodegroup"): (_node_group_instance_types,),
+    ("eks", "CreateAddon"): (_addon_configuration,),
+    ("eks", "CreatePodIdentityAssociation"): (_pod_identity_names,),
     ("autoscaling", "PutScheduledUpdateGroupAction"): (_scheduled_action,),
 }
 
@@ -615,6 +643,20 @@ def _addon(i: Inputs) -> Iterator[Call]:
             "UpdateAddon",
             _drop_none({"clusterName": i["clusterName"], "addonName": i["addonName"], "resolveConflicts": i["resolveConflictsOnUpdate"]}),
         )
+
+
+@translates("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+def _pod_identity_association(i: Inputs) -> Iterator[Call]:
+    request = {
+        "clusterName": i["clusterName"],
+        "namespace": i["namespace"],
+        "serviceAccount": i["serviceAccount"],
+        "roleArn": i["roleArn"],
+        "targetRoleArn": i.get("targetRoleArn"),
+        "disableSessionTags": i.get("disableSessionTags"),
+        "tags": i.get("tags"),
+    }
+    yield Call("eks", "CreatePodIdentityAssociation", _drop_none(request))
 
 
 # pulumi-eks's Cluster is a remote component: under mocks it has no children, so its inputs are
@@ -1085,6 +1127,9 @@ ACTION_EXCEPTIONS: dict[str, str] = {
     "s3:PutEncryptionConfiguration": "PutBucketEncryption",
     # Amazon S3: s3:GetEncryptionConfiguration grants GetBucketEncryption
     "s3:GetEncryptionConfiguration": "GetBucketEncryption",
+    # AWS STS: sts:TagSession is a permission-only action, granted with AssumeRole to pass session
+    # tags (IAM User Guide, "Passing session tags in AWS STS"); EKS Pod Identity needs it
+    "sts:TagSession": "AssumeRole",
 }
 
 

@@ -81,6 +81,9 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("single-node", ("tags.team=ml research", 'tags["cost-center"]=robotics/rl', 'gpuNodes.labels["example.com/tier"]=gold')),
     ("single-node", ("aws:region=us-west-2", "availabilityZone=us-west-2b")),
     ("vllm-rollout", ("gpuNodes.capacityType=SPOT", "gpuNodes.placementGroup.strategy=none")),
+    ("single-node", ("aws:region=cn-north-1", "availabilityZone=cn-north-1a")),
+    ("multi-node", ("observability.backend=prometheus",)),
+    ("single-node", ("observability.backend=none",)),
 ]
 
 

@@ -47,7 +47,7 @@ def test_given_the_manual_launcher_when_planned_then_a_watchdog_with_a_narrow_ro
     assert pod["containers"][0]["image"] == "registry.k8s.io/kubectl:v1.35.0"
     assert spec["activeDeadlineSeconds"] == 3600 + watchdog.OWN_DEADLINE_MARGIN_SECONDS
     assert any(d.endswith("rlinf-job") for d in job["options"]["dependsOn"])
-    files = one(plan, "kubernetes:core/v1:ConfigMap")["inputs"]["data"]
+    files = one(plan, "kubernetes:core/v1:ConfigMap", "rlinf-launch")["inputs"]["data"]
     assert "DEADLINE_SECONDS=3600" in files["watchdog.sh"] and "EXPECTED_PODS=2" in files["watchdog.sh"]
     for obj in (role, binding, job["inputs"]):
         assert builtin_errors(obj, "1.34") == []
@@ -165,9 +165,9 @@ def test_given_a_capacity_block_that_started_late_when_watched_then_the_deadline
 
 def test_given_a_capacity_block_stack_when_planned_then_the_watchdog_waits_for_the_block():
     plan = plan_stack("capacity-block")
-    files = one(plan, "kubernetes:core/v1:ConfigMap")["inputs"]["data"]
+    files = one(plan, "kubernetes:core/v1:ConfigMap", "rlinf-launch")["inputs"]["data"]
     start = dt.datetime(2031, 1, 13, 11, 30, tzinfo=dt.timezone.utc)  # capacityBlock.startTime of the stack
     assert f"NOT_BEFORE={int(start.timestamp())}" in files["watchdog.sh"]
     # a Job's own deadline counts from pulumi up, days before the block: the watchdog has none
     assert "activeDeadlineSeconds" not in one(plan, JOB, "rlinf-watchdog")["inputs"]["spec"]
-    assert "NOT_BEFORE=0" in one(plan_stack("multi-node"), "kubernetes:core/v1:ConfigMap")["inputs"]["data"]["watchdog.sh"]
+    assert "NOT_BEFORE=0" in one(plan_stack("multi-node"), "kubernetes:core/v1:ConfigMap", "rlinf-launch")["inputs"]["data"]["watchdog.sh"]

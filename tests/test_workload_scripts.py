@@ -181,7 +181,7 @@ def test_given_a_reachable_head_when_a_worker_starts_then_it_joins_the_head_addr
         result = run_launch(tmp_path, {**fake_ray, "FAKE_NODES": "2", "FAKE_GPUS": "16"}, index=1, port=port)
     assert result.returncode == 0, result.stderr
     calls = Path(fake_ray["FAKE_RAY_LOG"]).read_text()
-    assert f"start --address=127.0.0.1:{port} --num-gpus=8 --num-cpus=180 --object-store-memory={1 << 30} --disable-usage-stats --block" in calls
+    assert f"start --address=127.0.0.1:{port} --num-gpus=8 --num-cpus=180 --object-store-memory={1 << 30} --disable-usage-stats --metrics-export-port=8080 --block" in calls
 
 
 def test_given_a_live_head_when_ray_on_a_worker_fails_then_the_worker_fails(tmp_path, fake_ray):

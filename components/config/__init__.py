@@ -6,7 +6,7 @@ rejected, and every problem is reported at once, each naming its key path, the v
 would be valid, before any resource is created.
 
     types          field types every section shares (Int, Bool, Namespace, ...) and SettingsModel
-    network, cluster, gpu_nodes, workload, storage, addons
+    network, cluster, gpu_nodes, workload, storage, addons, observability
                    one module per section of a stack file (addons: kuberay, devicePlugins,
                    autoscaler, preflight); model_source parses workload.model.source
     platform       the stack's role (both, platform, experiment) and an experiment's platform
@@ -50,6 +50,7 @@ from .model_source import MODEL_SOURCE_FORMS, ModelSource, parse_model_source
 from .network import NetworkSettings
 from .queue import PriorityClassSettings, QueueSettings
 from .platform import PLATFORM_SECTIONS, PlatformSettings, Role
+from .observability import ObservabilitySettings, PrometheusSettings
 from .pulumi_config import PROVIDER_NAMESPACES, SECRET_KEY_DESCRIPTIONS, SECRET_KEYS, TOP_LEVEL_KEYS, foreign_project_key
 from .stack import PROJECT, Sections, StackSettings, validate_sections
 from .stack_rules import NODE_RULES, ROOT_VOLUME_RESERVE_GIB, STACK_RULES, StackRule, broken_rules, validate
@@ -72,9 +73,9 @@ __all__ = [
     "CAPACITY_BLOCK_MAX_INSTANCES", "CapacityBlockSettings", "ChartVersion", "ClusterSettings", "ConfigError",
     "DevicePluginSettings", "Dialect", "EKS_CLUSTER_NAME_MAX", "EKS_NODEGROUP_NAME_MAX", "Ec2InstanceType", "Float",
     "GpuNodeSettings", "InstanceOverrides", "Int", "KubeRaySettings", "MAX_USER_TAGS", "MODEL_SOURCE_FORMS",
-    "ManualJobSettings", "ModelSettings", "ModelSource", "NODE_RULES", "Namespace", "NetworkSettings", "PROJECT",
+    "ManualJobSettings", "ModelSettings", "ModelSource", "NODE_RULES", "Namespace", "NetworkSettings", "ObservabilitySettings", "PROJECT",
     "PLATFORM_SECTIONS", "PROVIDER_NAMESPACES", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings",
-    "QueueSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings",
+    "PrometheusSettings", "QueueSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings",
     "RestartSettings", "Role", "RolloutBackend", "RolloutSettings", "SECRET_KEYS", "SECRET_KEY_DESCRIPTIONS",
     "STACK_RULES", "SYSTEM_NODEGROUP_SUFFIX", "Sections", "SettingsModel", "SharedFilesystemSettings", "StackRule",
     "StackSettings", "StorageSettings", "SubnetId", "SystemNodeSettings", "TOP_LEVEL_KEYS", "TrainerSettings", "VpcId",

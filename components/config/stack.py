@@ -22,6 +22,7 @@ from .cluster import ClusterSettings
 from .errors import describe_errors, did_you_mean
 from .gpu_nodes import GpuNodeSettings
 from .network import NetworkSettings
+from .observability import ObservabilitySettings
 from .platform import PlatformSettings
 from .queue import QueueSettings
 from .storage import StorageSettings
@@ -83,6 +84,8 @@ class StackSettings(SettingsModel):
     """The GPU, EFA and all-reduce check before training (optional)."""
     queue: QueueSettings = Field(default_factory=QueueSettings)
     """Kueue: the queue that admits a run all or nothing (on by default)."""
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    """GPU, EFA and Ray metrics: the CloudWatch add-on, an in-cluster Prometheus, or none."""
     tags: Tags = Field(default_factory=dict)
     """Extra AWS tags on every resource (besides project and stack)."""
     platform: PlatformSettings = Field(default_factory=PlatformSettings)
@@ -93,6 +96,10 @@ class StackSettings(SettingsModel):
     def gpu_az(self) -> str:
         return self.availability_zone or f"{self.region}a"
 
+
+    @property
+    def observability_backend(self) -> str:
+        return self.observability.resolved_backend(self.cluster.existing)
 
     @property
     def shared_filesystem(self) -> bool:

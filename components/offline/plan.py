@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 PLAN_FILE = "plan.json"
 MANIFESTS = "manifests"
 EFFICIENCY_FILE = "efficiency.json"
+EFFICIENCY_PICTURE = "efficiency.svg"
 WRITTEN_FILE = ".rlinf-eks-manifests"
 """In DIR: the manifest files the last plan wrote, one a line: the only files a plan removes."""
 _MANIFEST_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml")
@@ -264,6 +265,9 @@ def write(plan: Plan, out: Path) -> list[str]:
         report = efficiency_of_plan(plan)
         if report is not None:
             (out / EFFICIENCY_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+            from .efficiency_svg import efficiency_svg
+
+            (out / EFFICIENCY_PICTURE).write_text(efficiency_svg(report))
     except OSError as err:
         raise OutputError(f"cannot write in {out}: {err.strerror or err} ({getattr(err, 'filename', '') or out})") from None
     foreign = sorted(p.name for p in manifests.iterdir() if p.name not in files)

@@ -238,7 +238,10 @@ class RlinfTraining(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
             metadata=meta.ObjectMetaArgs(name=network_policy.NAME, namespace=namespace, labels=dict(APP_LABELS)),
-            spec=network_policy.training_network_policy_spec(manual.LAUNCHER_LABELS if wl.launcher == "manual" else rayjob.POD_LABELS),
+            spec=network_policy.training_network_policy_spec(
+                manual.LAUNCHER_LABELS if wl.launcher == "manual" else rayjob.POD_LABELS,
+                scraper_namespace=settings.observability.prometheus.namespace if settings.observability_backend == "prometheus" else None,
+            ),
             opts=child,
         )
         k8s.networking.v1.NetworkPolicy(

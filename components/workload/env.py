@@ -79,6 +79,13 @@ def plain_env(settings: StackSettings, trainer_env: Mapping[str, str], paths: Ru
     if settings.workload.mlflow_tracking_uri:
         env["MLFLOW_TRACKING_URI"] = settings.workload.mlflow_tracking_uri
     env["RLINF_RUN_DIR"] = paths.root
+    if settings.observability_backend == "prometheus":
+        # the Ray dashboard's metrics charts: it queries Prometheus and embeds Grafana's panels,
+        # which the browser loads from the Grafana port-forward (README, Day-2)
+        prometheus = settings.observability.prometheus
+        env["RAY_PROMETHEUS_HOST"] = prometheus.prometheus_url
+        env["RAY_GRAFANA_HOST"] = prometheus.grafana_url
+        env["RAY_GRAFANA_IFRAME_HOST"] = "http://localhost:3000"
     env.update({k: v for k, v in trainer_env.items() if k != "PYTHONPATH"})
     env.update({k: v for k, v in settings.workload.env.items() if k != "PYTHONPATH"})
     return env

@@ -27,6 +27,15 @@ STATE_DIR = "/var/run/rlinf"
 RAY_CONTAINER = "ray"
 APP_LABELS = {"app.kubernetes.io/name": "rlinf-training", "app.kubernetes.io/part-of": "rlinf-eks"}
 
+# Ray's Prometheus metrics on every Ray node: KubeRay's default metrics-export-port (its pods
+# declare it as the container port "metrics"); launch.sh passes it to `ray start`
+RAY_METRICS_PORT = 8080
+RAY_METRICS_PORT_NAME = "metrics"
+# the progress supervisor's figures (step, newest complete checkpoint, last progress) on the pod
+# that runs the trainer: the head (programs/progress_supervisor.py)
+PROGRESS_METRICS_PORT = 9121
+PROGRESS_METRICS_PORT_NAME = "progress"
+
 
 def mi(mib: int) -> str:
     """A memory quantity: whole GiB as ``<n>Gi``, else ``<n>Mi``."""

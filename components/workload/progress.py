@@ -29,7 +29,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 from ..config import StackSettings
+from ..trainers.base import COMPLETE_MARKER
 from . import exit_codes, scripts
+from .kube import PROGRESS_METRICS_PORT
 
 PROGRESS_SCRIPT = "progress.sh"
 # EC2 warns 40 minutes before a Capacity Block ends (and terminates its instances at 30).
@@ -68,8 +70,11 @@ def progress_script(
     stop_budget_seconds: int,
     scan_seconds: float = CHECKPOINT_SCAN_SECONDS,
     settle_quiet_seconds: float = SETTLE_QUIET_SECONDS,
+    metrics_port: Optional[int] = PROGRESS_METRICS_PORT,
 ) -> str:
-    """progress.sh: ``progress.sh COMMAND...`` runs the trainer under the supervisor."""
+    """progress.sh: ``progress.sh COMMAND...`` runs the trainer under the supervisor, which also
+    serves the run's step, newest complete checkpoint and last progress on ``metrics_port``
+    (Prometheus text; None: not served)."""
     codes = exit_codes.shell_values()
     return scripts.render(
         {
@@ -82,6 +87,8 @@ def progress_script(
             "PROGRESS_SETTLE_QUIET_SECONDS": settle_quiet_seconds,
             "EXIT_PROGRESS_TIMEOUT": codes["EXIT_PROGRESS_TIMEOUT"],
             "EXIT_RESERVATION_ENDING": codes["EXIT_RESERVATION_ENDING"],
+            "PROGRESS_METRICS_PORT": metrics_port or "",
+            "PROGRESS_COMPLETE_MARKER": COMPLETE_MARKER,
             "CHECKPOINT_WRITES": CHECKPOINT_WRITES,
             "SUPERVISOR": SUPERVISOR,
         },

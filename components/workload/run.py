@@ -94,7 +94,9 @@ def pod_shape(settings: StackSettings, sync: bool) -> RayPodShape:
     """All GPUs and EFA devices of a node and what CPU and memory it can spare (catalog)."""
     gpu = settings.gpu_nodes
     instance = gpu.instance
-    shape = catalog.pod_shape_for(instance, gpu.hugepages_gib * catalog.GIB_MIB, settings.workload.shm_fraction)
+    shape = catalog.pod_shape_for(
+        instance, gpu.hugepages_gib * catalog.GIB_MIB, settings.workload.shm_fraction, settings.observability_backend
+    )
     efa = len(catalog.efa_interfaces_for(instance)) if efa_enabled(settings) else 0
     return RayPodShape(shape, efa, sync)
 

@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any, Mapping
 
 from ..trainers.base import COMPLETE_MARKER
+from .kube import RAY_METRICS_PORT
 
 _SHEBANG = "#!/bin/bash\n# Rendered by rlinf-eks (components/workload/scripts.py). Do not edit in the cluster.\n"
 # A whole line of a body: replaced by the text of that file of this package.
@@ -100,6 +101,7 @@ def manual_launch(
             "OBJECT_STORE_BYTES": object_store_bytes,
             "HEAD_HOST": head_host,
             "RAY_PORT": ray_port,
+            "RAY_METRICS_PORT": RAY_METRICS_PORT,
             "JOIN_TIMEOUT_SECONDS": join_timeout_seconds,
             "GRACE_SECONDS": grace_seconds,
             "RUN_DIR": run_dir,

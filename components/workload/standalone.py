@@ -20,7 +20,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from ..config import ClusterSettings, ConfigError, GpuNodeSettings, KubeRaySettings, PreflightSettings, Sections, SettingsModel
+from ..config import ClusterSettings, ConfigError, GpuNodeSettings, KubeRaySettings, ObservabilitySettings, PreflightSettings, Sections
+from ..config import SettingsModel
 from ..config import StackSettings, StorageSettings, WorkloadSettings, broken_rules
 from ..config.errors import problem_line
 from ..loading import RULES
@@ -48,6 +49,11 @@ class TrainingSettings(SettingsModel):
     """Your cluster: only ``kubernetesVersion`` is read (the Job's features, the watchdog's kubectl)."""
     kuberay: KubeRaySettings = _stack_field("kuberay")
     """The KubeRay operator of launcher kuberay: ``enabled`` says it is installed, ``version`` which."""
+    observability: ObservabilitySettings = _stack_field("observability")
+    """Your cluster's metrics backend: its GPU-node DaemonSets take CPU and memory from the training
+    pod (catalog.daemonset_budget), and with ``prometheus`` the Ray pods name its Prometheus and
+    Grafana and admit its scrapers. Unset, it follows ``cluster.existing`` (cloudwatch on a cluster this
+    project makes, none on an existing one)."""
 
     def stack_settings(self, stack: Optional[str] = None) -> StackSettings:
         """These sections as the StackSettings the run is resolved from (the others at their

@@ -12,7 +12,7 @@ from ..scheduling import EFA_RESOURCE, GPU_RESOURCE, HUGEPAGES_2MI_RESOURCE
 from .checkpoint_sync import restore_container, sync_container
 from .env import env_vars
 from .fabric import fabric_check_container
-from .kube import SCRIPTS_DIR, STATE_DIR, core, cpu, guaranteed, meta, mi, scheduling, security_context
+from .kube import PROGRESS_METRICS_PORT, PROGRESS_METRICS_PORT_NAME, RAY_METRICS_PORT, RAY_METRICS_PORT_NAME, SCRIPTS_DIR, STATE_DIR, core, cpu, guaranteed, meta, mi, scheduling, security_context
 from .preflight import preflight_container
 from .run import RayPodShape, Run, RunPaths
 from .staging import models_volume, stage_container
@@ -96,6 +96,11 @@ def ray_container(inputs: RayPodInputs, name: str, command: Optional[list[str]],
         resources=ray_resources(inputs.run.shape),
         volume_mounts=mounts,
         security_context=security_context(),
+        # Ray's metrics (the PodMonitor ray scrapes it by this name)
+        ports=[
+            core.ContainerPortArgs(name=RAY_METRICS_PORT_NAME, container_port=RAY_METRICS_PORT, protocol="TCP"),
+            core.ContainerPortArgs(name=PROGRESS_METRICS_PORT_NAME, container_port=PROGRESS_METRICS_PORT, protocol="TCP"),
+        ],
     )
 
 

@@ -9,6 +9,8 @@ SETTLE = float(os.environ["PROGRESS_SETTLE_SHARE"])
 QUIET = float(os.environ["PROGRESS_SETTLE_QUIET_SECONDS"])
 EXIT_PROGRESS_TIMEOUT = int(os.environ["EXIT_PROGRESS_TIMEOUT"])
 EXIT_RESERVATION_ENDING = int(os.environ["EXIT_RESERVATION_ENDING"])
+METRICS_PORT = int(os.environ.get("PROGRESS_METRICS_PORT") or 0)
+COMPLETE_MARKER = os.environ.get("PROGRESS_COMPLETE_MARKER", ".rlinf-eks-complete")
 STEP = re.compile(r"^global_step_(\d+)$")
 # newest_checkpoint_write: programs/checkpoint_writes.py, run before this program (progress.sh)
 
@@ -24,15 +26,17 @@ signal.signal(signal.SIGTERM, lambda *_: None)
 
 trainer = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 last_output = time.monotonic()
+# what the dashboard shows is what the watchdog judges: the same step and the same last progress
+progress_wall = time.time()
 
 
 def relay(source, sink):
-    global last_output
+    global last_output, progress_wall
     while True:
         chunk = os.read(source.fileno(), 65536)
         if not chunk:
             return
-        last_output = time.monotonic()
+        last_output, progress_wall = time.monotonic(), time.time()
         sink.write(chunk)
         sink.flush()
 
@@ -43,19 +47,59 @@ for thread in relays:
     thread.start()
 
 
-def newest_step():
-    """The highest global_step_N under RUN_DIR (not descending into a step's own files)."""
-    best = -1
+def newest_steps():
+    """The highest global_step_N under RUN_DIR (not descending into a step's own files), and the
+    highest one marked complete (-1 for none)."""
+    best = complete = -1
     for base, dirs, _ in os.walk(RUN_DIR):
         keep = []
         for name in dirs:
             match = STEP.match(name)
             if match:
                 best = max(best, int(match.group(1)))
+                if os.path.exists(os.path.join(base, name, COMPLETE_MARKER)):
+                    complete = max(complete, int(match.group(1)))
             elif base.count(os.sep) - RUN_DIR.count(os.sep) < 4:
                 keep.append(name)
         dirs[:] = keep
-    return best
+    return best, complete
+
+
+def metrics_text():
+    """The run's figures in Prometheus' text format (the dashboard 'Is it training?')."""
+    lines = []
+    for name, kind, help_text, value in (
+        ("rlinf_eks_train_step", "gauge", "Newest global_step_N directory of the run (the step the progress watchdog counts).", step),
+        ("rlinf_eks_checkpoint_complete_step", "gauge", "Newest global_step_N marked complete (what a restart resumes from).", complete_step),
+        ("rlinf_eks_checkpoint_complete_timestamp_seconds", "gauge", "When the supervisor first saw that checkpoint complete (Unix time).", complete_seen),
+        ("rlinf_eks_progress_timestamp_seconds", "gauge", "Last trainer output or new step (Unix time); the watchdog stops the trainer progressTimeoutSeconds after it.", progress_wall),
+        ("rlinf_eks_progress_timeout_seconds", "gauge", "workload.progressTimeoutSeconds (0: no watchdog).", TIMEOUT),
+    ):
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
+    return "\n".join(lines) + "\n"
+
+
+def serve_metrics(port):
+    import http.server
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = metrics_text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_):
+            pass
+
+    try:
+        server = http.server.ThreadingHTTPServer(("", port), Metrics)
+    except OSError as err:  # another supervisor of this pod holds it: run on without metrics
+        log(f"metrics port {port}: {err}")
+        return
+    threading.Thread(target=server.serve_forever, daemon=True).start()
 
 
 def group_members():
@@ -106,10 +150,13 @@ def stop(reason, status, budget):
     sys.exit(status)
 
 
-step = newest_step()
+step, complete_step = newest_steps()
+complete_seen = time.time() if complete_step >= 0 else 0
 last_step_change = time.monotonic()
+if METRICS_PORT:
+    serve_metrics(METRICS_PORT)
 next_scan = time.monotonic() + SCAN
-poll = max(0.2, min(5.0, (TIMEOUT or 50) / 10))
+poll = max(0.2, min(5.0, SCAN, (TIMEOUT or 50) / 10))
 if TIMEOUT:
     log(f"watching the trainer: stopped after {TIMEOUT}s without output or a new checkpoint step")
 if STOP_AT:
@@ -121,10 +168,12 @@ while True:
         code = trainer.returncode
         sys.exit(code if code >= 0 else 128 - code)
     now = time.monotonic()
-    if TIMEOUT and now >= next_scan:
-        found = newest_step()
+    if (TIMEOUT or METRICS_PORT) and now >= next_scan:
+        found, found_complete = newest_steps()
         if found > step:
-            step, last_step_change = found, now
+            step, last_step_change, progress_wall = found, now, time.time()
+        if found_complete > complete_step:
+            complete_step, complete_seen = found_complete, time.time()
         next_scan = now + SCAN
     if STOP_AT and time.time() >= STOP_AT:
         log("the Capacity Block ends in less than 40 minutes plus the stop budget: letting checkpoint writes settle")

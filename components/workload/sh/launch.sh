@@ -2,7 +2,7 @@ set -uo pipefail
 export PYTHONPATH="${TRAINER_PYTHONPATH}${PYTHONPATH:+:${PYTHONPATH}}"
 index="${JOB_COMPLETION_INDEX:?the manual launcher runs as a pod of an Indexed Job}"
 log() { echo "rlinf-eks[pod ${index}]: $*" >&2; }
-ray_node_flags=(--num-gpus="${GPUS_PER_NODE}" --num-cpus="${CPUS_PER_NODE}" --object-store-memory="${OBJECT_STORE_BYTES}" --disable-usage-stats)
+ray_node_flags=(--num-gpus="${GPUS_PER_NODE}" --num-cpus="${CPUS_PER_NODE}" --object-store-memory="${OBJECT_STORE_BYTES}" --disable-usage-stats --metrics-export-port="${RAY_METRICS_PORT}")
 # The status of a pod that was stopped (eviction, node drain, Job deletion): 128 + SIGTERM, whatever
 # the trainer or Ray did when told to stop, so a stopped run never reads as a finished one.
 STOPPED=143
