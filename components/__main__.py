@@ -45,6 +45,10 @@ def _plan(args: argparse.Namespace) -> int:
         if faults:
             print()
             print(faults)
+        from .quotas import render as render_quotas
+
+        print()
+        print(render_quotas(plan.settings))
         print()
         print("\n".join(plan_mod.render_outputs(plan.outputs)))
         print()
