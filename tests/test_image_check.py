@@ -105,3 +105,19 @@ def test_the_jobset_does_not_restart_a_broken_image():
     assert broken["action"] == "FailJobSet" and broken["onJobFailureMessagePatterns"] == [f"matching FailJob rule at index {index}$"]
     # the rule comes before the default (counted) restart, and after the node fault's own
     assert [r["name"] for r in jobset].index("ImageBroken") > [r["name"] for r in jobset].index("NodeFault")
+
+
+@pytest.mark.parametrize(
+    "stack, sets, retry",
+    [
+        ("multi-node", (), "the JobSet fails at once on it (rule ImageBroken)"),
+        ("single-node", (), "the Job fails at once on it (backoffLimit 0)"),
+        ("multi-node-kuberay", (), "KubeRay has no per-exit-code rule"),
+    ],
+)
+def test_the_plans_faults_section_says_what_a_broken_image_does(stack, sets, retry):
+    from rlinf_eks.offline import resilience
+
+    text = resilience.render(settings_of(load(ROOT, stack, list(sets))), stack)
+    assert f"exit {exit_codes.IMAGE_BROKEN}, one line naming it" in text
+    assert retry in text
