@@ -1,4 +1,4 @@
-"""Command line: ``python -m rlinf_eks plan|diff ...``.
+"""Command line: ``python -m rlinf_eks plan|diff|image-contract ...``.
 
 Exit status: 0 success, 1 a diff found changes (``diff``) or, under ``--strict``, policy violations
 or placeholder values (unless ``--allow-placeholders``), 2 bad input (stack config, arguments).
@@ -56,6 +56,11 @@ def _plan(args: argparse.Namespace) -> int:
     if queue:
         print(queue)
         print()
+    if plan.settings is not None and plan.settings.platform.role != "experiment":  # an experiment's nodes are its platform's
+        from .quotas import render as render_quotas
+
+        print(render_quotas(plan.settings))
+        print()
     print("\n".join(plan_mod.render_outputs(plan.outputs)))
     print()
     for warning in [*plan.warnings, *written]:
@@ -73,6 +78,23 @@ def _plan(args: argparse.Namespace) -> int:
         state = " (--strict: failing; --allow-placeholders to plan example stacks)" if placeholders_fail else ""
         print(f"{len(plan.placeholders)} placeholders to replace before pulumi up{state}", file=sys.stderr)
     return 1 if (violations and args.strict) or placeholders_fail else 0
+
+
+def _image_contract(args: argparse.Namespace) -> int:
+    from .config import ConfigError
+    from .offline.plan import settings_of
+    from .offline.stack_config import StackConfigError, load, project_root
+    from .workload.image_contract import contract_for
+    from .workload.run import resolve_run
+
+    try:
+        stack_config = load(project_root(), args.stack, args.set)
+        settings = settings_of(stack_config)
+    except (ConfigError, StackConfigError) as err:
+        print(f"error: stack {args.stack}: {err}", file=sys.stderr)
+        return 2
+    print(contract_for(resolve_run(settings, args.stack)).render())
+    return 0
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -119,6 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("base", help="the base plan: plan.json or the folder holding it (e.g. build/base/single-node)")
     diff.add_argument("new", help="the new plan: plan.json or the folder holding it")
     diff.set_defaults(func=_diff)
+
+    contract = commands.add_parser(
+        "image-contract", help="print what the stack's pods need inside workload.image (tools, Ray, trainer paths, EFA)"
+    )
+    contract.add_argument("stack", nargs="?", default="single-node", help="stack name; default single-node")
+    contract.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for plan")
+    contract.set_defaults(func=_image_contract)
 
     args = parser.parse_args(argv)
     return args.func(args)

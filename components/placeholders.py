@@ -28,8 +28,8 @@ DOCUMENTATION_NETWORKS = tuple(
 )
 
 _WHAT_TO_SET = {
-    "workload.image": "build the training image, push it to an ECR repository of your account and set workload.image "
-    "to it (README, Day-2 operations: building and pushing the training image)",
+    "workload.image": "build the training image (images/<dialect family>/Dockerfile), push it to an ECR repository of your "
+    "account and set workload.image to it (README, Training image)",
     "cluster.endpointPublicAccessCidrs": "set the public CIDRs `pulumi up` and kubectl run from (your address as /32: "
     "curl -s https://checkip.amazonaws.com), or remove the list and set cluster.deployFromVpc: true when "
     "pulumi up runs inside the VPC",

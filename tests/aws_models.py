@@ -1130,7 +1130,17 @@ ACTION_EXCEPTIONS: dict[str, str] = {
     # AWS STS: sts:TagSession is a permission-only action, granted with AssumeRole to pass session
     # tags (IAM User Guide, "Passing session tags in AWS STS"); EKS Pod Identity needs it
     "sts:TagSession": "AssumeRole",
+    # Amazon S3 (the deployer policy, offline/deployer_policy.py): the bucket reads the AWS provider makes
+    "s3:GetAccelerateConfiguration": "GetBucketAccelerateConfiguration",
+    "s3:GetBucketObjectLockConfiguration": "GetObjectLockConfiguration",
+    "s3:GetLifecycleConfiguration": "GetBucketLifecycleConfiguration",
+    "s3:GetReplicationConfiguration": "GetBucketReplication",
+    "s3:GetBucketPublicAccessBlock": "GetPublicAccessBlock",
+    "s3:PutBucketPublicAccessBlock": "PutPublicAccessBlock",
+    "s3:DeleteBucketPublicAccessBlock": "DeletePublicAccessBlock",
 }
+# Permission-only actions (Service Authorization Reference: "[permission only]"), with no API operation.
+PERMISSION_ONLY = {"iam:PassRole"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -1174,6 +1184,8 @@ def action_problem(action: str) -> str | None:
         pattern = re.compile(re.escape(name).replace(r"\*", ".*").replace(r"\?", "."), re.IGNORECASE)
         if not any(pattern.fullmatch(op) for op in operations | {a.split(":", 1)[1] for a in ACTION_EXCEPTIONS if a.startswith(prefix + ":")}):
             return f"action {action!r}: matches no {service} operation"
+        return None
+    if action in PERMISSION_ONLY:
         return None
     if action in ACTION_EXCEPTIONS:
         assert ACTION_EXCEPTIONS[action] in operations, f"exception table: {ACTION_EXCEPTIONS[action]} is not a {service} operation"

@@ -179,8 +179,8 @@ def test_given_kuberay_without_shared_filesystem_when_rendered_then_the_head_res
     assert [c["name"] for c in head["containers"]] == ["ray-head"]
     # the sync is a native sidecar: after the restore, stopped only after the Ray container (the
     # EFA fabric check comes first on every pod)
-    assert [c["name"] for c in head["initContainers"]] == ["fabric-check", "restore-checkpoints", "sync-checkpoints"]
-    assert head["initContainers"][2]["restartPolicy"] == "Always"
+    assert [c["name"] for c in head["initContainers"]] == ["image-check", "fabric-check", "restore-checkpoints", "sync-checkpoints"]
+    assert head["initContainers"][3]["restartPolicy"] == "Always"
 
 
 @pytest.mark.parametrize("cluster", ["embedded", "selector"])

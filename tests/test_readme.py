@@ -128,3 +128,73 @@ def test_ci_runs_exactly_the_readmes_test_command():
     assert "-m pytest " in command
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == command, ".ci/run's last command is not the README's (Quick start, second line)"
+
+
+# --- Training image, Before you deploy ----------------------------------------------------------------
+
+
+def readme_section(heading: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    assert f"\n{heading}\n" in text, f"README has no section {heading!r}"
+    return text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_training_image_section_names_real_dockerfiles_build_args_and_commands():
+    import dockerfile
+
+    from rlinf_eks.workload.image_contract import DOCKERFILES
+
+    body = readme_section("## Training image")
+    named = set(re.findall(r"images/[a-z-]+/Dockerfile", body))
+    assert named == set(DOCKERFILES.values()), named
+    for path in named:
+        args = {c.value[0].split("=", 1)[0] for c in dockerfile.parse_file(str(ROOT / path)) if c.cmd == "ARG"}
+        for command in re.findall(rf"docker build -f {re.escape(path)}[^\n&]*", body):
+            for arg in re.findall(r"--build-arg ([A-Z_]+)=", command):
+                assert arg in args, f"{command}: {path} has no ARG {arg}"
+            assert command.split()[-1] == path.rsplit("/", 1)[0], "the build context is the Dockerfile's folder"
+        for arg in re.findall(r"--build-arg ([A-Z_]+)=", body):
+            assert any(arg in {c.value[0].split("=", 1)[0] for c in dockerfile.parse_file(str(ROOT / p)) if c.cmd == "ARG"} for p in named), arg
+    assert "python -m rlinf_eks image-contract" in body
+
+
+def test_the_placeholder_message_for_the_image_points_at_the_training_image_section():
+    from rlinf_eks.placeholders import _what_to_set
+
+    assert "(README, Training image)" in _what_to_set("workload.image")
+    readme_section("## Training image")
+    for stack_file in (ROOT / "stacks").glob("Pulumi.*.yaml"):
+        image_line = next(line for line in stack_file.read_text().splitlines() if "image:" in line and "PLACEHOLDER" in line)
+        assert "(README, Training image)" in image_line, stack_file.name
+
+
+def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path):
+    import subprocess
+    import sys
+
+    from rlinf_eks import quotas
+    from rlinf_eks.offline.deployer_policy import POLICY_FILE
+
+    body = readme_section("## Before you deploy")
+    for code in re.findall(r"L-[0-9A-F]{8}", body):
+        assert code in {c for _, c in quotas.QUOTAS.values()}, code
+    for name, code in quotas.QUOTAS.values():
+        if code in body and f"{name} (" in body:
+            assert f"{name} ({code})" in body
+    # the deployer policy path is where `plan single-node` writes it
+    assert f"file://build/single-node/{POLICY_FILE}" in body
+    done = subprocess.run(
+        [sys.executable, "-m", "rlinf_eks", "plan", "single-node", "--out", str(tmp_path)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / POLICY_FILE).is_file()
+    cost = next(line.strip() for line in done.stdout.splitlines() if line.strip().startswith("stack cost"))
+    quoted = re.search(r"`(stack cost [^`]*)`", body).group(1)
+    assert cost.startswith(quoted), f"README quotes {quoted!r}, the plan prints {cost!r}"
+    multi = subprocess.run(
+        [sys.executable, "-m", "rlinf_eks", "plan", "multi-node", "--out", str(tmp_path / "multi")],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    example = re.search(r"`(Running On-Demand P instances \(L-417A185B\)[^`]*)`", body).group(1)
+    assert example in multi.stdout

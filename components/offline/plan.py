@@ -18,7 +18,7 @@ import yaml
 
 from .. import config as config_mod
 from ..loading import settings_from_config
-from . import engine
+from . import deployer_policy, engine
 from .stack_config import StackConfig, StackConfigError
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
 
@@ -268,10 +268,22 @@ def write(plan: Plan, out: Path) -> list[str]:
             from .efficiency_svg import efficiency_svg
 
             (out / EFFICIENCY_PICTURE).write_text(efficiency_svg(report))
+        (out / deployer_policy.POLICY_FILE).write_text(deployer_policy.dumps(deployer_policy_of_plan(plan)))
     except OSError as err:
         raise OutputError(f"cannot write in {out}: {err.strerror or err} ({getattr(err, 'filename', '') or out})") from None
     foreign = sorted(p.name for p in manifests.iterdir() if p.name not in files)
     return [f"{manifests / name}: not written by this plan, left in place" for name in foreign]
+
+
+def deployer_policy_of_plan(plan: Plan) -> dict[str, Any]:
+    """The least-privilege policy of the identity that runs ``pulumi up`` (offline/deployer_policy.py),
+    with the lookups an existing cluster or VPC makes."""
+    invokes: list[str] = []
+    if plan.settings is not None and plan.settings.cluster.existing:
+        invokes += ["aws:eks/getCluster:getCluster", "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider"]
+    if plan.settings is not None and plan.settings.network.vpc_id:
+        invokes += ["aws:ec2/getVpc:getVpc", "aws:ec2/getSubnet:getSubnet"]
+    return deployer_policy.deployer_policy(plan.resources, invokes)
 
 
 def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:

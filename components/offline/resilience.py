@@ -2,7 +2,7 @@
 "Faults:"). One function per topic, each returning plain lines; :func:`render` joins them.
 
 Topics: :func:`checkpoint_lines` (which checkpoints count, where resume comes from),
-:func:`restart_lines` (who restarts a failed run, how often), :func:`deadline_lines` (runs that never start or never end), :func:`fabric_lines` (no fallback to
+:func:`restart_lines` (who restarts a failed run, how often), :func:`deadline_lines` (runs that never start or never end), :func:`image_lines` (a broken training image), :func:`fabric_lines` (no fallback to
 sockets), :func:`hang_lines` (the progress watchdog), :func:`reservation_lines` (a Capacity Block's
 end) and :func:`node_health_lines` (node auto repair). Printed only, never in plan.json: the time
 left before a Capacity Block ends depends on the day the plan runs, and plan.json is
@@ -141,6 +141,28 @@ def _duration(seconds: float) -> str:
     return text if seconds >= 0 else f"-{text}"
 
 
+def image_lines(settings: StackSettings) -> list[str]:
+    """A training image that lacks what the image contract names (workload/image_contract.py)."""
+    if not settings.workload.enabled:
+        return []
+    check = (
+        f"image: an image-check init container fails every Ray pod within seconds, before any GPU work, when "
+        f"{settings.workload.image} lacks a tool, Ray {settings.workload.ray_version}, the trainer's entry script or "
+        f"config dir{', libfabric or aws-ofi-nccl' if efa_enabled(settings) else ''} (exit {exit_codes.IMAGE_BROKEN}, "
+        f"one line naming it; python -m rlinf_eks image-contract)"
+    )
+    if settings.workload.launcher == "kuberay":
+        retry = (
+            "image: KubeRay has no per-exit-code rule: the failed init container restarts until the RayJob fails "
+            "(rayjob.preRunningDeadlineSeconds) and backoffLimit counts it"
+        )
+    elif settings.workload.uses_jobset:
+        retry = "image: the JobSet fails at once on it (rule ImageBroken): a restart would pull the same image"
+    else:
+        retry = "image: the Job fails at once on it (backoffLimit 0)"
+    return [check, retry]
+
+
 def fabric_lines(settings: StackSettings) -> list[str]:
     if not settings.workload.enabled:
         return []
@@ -212,6 +234,7 @@ def fault_lines(settings: StackSettings, stack: str, now: Optional[datetime] = N
         *checkpoint_lines(settings, stack),
         *restart_lines(settings),
         *deadline_lines(settings),
+        *image_lines(settings),
         *fabric_lines(settings),
         *hang_lines(settings),
         *reservation_lines(settings, now),

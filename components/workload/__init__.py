@@ -34,7 +34,8 @@ from ..jobset import JobSetController
 from ..kuberay import KubeRayOperator
 from ..kueue import pod_annotations, run_labels
 from ..loading import parse
-from . import fabric, manual, network_policy, progress, rayjob, scripts, watchdog
+from . import fabric, image_check, manual, network_policy, progress, rayjob, scripts, watchdog
+from .image_contract import contract_for
 from .env import SECRET_ENV, plain_env, trainer_pythonpath
 from .kube import APP_LABELS, RAY_CONTAINER, SCRIPTS_DIR, STATE_DIR, meta, to_manifest
 from .preflight import PREFLIGHT_SCRIPT, preflight_script
@@ -79,6 +80,7 @@ def launch_scripts(run: Run) -> dict[str, str]:
             trainer_pythonpath=pythonpath, trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}", checkpoint_patterns=launch.checkpoint_patterns
         )
     files[progress.PROGRESS_SCRIPT] = progress.for_stack(settings, paths.root)
+    files[image_check.IMAGE_CHECK_SCRIPT] = image_check.image_check_script(contract_for(run))
     if shape.efa:
         files[fabric.FABRIC_CHECK_SCRIPT] = fabric.fabric_check_script(settings, shape=shape)
     if settings.preflight.enabled:

@@ -31,12 +31,19 @@ RESERVATION_ENDING = 92
 soon: EC2 terminates the block's instances 30 minutes before its end. Not a failure of the run;
 restarting on the same (ending) capacity would be pointless, a later block resumes it."""
 
+IMAGE_BROKEN = 93
+"""The training image does not satisfy the image contract (:mod:`.image_contract`): a tool, Ray at
+``workload.rayVersion``, the trainer's entry script or config dir, libfabric or aws-ofi-nccl is
+missing. Checked by the ``image-check`` init container before anything else runs; a restart cannot
+fix an image, so the failure rules do not retry it."""
+
 ALL = {
     "STOPPED": STOPPED,
     "CLUSTER_DID_NOT_FORM": CLUSTER_DID_NOT_FORM,
     "FABRIC_FAILED": FABRIC_FAILED,
     "PROGRESS_TIMEOUT": PROGRESS_TIMEOUT,
     "RESERVATION_ENDING": RESERVATION_ENDING,
+    "IMAGE_BROKEN": IMAGE_BROKEN,
 }
 
 

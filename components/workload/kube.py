@@ -21,6 +21,8 @@ core = k8s.core.v1
 meta = k8s.meta.v1
 
 SCRIPTS_DIR = "/etc/rlinf"
+IMAGE_CHECK_CONTAINER = "image-check"
+"""The init container that checks the image contract (image_check.py); manual.py's failure rules name it."""
 """Where the launch ConfigMap is mounted: the user's image needs no change."""
 STATE_DIR = "/var/run/rlinf"
 """Shared by the trainer and the checkpoint-sync container: the trainer's exit code lands here."""

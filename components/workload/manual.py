@@ -19,7 +19,8 @@ from typing import Any, Optional
 import pulumi_kubernetes as k8s
 
 from ..config import StackSettings
-from .kube import APP_LABELS, RAY_CONTAINER, core, guaranteed
+from . import exit_codes
+from .kube import APP_LABELS, IMAGE_CHECK_CONTAINER, RAY_CONTAINER, core, guaranteed
 from .scripts import REPEATED_FAILURE, body, render
 
 JOB_NAME = "training"
@@ -142,7 +143,10 @@ def pod_failure_policy() -> k8s.batch.v1.PodFailurePolicyArgs:
     0. a pod of a node that went away (DisruptionTarget: drain, taint eviction, preemption,
        node shutdown): FailJob, so the JobSet restarts the gang (rule ``NodeFault``);
     1. the launcher's exit ``REPEATED_FAILURE`` (the trainer failed again from the same complete
-       checkpoint): FailJob, and the JobSet gives up (rule ``RepeatedFailure``).
+       checkpoint): FailJob, and the JobSet gives up (rule ``RepeatedFailure``);
+    2. the image check's exit ``exit_codes.IMAGE_BROKEN`` (the training image lacks what the image
+       contract names): FailJob, and the JobSet gives up (rule ``ImageBroken``): a restart pulls
+       the same image.
 
     Both fail the Job with reason ``PodFailurePolicy``; the Job controller's message ends with
     "matching FailJob rule at index N", which the JobSet rules match. Anything else fails the Job
@@ -160,6 +164,12 @@ def pod_failure_policy() -> k8s.batch.v1.PodFailurePolicyArgs:
                     container_name=RAY_CONTAINER, operator="In", values=[REPEATED_FAILURE]
                 ),
             ),
+            k8s.batch.v1.PodFailurePolicyRuleArgs(
+                action="FailJob",
+                on_exit_codes=k8s.batch.v1.PodFailurePolicyOnExitCodesRequirementArgs(
+                    container_name=IMAGE_CHECK_CONTAINER, operator="In", values=[exit_codes.IMAGE_BROKEN]
+                ),
+            ),
         ]
     )
 
@@ -169,6 +179,7 @@ def failure_policy(max_restarts: int) -> dict[str, Any]:
 
     - ``NodeFault``: RestartJobSetAndIgnoreMaxRestarts: a lost node is not the run's fault;
     - ``RepeatedFailure``: FailJobSet: a restart would fail at the same step again;
+    - ``ImageBroken``: FailJobSet: the image check failed, and a restart pulls the same image;
     - ``Deadline``: FailJobSet on DeadlineExceeded: the whole-run deadline, or the watchdog's
       pre-running deadline (nodes that never came: a restart would wait for them again);
     - anything else (a pod error, NCCL, an OOM): the default RestartJobSet, counted.
@@ -191,6 +202,12 @@ def failure_policy(max_restarts: int) -> dict[str, Any]:
                 "action": "FailJobSet",
                 "onJobFailureReasons": ["PodFailurePolicy"],
                 "onJobFailureMessagePatterns": ["matching FailJob rule at index 1$"],
+            },
+            {
+                "name": "ImageBroken",
+                "action": "FailJobSet",
+                "onJobFailureReasons": ["PodFailurePolicy"],
+                "onJobFailureMessagePatterns": ["matching FailJob rule at index 2$"],
             },
             {"name": "Deadline", "action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]},
         ],

@@ -1,0 +1,58 @@
+"""The image check: the first init container of every Ray pod (after the restart backoff), in the
+training image, checks the image contract (:mod:`.image_contract`) before the fabric check, the
+preflight, the model staging and the Ray join wait. A broken image fails the pod in seconds with
+``exit_codes.IMAGE_BROKEN`` and one line naming what is missing and what to do; the manual
+launcher's failure rules stop there (a restart cannot fix an image)."""
+
+from __future__ import annotations
+
+from . import exit_codes, scripts
+from .image_contract import EFA_TOOLS, ImageContract
+from .kube import IMAGE_CHECK_CONTAINER, SCRIPTS_DIR, core, guaranteed
+
+IMAGE_CHECK_SCRIPT = "image-check.sh"
+CONTAINER = IMAGE_CHECK_CONTAINER
+
+IMAGE_CHECK = scripts.body(IMAGE_CHECK_SCRIPT)
+
+
+def image_check_script(contract: ImageContract, *, root: str = "") -> str:
+    """``root``: a directory standing for the image's / (tests run the script against fake image
+    roots); empty in the pods."""
+    return scripts.render(
+        {
+            "IMAGE": contract.image,
+            "DIALECT": contract.dialect,
+            "DOCKERFILE": contract.dockerfile,
+            # the EFA tools get their own messages below
+            "TOOLS": " ".join(t for t in contract.tools if t not in EFA_TOOLS),
+            "PYTHON_MODULES": " ".join(contract.python_modules),
+            "RAY_VERSION": contract.ray_version,
+            "WORKDIR": root + contract.workdir,
+            "ENTRY_SCRIPT": root + contract.entry_script,
+            "CONFIG_DIR": root + contract.config_dir,
+            "EFA": int(contract.efa),
+            "PLUGIN_DIRS": " ".join(root + d for d in contract.plugin_dirs),
+            "EXIT_IMAGE_BROKEN": exit_codes.IMAGE_BROKEN,
+        },
+        IMAGE_CHECK,
+    )
+
+
+def image_check_container(image: str, *, env: list[core.EnvVarArgs]) -> core.ContainerArgs:
+    """The training image's environment (LD_LIBRARY_PATH, PYTHONPATH), no devices: it only looks
+    at files and imports Ray."""
+    return core.ContainerArgs(
+        name=CONTAINER,
+        image=image,
+        command=["/bin/bash", f"{SCRIPTS_DIR}/{IMAGE_CHECK_SCRIPT}"],
+        env=env,
+        resources=guaranteed({"cpu": "1", "memory": "2Gi"}),
+        volume_mounts=[core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True)],
+        security_context=core.SecurityContextArgs(
+            privileged=False,
+            allow_privilege_escalation=False,
+            read_only_root_filesystem=True,
+            capabilities=core.CapabilitiesArgs(drop=["ALL"]),
+        ),
+    )

@@ -1,0 +1,123 @@
+"""The image check, run for real: the rendered image-check.sh against fake image roots (a healthy
+image, a missing fi_info, a wrong Ray version, a missing entry script, ...), each failing at once
+with IMAGE_BROKEN and its own one-line message; and the failure rules that stop on it."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from rlinf_eks.offline.plan import settings_of
+from rlinf_eks.offline.stack_config import load
+from rlinf_eks.workload import exit_codes, manual
+from rlinf_eks.workload.image_check import image_check_script
+from rlinf_eks.workload.image_contract import contract_for
+from rlinf_eks.workload.run import resolve_run
+from tests.harness import ROOT, manifests, plan_stack
+
+
+def contract(stack: str = "multi-node", *sets: str):
+    return contract_for(resolve_run(settings_of(load(ROOT, stack, list(sets))), stack))
+
+
+def fake_image(tmp_path: Path, c, *, ray: str = "2.49.2", fi_info: bool = True, plugin: bool = True, entry: bool = True, ray_cli: bool = True):
+    """A fake image root below tmp_path/root and the PATH of its tools (the host's coreutils and bash)."""
+    root = tmp_path / "root"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tools = {"python3": f'case "$*" in *"import ray"*) printf %s {ray} ;; esac', "python": "exit 0", "ldconfig": "exit 0"}
+    if ray_cli:
+        tools["ray"] = "exit 0"
+    if fi_info:
+        tools["fi_info"] = "exit 0"
+    for name, body in tools.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    (root / c.config_dir.lstrip("/")).mkdir(parents=True)
+    if entry:
+        (root / c.entry_script.lstrip("/")).write_text("print('train')\n")
+    if plugin:
+        lib = root / c.plugin_dirs[0].lstrip("/")
+        lib.mkdir(parents=True)
+        (lib / "libnccl-net.so").touch()
+    return str(root), {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def run_check(tmp_path: Path, c, **image):
+    root, env = fake_image(tmp_path, c, **image)
+    (tmp_path / "image-check.sh").write_text(image_check_script(c, root=root))
+    started = time.monotonic()
+    done = subprocess.run(["bash", str(tmp_path / "image-check.sh")], env=env, capture_output=True, text=True, timeout=60)
+    return done, time.monotonic() - started
+
+
+def test_given_an_image_that_satisfies_the_contract_when_checked_then_the_pod_goes_on(tmp_path):
+    done, _ = run_check(tmp_path, contract())
+    assert done.returncode == 0, done.stderr
+    assert "image-check: OK: ray 2.49.2" in done.stderr and "libnccl-net.so" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "stack, image, message",
+    [
+        ("multi-node", {"fi_info": False}, "fi_info (libfabric with the EFA provider) is not in the image: rebuild it from images/rlinf/Dockerfile"),
+        ("multi-node", {"ray": "2.47.1"}, "ray 2.47.1 in the image, workload.rayVersion is 2.49.2: rebuild with RAY_VERSION=2.49.2"),
+        ("multi-node", {"entry": False}, "the entry script {root}/workspace/examples/embodiment/train_embodied_agent.py is not in the image"),
+        ("single-node", {"entry": False}, "the entry script {root}/workspace/verl/trainer/main_ppo.py is not in the image: rebuild it from images/simplevla-rl/Dockerfile"),
+        ("multi-node", {"plugin": False}, "aws-ofi-nccl (libnccl-net*.so) is in none of LD_LIBRARY_PATH"),
+        ("multi-node", {"ray_cli": False}, "ray is not on PATH in the image"),
+    ],
+    ids=["no-fi_info", "wrong-ray", "no-entry-script", "no-veRL-entry-script", "no-aws-ofi-nccl", "no-ray-cli"],
+)
+def test_given_a_broken_image_when_checked_then_the_pod_fails_in_seconds_naming_what_is_missing(tmp_path, stack, image, message):
+    done, took = run_check(tmp_path, contract(stack), **image)
+    assert done.returncode == exit_codes.IMAGE_BROKEN, done.stderr
+    assert message.format(root=tmp_path / "root") in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1  # one line
+    assert took < 5
+
+
+def test_given_no_efa_when_checked_then_libfabric_is_not_asked_for(tmp_path):
+    done, _ = run_check(tmp_path, contract("multi-node", "gpuNodes.efa=false"), fi_info=False, plugin=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_image_check_runs_first_in_every_ray_pod_of_every_launcher():
+    job = manifests(plan_stack("multi-node", "workload.restart.maxRestarts=0"))["job-rlinf-training.yaml"]["spec"]["template"]["spec"]
+    assert [c["name"] for c in job["initContainers"]][:2] == ["image-check", "fabric-check"]
+    check = job["initContainers"][0]
+    assert check["image"] == job["containers"][0]["image"]
+    assert check["command"] == ["/bin/bash", "/etc/rlinf/image-check.sh"]
+    rayjob = manifests(plan_stack("multi-node-kuberay"))["rayjob-rlinf-rlinf-training.yaml"]["spec"]["rayClusterSpec"]
+    for template in (rayjob["headGroupSpec"]["template"], rayjob["workerGroupSpecs"][0]["template"]):
+        assert template["spec"]["initContainers"][0]["name"] == "image-check"
+
+
+def test_the_jobset_does_not_restart_a_broken_image():
+    rules = manual.pod_failure_policy().rules
+    index = next(i for i, r in enumerate(rules) if r.on_exit_codes and r.on_exit_codes.container_name == "image-check")
+    assert rules[index].action == "FailJob" and rules[index].on_exit_codes.values == [exit_codes.IMAGE_BROKEN]
+    jobset = manual.failure_policy(3)["rules"]
+    broken = next(r for r in jobset if r["name"] == "ImageBroken")
+    assert broken["action"] == "FailJobSet" and broken["onJobFailureMessagePatterns"] == [f"matching FailJob rule at index {index}$"]
+    # the rule comes before the default (counted) restart, and after the node fault's own
+    assert [r["name"] for r in jobset].index("ImageBroken") > [r["name"] for r in jobset].index("NodeFault")
+
+
+@pytest.mark.parametrize(
+    "stack, sets, retry",
+    [
+        ("multi-node", (), "the JobSet fails at once on it (rule ImageBroken)"),
+        ("single-node", (), "the Job fails at once on it (backoffLimit 0)"),
+        ("multi-node-kuberay", (), "KubeRay has no per-exit-code rule"),
+    ],
+)
+def test_the_plans_faults_section_says_what_a_broken_image_does(stack, sets, retry):
+    from rlinf_eks.offline import resilience
+
+    text = resilience.render(settings_of(load(ROOT, stack, list(sets))), stack)
+    assert f"exit {exit_codes.IMAGE_BROKEN}, one line naming it" in text
+    assert retry in text
