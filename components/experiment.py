@@ -62,20 +62,23 @@ NULLABLE = frozenset({"sharedFilesystem", "sharedFilesystemClaim", "sharedFilesy
 
 SECRET_OUTPUTS = frozenset({"kubeconfig"})
 
-_CONFIG_SECTIONS = ("region", "availabilityZone", "gpuNodes", "storage", "kuberay", "autoscaler", "devicePlugins", "cluster", "queue")
+_CONFIG_SECTIONS = ("region", "availabilityZone", "gpuNodes", "storage", "kuberay", "autoscaler", "devicePlugins", "cluster", "queue", "observability")
 SKIPPED_RULE_SECTIONS = frozenset({"network", "cluster"})
 """An experiment's rules skip these: the platform's network and cluster rules ran on the platform."""
 
 
 def platform_config(settings: StackSettings) -> dict[str, Any]:
     """The platform's sections an experiment's settings take (camelCase, as a stack file), with
-    the shared filesystem's on/off made explicit (its default follows the node count)."""
+    the shared filesystem's on/off and the observability backend made explicit (their defaults
+    follow the node count and ``cluster.existing``)."""
     dumped = settings.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     config = {key: dumped[key] for key in _CONFIG_SECTIONS if key in dumped}
     config["region"] = settings.region
     config["cluster"] = {"kubernetesVersion": settings.cluster.kubernetes_version}
     storage = config.setdefault("storage", {})
     storage.setdefault("sharedFilesystem", {})["enabled"] = settings.shared_filesystem
+    # the backend stated: its default follows cluster.existing, which an experiment does not read
+    config.setdefault("observability", {})["backend"] = settings.observability_backend
     return config
 
 

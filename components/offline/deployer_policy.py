@@ -59,6 +59,11 @@ ACTIONS: dict[str, tuple[str, ...]] = {
         "eks:CreateAddon", "eks:DescribeAddon", "eks:DescribeAddonVersions", "eks:UpdateAddon", "eks:DeleteAddon",
         "eks:TagResource", "eks:UntagResource",
     ),
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": (
+        # the observability agent's (observability.backend cloudwatch); EKS passes the role to the pods
+        "eks:CreatePodIdentityAssociation", "eks:DescribePodIdentityAssociation", "eks:UpdatePodIdentityAssociation",
+        "eks:DeletePodIdentityAssociation", "eks:TagResource", "eks:UntagResource", "iam:PassRole", "iam:GetRole",
+    ),
     "eks:index:Cluster": (
         # pulumi-eks: the EKS cluster, its IAM role, OIDC provider, security groups and access entries
         "eks:CreateCluster", "eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DeleteCluster",
