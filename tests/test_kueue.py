@@ -302,7 +302,7 @@ def test_the_queued_jobset_validates_against_the_released_crd():
 def test_the_plan_says_the_queue_the_asks_the_fit_the_layer_and_what_preemption_costs():
     text = render_queue(plan_stack("multi-node").settings, "multi-node")
     assert "LocalQueue rlinf (namespace rlinf) -> ClusterQueue rlinf" in text
-    assert "quota: 2 x node = cpu 380, memory 3768Gi, nvidia.com/gpu 16, vpc.amazonaws.com/efa 64, hugepages-2Mi 10Gi" in text
+    assert "quota: 2 x node = cpu 380, memory 3766Gi, nvidia.com/gpu 16, vpc.amazonaws.com/efa 64, hugepages-2Mi 10Gi" in text
     assert "can ever fit: yes" in text
     assert "topology: preferred layer 3 (topology.k8s.aws/network-node-layer-3)" in text
     assert "preemption within the queue: LowerPriority" in text

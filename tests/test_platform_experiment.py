@@ -186,6 +186,21 @@ def test_an_experiment_config_problem_is_named(sets, message):
     assert any(message in p for p in err.value.problems), err.value.problems
 
 
+def test_an_experiment_takes_its_platforms_observability_backend_and_the_pod_shape_that_follows():
+    """The platform's GPU-node DaemonSets take CPU and memory from the training pod; the experiment
+    sizes its pods to them: the platform states its resolved backend (its default follows
+    cluster.existing, which an experiment does not read)."""
+    platform = _platform()
+    assert platform.values["platformConfig"]["observability"]["backend"] == plan_stack("platform").settings.observability_backend
+    for backend in ("none", "prometheus", "cloudwatch"):
+        platform.values["platformConfig"] = {**platform.values["platformConfig"], "observability": {"backend": backend}}
+        settings = experiment_settings(_experiment(), "experiment-embodied", platform, RULES)
+        assert settings.observability_backend == backend
+    with pytest.raises(ConfigError) as err:
+        experiment_settings(_experiment("observability.backend=none"), "experiment-embodied", _platform(), RULES)
+    assert any(p.startswith("observability: an experiment reads it from its platform") for p in err.value.problems), err.value.problems
+
+
 def test_the_program_itself_validates_before_creating_anything_when_the_stack_reference_lacks_an_output():
     """The StackReference path, not only the offline pre-check: the mocks answer the read with a
     platform lacking an output and the program raises before registering anything but the read."""

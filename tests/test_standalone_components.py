@@ -79,6 +79,7 @@ def test_training_alone_from_its_own_sections_builds_the_stacks_training_run(sta
         preflight=s.preflight,
         cluster={"kubernetesVersion": s.cluster.kubernetes_version},
         kuberay=s.kuberay,
+        observability={"backend": s.observability_backend},
     )
     in_plan = _training_objects(plan.resources)
     training_pods = [inputs for name, inputs in in_plan.items() if "watchdog" not in name]
