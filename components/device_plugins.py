@@ -86,8 +86,9 @@ class DevicePlugins(pulumi.ComponentResource):
     Outputs: ``nvidia_release`` and ``efa_release`` (the Helm releases, None when not installed).
     """
 
-    nvidia_release: Optional[k8s.helm.v3.Release]
-    efa_release: Optional[k8s.helm.v3.Release]
+    # The Helm releases are annotated where they are set, not on the class: the class annotations
+    # are what the hosted package (rlinf_eks.hosted) exposes to other languages, and a resource
+    # output there would make every consumer depend on the Kubernetes package's schema.
 
     def __init__(
         self,
@@ -104,12 +105,12 @@ class DevicePlugins(pulumi.ComponentResource):
             gpu_nodes = GpuNodeSettings.model_validate(gpu_nodes)
         child = pulumi.ResourceOptions(parent=self)
 
-        self.nvidia_release = None
+        self.nvidia_release: Optional[k8s.helm.v3.Release] = None
         if wants_nvidia_plugin(gpu_nodes):
             self.nvidia_release = self._release(
                 f"{name}-nvidia", NVIDIA_CHART, NVIDIA_REPO, settings.nvidia_version, nvidia_values(gpu_nodes), child
             )
-        self.efa_release = None
+        self.efa_release: Optional[k8s.helm.v3.Release] = None
         if gpu_nodes.efa:
             self.efa_release = self._release(
                 f"{name}-efa", EFA_CHART, EFA_REPO, settings.efa_version, efa_values(gpu_nodes), child

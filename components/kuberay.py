@@ -47,7 +47,8 @@ class KubeRayOperator(pulumi.ComponentResource):
     ``namespace``.
     """
 
-    release: k8s.helm.v3.Release
+    # the release is annotated where it is set (see DevicePlugins: the class annotations are the
+    # hosted package's outputs)
     namespace: pulumi.Output[str]
 
     def __init__(
@@ -60,7 +61,7 @@ class KubeRayOperator(pulumi.ComponentResource):
         super().__init__("rlinf-eks:index:KubeRayOperator", name, None, opts)
         if not isinstance(settings, KubeRaySettings):
             settings = KubeRaySettings.model_validate(settings)
-        self.release = k8s.helm.v3.Release(
+        self.release: k8s.helm.v3.Release = k8s.helm.v3.Release(
             f"{name}-operator",
             name=RELEASE_NAME,
             chart=CHART,

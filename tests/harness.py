@@ -71,6 +71,18 @@ def require_shared(path: Path, what: str) -> Path:
     pytest.skip(message)
 
 
+def pending_shared(path: Path, what: str, source: str) -> Path:
+    """``path`` below ../shared for data the shared folder does not hold yet (it is asked for in a
+    closing note): skip naming ``source``, where it comes from, even under RLINF_EKS_REQUIRE_SHARED,
+    since no CI run has it yet; once it is there the test runs, and a later loss fails it as
+    :func:`require_shared` would (switch the test to that then)."""
+    import pytest
+
+    if path.exists():
+        return path
+    pytest.skip(f"{what} is not among the shared data yet ({path}): {source} belongs there")
+
+
 def settings(**sections: Any) -> config_mod.StackSettings:
     """StackSettings from camelCase sections, on top of a minimal valid config."""
     data = copy.deepcopy(MINIMAL)
