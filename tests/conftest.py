@@ -1,5 +1,6 @@
 """Process state every test starts from."""
 
+import gc
 import os
 import shutil
 import signal
@@ -129,6 +130,29 @@ def pytest_collection_modifyitems(config, items):
     workerinput = getattr(config, "workerinput", None)
     workers = int(workerinput["workercount"]) if workerinput else 1
     items[:] = slow_first(items, workers)
+
+
+# --- the cyclic garbage collector --------------------------------------------------------------------
+#
+# Most of the suite's CPU is plans made in-process, and a plan allocates hundreds of thousands of
+# objects (asyncio tasks, Outputs, the SDKs' args) while the process already holds a large heap: the
+# SDK modules, the cached plans. At CPython's default thresholds (700, 10, 10) the collector keeps
+# walking that heap: with it, a warm plan costs about 1.6x its CPU without (measured: 12 plans,
+# 5.3 CPU-s against 3.3 with the collector off). The plan command turns it off (rlinf_eks.__main__);
+# the suite cannot, since thousands of plans' cycles would pile up (0.9 GB for four modules). So once
+# collection has imported everything: collect, freeze what is left (imports, fixtures' module state:
+# never scanned again), and collect the young generation every GC_YOUNG allocations instead of 700.
+# Measured on test_aws_models, test_replacement, test_workload and test_kueue in one process:
+# 69.5 CPU-s at the defaults, 60.5 frozen alone, 45.2 frozen with a young threshold of 10,000,
+# 43.9 with the collector off; peak memory 638 MB, 646 MB, 916 MB off. Collection stays on:
+# objects are freed as before, only less often scanned.
+GC_YOUNG = 20_000
+
+
+def pytest_collection_finish(session):
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
 TEST_NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 """The time every test loads a stack at (rlinf_eks.loading.clock): no test depends on today's date,
 so a Capacity Block of a test stays ahead. The example stack's own block is checked against the
