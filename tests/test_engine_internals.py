@@ -161,3 +161,27 @@ def test_a_secret_and_a_resource_reference_come_back_as_the_engine_masks_them():
     assert second.inputs["token"] == engine.SECRET, second.inputs
     first = next(r for r in run.registrations if r.name == "first")
     assert second.inputs["ref"] == first.urn, second.inputs
+
+
+def test_the_sdk_walks_the_stack_through_get_stack_trace_which_the_engine_skips():
+    """engine._no_stack_traces replaces the module global the SDK's register and read paths call;
+    if the SDK stopped calling it by that name, plans would silently pay for the walk again."""
+    sdk_resource = importlib.import_module("pulumi.runtime.resource")
+    walk = _symbol("pulumi.runtime.resource", "_get_stack_trace")
+    if _parameters(walk):
+        _fail(f"_get_stack_trace takes {_parameters(walk)}")
+    calls = re.findall(r"\b_get_stack_trace\(\)", inspect.getsource(sdk_resource))
+    if len(calls) < 2:
+        _fail(f"pulumi.runtime.resource calls _get_stack_trace() {len(calls)} times (register and read did)")
+    source_pb2 = importlib.import_module("pulumi.runtime.proto.source_pb2")
+    assert isinstance(walk(), source_pb2.StackTrace)
+
+    seen = []
+
+    def program():
+        seen.append((sdk_resource._get_stack_trace is walk, sdk_resource._get_stack_trace()))
+        return {}
+
+    engine.run(program, project="p", stack="s", config={})
+    assert seen == [(False, source_pb2.StackTrace())], "during a run the SDK gets an empty trace without walking"
+    assert sdk_resource._get_stack_trace is walk, "the SDK's stack walk is restored after a run"
