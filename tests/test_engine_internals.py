@@ -185,3 +185,40 @@ def test_the_sdk_walks_the_stack_through_get_stack_trace_which_the_engine_skips(
     engine.run(program, project="p", stack="s", config={})
     assert seen == [(False, source_pb2.StackTrace())], "during a run the SDK gets an empty trace without walking"
     assert sdk_resource._get_stack_trace is walk, "the SDK's stack walk is restored after a run"
+
+
+def test_the_sdk_calls_the_monitor_from_the_loops_default_executor_which_the_engine_runs_inline():
+    """engine._monitor_calls_inline makes the event loop's default executor run each call at once on
+    the loop's thread: the SDK sends RegisterResource and ReadResource through
+    ``run_in_executor(None, ...)``, and the mock monitor needs no thread. If the SDK stopped using the
+    default executor, or the loop stopped keeping it in ``_default_executor``, plans would silently
+    hand every call to a thread pool again."""
+    import threading
+
+    import pulumi
+    from pulumi.runtime.sync_await import _ensure_event_loop
+
+    sdk_resource = importlib.import_module("pulumi.runtime.resource")
+    uses = re.findall(r"run_in_executor\(\s*None,", inspect.getsource(sdk_resource))
+    if len(uses) < 2:
+        _fail(f"pulumi.runtime.resource calls run_in_executor(None, ...) {len(uses)} times (register and read did)")
+    loop = _ensure_event_loop()
+    if not hasattr(loop, "_default_executor"):
+        _fail(f"{type(loop).__name__} keeps no _default_executor")
+    before = loop._default_executor
+
+    threads = []
+
+    class Recording(engine.RecordingMonitor):
+        def RegisterResource(self, request):  # noqa: N802
+            threads.append(threading.get_ident())
+            return super().RegisterResource(request)
+
+    original, engine.RecordingMonitor = engine.RecordingMonitor, Recording
+    try:
+        run = engine.run(lambda: (pulumi.CustomResource("test:index:Thing", "one", {}), {})[1], project="p", stack="s", config={})
+    finally:
+        engine.RecordingMonitor = original
+    assert [r.name for r in run.registrations] == ["one"]
+    assert threads and set(threads) == {threading.get_ident()}, "the monitor answered on the loop's thread"
+    assert loop._default_executor is before, "the loop's default executor is restored after a run"

@@ -4,6 +4,7 @@ options)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
@@ -13,7 +14,7 @@ import pulumi.runtime.resource as sdk_resource
 from google.protobuf import json_format
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.proto import source_pb2
-from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from ..plan_reader import ROOT_STACK, SECRET, UNKNOWN
 from .fake_cloud import FakeCloud
@@ -23,7 +24,8 @@ __all__ = ["SECRET", "UNKNOWN", "Registration", "RecordingMonitor", "Run", "run"
 # Pulumi's property wire format (pulumi.runtime.rpc: _special_sig_key, _special_secret_sig,
 # _special_resource_sig, UNKNOWN). These and the other SDK internals used below (_sync_await,
 # MockMonitor.RegisterResource/make_urn, SETTINGS.rpc_manager, stack.run_pulumi_func, the
-# RegisterResourceRequest fields, resource._get_stack_trace) are checked by tests/test_engine_internals.py against the
+# RegisterResourceRequest fields, resource._get_stack_trace, the SDK's run_in_executor(None, ...) and the
+# loop's _default_executor) are checked by tests/test_engine_internals.py against the
 # installed SDK; pyproject.toml pins the SDK range they were tested on.
 _SIG = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -190,7 +192,7 @@ def run(
         return _sync_await(resolve(values))
 
     settings.SETTINGS.rpc_manager.clear()
-    with _no_stack_traces():
+    with _no_stack_traces(), _monitor_calls_inline():
         _sync_await(pulumi.runtime.stack.run_pulumi_func(body))
     return Run(project=project, stack=stack, registrations=list(monitor.registrations), outputs=outputs, warnings=warnings)
 
@@ -207,6 +209,35 @@ def _no_stack_traces() -> Iterator[None]:
         yield
     finally:
         sdk_resource._get_stack_trace = walk
+
+
+class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
+    """Runs each call at once on the caller's thread and hands back its finished future; it never
+    starts a thread (a ThreadPoolExecutor only because the event loop takes no other default)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - the future carries it, as a pool's would
+            future.set_exception(exc)
+        return future
+
+
+@contextlib.contextmanager
+def _monitor_calls_inline() -> Iterator[None]:
+    """The SDK sends every engine call (RegisterResource, ReadResource, Invoke, ...) from the event
+    loop's default executor, a thread pool, because a real engine answers over gRPC. The mock
+    monitor answers in-process at once, so under the offline engine the calls run inline on the
+    loop's thread: no thread hand-off and wake-up per call, no GIL contention with the loop.
+    ``pulumi up`` never runs this."""
+    loop = _ensure_event_loop()
+    pool = loop._default_executor  # type: ignore[attr-defined]
+    loop.set_default_executor(_InlineExecutor())
+    try:
+        yield
+    finally:
+        loop._default_executor = pool  # type: ignore[attr-defined]
 
 
 class _WarningLog:
