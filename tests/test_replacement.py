@@ -5,6 +5,7 @@ offline diff says ``replace`` for such a change."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -77,13 +78,16 @@ def _cel_immutable(node: Any, path: str, out: list[str]) -> None:
         _cel_immutable(node["items"], f"{path}[*]", out)
 
 
-def crd_immutable(type_: str) -> list[str]:
+@functools.lru_cache(maxsize=None)
+def crd_immutable(type_: str) -> tuple[str, ...]:
+    """The fields ``type_``'s CRD keeps with a ``self == oldSelf`` rule. Read once per process with
+    libyaml (the KubeRay CRDs are 0.9-1.4 MB: PyYAML's Python parser took about a second each)."""
     file, version = CRDS[type_]
-    crd = yaml.safe_load(require_shared(SHARED / file, f"the {type_} CRD").read_text())
+    crd = yaml.load(require_shared(SHARED / file, f"the {type_} CRD").read_text(), Loader=yaml.CSafeLoader)
     schema = next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
     found: list[str] = []
     _cel_immutable(schema, "", found)
-    return found
+    return tuple(found)
 
 
 def immutable_fields(type_: str) -> list[str]:
