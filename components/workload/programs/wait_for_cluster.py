@@ -19,5 +19,6 @@ while True:
             f"(kubectl get pods -l app.kubernetes.io/component=manual-ray), that the GPU node group has "
             f"{nodes_wanted} ready nodes, and that the workers reach {head}."
         )
-    time.sleep(5)
+    # one GCS query a second: the trainer starts within a second of the last node joining
+    time.sleep(1)
 ray.shutdown()
