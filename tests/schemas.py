@@ -34,13 +34,23 @@ def closed(schema: Any) -> Any:
 
 
 @lru_cache(maxsize=None)
+def _parsed(path: Path) -> Any:
+    return yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+
+
+def crd_schema(path: Path, version: str, what: str) -> dict[str, Any]:
+    """The openAPIV3Schema of ``version`` in the CRD file ``path``; skips (fails under
+    RLINF_EKS_REQUIRE_SHARED=1) naming ``what`` when the file is absent. Each file is parsed once per
+    process, with libyaml (the CRDs are up to 1.4 MB): the result is shared, copy it to change it."""
+    crd = _parsed(require_shared(path, what))
+    return next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
+
+
+@lru_cache(maxsize=None)
 def crd_validator(kind: str) -> jsonschema.Draft7Validator:
     """A Draft 7 validator of ``kind``'s v1 openAPIV3Schema; skips (fails under
     RLINF_EKS_REQUIRE_SHARED=1) when the schemas are absent."""
-    path = require_shared(KUBERAY_SCHEMAS / CRD_FILES[kind], "KubeRay CRD schemas")
-    crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
-    schema = closed(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
+    schema = closed(copy.deepcopy(crd_schema(KUBERAY_SCHEMAS / CRD_FILES[kind], "v1", "KubeRay CRD schemas")))
     return jsonschema.Draft7Validator(schema)
 
 
@@ -95,9 +105,7 @@ KUEUE_CRD_FILES = {
 @lru_cache(maxsize=None)
 def kueue_schema(kind: str, version: str) -> dict[str, Any]:
     """``kind``'s openAPIV3Schema at ``version`` (v1beta2, v1beta1), as released."""
-    path = require_shared(KUEUE_SCHEMAS / KUEUE_CRD_FILES[kind], "Kueue CRD schemas")
-    crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
-    return next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
+    return crd_schema(KUEUE_SCHEMAS / KUEUE_CRD_FILES[kind], version, "Kueue CRD schemas")
 
 
 def cel_rules(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
@@ -160,10 +168,7 @@ JOBSET_CRD = SHARED / "schemas" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
 
 @lru_cache(maxsize=None)
 def _jobset_crd_validator() -> jsonschema.Draft7Validator:
-    path = require_shared(JOBSET_CRD, "the JobSet CRD")
-    crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
-    return jsonschema.Draft7Validator(closed(copy.deepcopy(version["schema"]["openAPIV3Schema"])))
+    return jsonschema.Draft7Validator(closed(copy.deepcopy(crd_schema(JOBSET_CRD, "v1alpha2", "the JobSet CRD"))))
 
 
 def jobset_crd_errors(obj: dict[str, Any]) -> list[str]:

@@ -5,18 +5,17 @@ offline diff says ``replace`` for such a change."""
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from rlinf_eks.__main__ import main
 from rlinf_eks.offline.diff import diff_plans, render_markdown
 from rlinf_eks.offline.replacement import contains, forced, replacement_paths, segments
-from tests.harness import ROOT, SHARED, STACKS, require_shared
+from tests.harness import ROOT, SHARED, STACKS
+from tests.schemas import crd_schema
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -78,16 +77,13 @@ def _cel_immutable(node: Any, path: str, out: list[str]) -> None:
         _cel_immutable(node["items"], f"{path}[*]", out)
 
 
-@functools.lru_cache(maxsize=None)
-def crd_immutable(type_: str) -> tuple[str, ...]:
-    """The fields ``type_``'s CRD keeps with a ``self == oldSelf`` rule. Read once per process with
-    libyaml (the KubeRay CRDs are 0.9-1.4 MB: PyYAML's Python parser took about a second each)."""
+def crd_immutable(type_: str) -> list[str]:
+    """The fields ``type_``'s CRD keeps with a ``self == oldSelf`` rule (tests.schemas.crd_schema:
+    each CRD parsed once per process, shared with the CRD validators)."""
     file, version = CRDS[type_]
-    crd = yaml.load(require_shared(SHARED / file, f"the {type_} CRD").read_text(), Loader=yaml.CSafeLoader)
-    schema = next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
     found: list[str] = []
-    _cel_immutable(schema, "", found)
-    return tuple(found)
+    _cel_immutable(crd_schema(SHARED / file, version, f"the {type_} CRD"), "", found)
+    return found
 
 
 def immutable_fields(type_: str) -> list[str]:
