@@ -1,16 +1,17 @@
 """Validation helpers: built-in Kubernetes objects against the cluster version's OpenAPI schema
 (kubernetes-validate, strict), KubeRay custom resources against the v1.7.0 CRDs in
-/work/shared/schemas/kuberay/ and JobSets against tests/data/, with unknown fields rejected."""
+/work/shared/schemas/kuberay/ and JobSets against tests/data/, with unknown fields rejected; Helm
+values against the pinned charts' own values.yaml in ../shared/schemas/helm/."""
 
 from __future__ import annotations
 
 import copy
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pytest
 import yaml
 
 from tests.harness import SHARED, require_shared
@@ -174,3 +175,72 @@ def _jobset_crd_validator() -> jsonschema.Draft7Validator:
 def jobset_crd_errors(obj: dict[str, Any]) -> list[str]:
     """A JobSet against the released v0.11.1 CRD (../shared/schemas/jobset), unknown fields rejected."""
     return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _jobset_crd_validator().iter_errors(obj)]
+
+
+# --- Helm values against the pinned charts ------------------------------------------------------------
+#
+# Helm renders a chart with whatever values it is given and silently ignores a key the chart does not
+# read: a misspelt or moved key installs the chart's default instead. So every key a release sets must
+# be one the chart's own values.yaml has, or one its meta.json (shared data, read from the chart's
+# templates) lists as passed through (``passthrough``: rendered with toYaml, any content) or read by a
+# template without a default in values.yaml (``template_keys``).
+
+HELM_CHARTS = SHARED / "schemas" / "helm"
+
+# Keys below a subchart of kube-prometheus-stack, whose own values.yaml is not in ../shared (the
+# chart's meta.json says their keys are passed through); each is a documented key of that subchart.
+SUBCHART_KEYS = {
+    "kube-prometheus-stack": frozenset(
+        {
+            "grafana.nodeSelector",  # grafana chart: nodeSelector
+            "grafana.grafana.ini",  # grafana chart: grafana.ini (rendered into grafana.ini)
+            "kube-state-metrics.nodeSelector",  # kube-state-metrics chart: nodeSelector
+            "prometheus-node-exporter.tolerations",  # prometheus-node-exporter chart: tolerations
+            "prometheus-node-exporter.resources",  # prometheus-node-exporter chart: resources
+        }
+    ),
+}
+
+
+def chart_values(chart: str) -> dict[str, Any]:
+    """The values.yaml of ``chart`` (a folder of ../shared/schemas/helm: name-version), parsed once
+    per process with libyaml (kube-prometheus-stack's is 200 KB): shared, copy it to change it."""
+    return _parsed(require_shared(HELM_CHARTS / chart / "values.yaml", f"the {chart} chart's values"))
+
+
+def chart_passthrough(chart: str) -> frozenset[str]:
+    """The key paths of ``chart`` that take values its values.yaml does not list (meta.json's
+    passthrough and template_keys, and the subcharts' keys above)."""
+    meta = json.loads(require_shared(HELM_CHARTS / chart / "meta.json", f"the {chart} chart's metadata").read_text())
+    name = chart.rsplit("-", 1)[0]
+    return frozenset(meta.get("passthrough") or {}) | frozenset(meta.get("template_keys") or {}) | SUBCHART_KEYS.get(name, frozenset())
+
+
+def unknown_keys(values: Any, chart: Any, path: str = "", passthrough: frozenset[str] = frozenset()) -> list[str]:
+    """Key paths of ``values`` that the chart's values.yaml does not have. A key the chart sets to
+    null, a list, a scalar or an empty map (nodeSelector: {}) takes any value; below a ``passthrough``
+    path nothing is checked."""
+    if path in passthrough or not isinstance(values, dict) or not isinstance(chart, dict) or chart == {}:
+        return []
+    problems = []
+    for key, value in values.items():
+        where = f"{path}.{key}" if path else key
+        if key not in chart:
+            if where not in passthrough:
+                problems.append(where)
+            continue
+        problems += unknown_keys(value, chart[key], where, passthrough)
+    return problems
+
+
+def release_chart(inputs: dict[str, Any]) -> str:
+    """The ../shared/schemas/helm folder of a helm.sh/v3 Release's chart: its name (the last part of
+    an OCI reference) and version, as the chart's Chart.yaml spells them."""
+    return f"{inputs['chart'].rstrip('/').rsplit('/', 1)[-1]}-{inputs['version']}"
+
+
+def release_values_errors(inputs: dict[str, Any]) -> list[str]:
+    """Every key a Release's values set that its pinned chart would ignore, each named with the chart."""
+    chart = release_chart(inputs)
+    keys = unknown_keys(inputs.get("values") or {}, chart_values(chart), passthrough=chart_passthrough(chart))
+    return [f"{chart}: values key {key!r} is not in the chart's values.yaml (Helm would ignore it)" for key in keys]

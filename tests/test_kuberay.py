@@ -14,7 +14,7 @@ from rlinf_eks.config import KubeRaySettings
 from rlinf_eks.kuberay import KubeRayOperator
 from rlinf_eks.workload import RlinfTraining
 from tests.harness import has_inputs, of_type, one, run_component, settings
-from tests.schemas import crd_errors
+from tests.schemas import crd_errors, release_chart, release_values_errors
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
@@ -66,13 +66,9 @@ def test_given_kuberay_settings_when_installed_then_the_chart_is_pinned_in_its_n
 
 
 def test_given_the_operator_values_when_compared_with_the_chart_then_every_key_exists():
-    from tests.harness import SHARED, require_shared
-
-    values_file = require_shared(SHARED / "schemas" / "kuberay" / "helm" / "values.yaml", "the kuberay-operator chart's values")
-    chart_values = yaml.safe_load(values_file.read_text())
-    from rlinf_eks.kuberay import operator_values
-
-    assert set(operator_values()) <= set(chart_values)
+    release = one(run_component(lambda: KubeRayOperator("kuberay", settings=KubeRaySettings())), RELEASE)
+    assert release_chart(release["inputs"]) == "kuberay-operator-1.7.0"
+    assert release_values_errors(release["inputs"]) == []
 
 
 # --- RayCluster / RayJob ----------------------------------------------------------------------------

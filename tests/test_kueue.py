@@ -12,11 +12,11 @@ from rlinf_eks import kueue
 from rlinf_eks.kueue import chart_values, frameworks, manager_config
 from rlinf_eks.offline.queue import render as render_queue
 from rlinf_eks.quota import HOSTNAME_LABEL, NETWORK_LAYER_LABELS, queue_plan
-from tests.harness import SHARED, STACKS, manifests, one, plan_stack, require_shared
+from tests import schemas
+from tests.harness import STACKS, manifests, one, plan_stack
 from tests.schemas import KUEUE_CRD_FILES, cel_errors, cel_rules, is_transition_rule, jobset_crd_errors, kueue_errors, kueue_schema
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-KUEUE_VALUES = SHARED / "schemas" / "helm" / "kueue-0.19.2" / "values.yaml"
 VARIANTS = [
     ("multi-node-kuberay", "workload.rayjob.cluster=selector"),
     ("multi-node-kuberay", "workload.rayjob.submissionMode=HTTPMode"),
@@ -32,7 +32,7 @@ def kueue_objects(plan) -> list[dict]:
 
 
 def chart_defaults() -> dict:
-    return yaml.safe_load(require_shared(KUEUE_VALUES, "the kueue chart's values").read_text())
+    return schemas.chart_values("kueue-0.19.2")
 
 
 # --- the queue objects against the real CRDs -------------------------------------------------------
@@ -90,9 +90,7 @@ def test_every_create_time_cel_rule_of_the_kinds_used_compiles_and_runs(kind):
 def test_the_release_values_are_keys_the_chart_knows():
     defaults = chart_defaults()
     values = chart_values(plan_stack("multi-node").settings)
-    assert set(values) <= set(defaults)
-    assert set(values["controllerManager"]) <= set(defaults["controllerManager"])
-    assert set(values["controllerManager"]["manager"]) <= set(defaults["controllerManager"]["manager"])
+    assert schemas.unknown_keys(values, defaults) == []
     assert set(values["controllerManager"]["manager"]["image"]) == set(defaults["controllerManager"]["manager"]["image"])
     assert set(values["managerConfig"]) == set(defaults["managerConfig"])
 

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import pytest
-import yaml
 
 from rlinf_eks import catalog
 from rlinf_eks.config import ConfigError
@@ -20,32 +19,10 @@ from rlinf_eks.observability.cloudwatch import (
     pod_identity_trust_policy,
 )
 from rlinf_eks.scheduling import GPU_TAINT, node_labels
-from tests.harness import SHARED, one, plan_stack, require_shared, run_component, settings
+from tests.harness import one, plan_stack, run_component, settings
+from tests.schemas import chart_passthrough, chart_values, unknown_keys
 
-HELM = SHARED / "schemas" / "helm"
 ADDON = "aws:eks/addon:Addon"
-
-
-def chart_values(chart: str) -> dict[str, Any]:
-    # libyaml: kube-prometheus-stack's values are 200 KB, a third of a second for PyYAML's Python parser
-    return yaml.load(require_shared(HELM / chart / "values.yaml", f"the {chart} chart's values").read_text(), Loader=yaml.CSafeLoader)
-
-
-def unknown_keys(values: Any, chart: Any, path: str = "", passthrough: frozenset[str] = frozenset()) -> list[str]:
-    """Key paths of ``values`` that the chart's values.yaml does not have. A key the chart sets to
-    null, a list, a scalar or an empty map (nodeSelector: {}) takes any value; below a ``passthrough`` path (a subchart whose own
-    values are not in the file) nothing is checked."""
-    if path in passthrough or not isinstance(values, dict) or not isinstance(chart, dict) or chart == {}:
-        return []
-    problems = []
-    for key, value in values.items():
-        where = f"{path}.{key}" if path else key
-        if key not in chart:
-            if where not in passthrough:
-                problems.append(where)
-            continue
-        problems += unknown_keys(value, chart[key], where, passthrough)
-    return problems
 
 
 def tolerates(toleration: dict[str, str], taint: dict[str, str]) -> bool:
@@ -182,18 +159,6 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 
-# Keys of kube-prometheus-stack's subcharts (their own values.yaml is not in ../shared: the
-# file's meta.json says their keys are passed through); each is a documented key of that subchart
-STACK_PASSTHROUGH = frozenset(
-    {
-        "grafana.nodeSelector",  # grafana chart: nodeSelector
-        "grafana.grafana.ini",  # grafana chart: grafana.ini (rendered into grafana.ini)
-        "kube-state-metrics.nodeSelector",  # kube-state-metrics chart: nodeSelector
-        "prometheus-node-exporter.tolerations",  # prometheus-node-exporter chart: tolerations
-        "prometheus-node-exporter.resources",  # prometheus-node-exporter chart: resources
-    }
-)
-
 # Every metric a dashboard may query, by the exporter that produces it (the test keeps the list)
 EXPORTED_METRICS = {
     # dcgm-exporter 4.x default-counters.csv (the chart's default arguments: -f default-counters.csv)
@@ -261,7 +226,7 @@ def test_given_prometheus_then_the_pinned_charts_install_in_their_namespace():
 def test_given_the_stack_values_then_every_key_is_the_charts_or_a_documented_subchart_key():
     chart = chart_values("kube-prometheus-stack-88.5.3")
     values = prom.stack_values(settings(observability={"backend": "prometheus"}).observability)
-    assert unknown_keys(values, chart, passthrough=STACK_PASSTHROUGH) == []
+    assert unknown_keys(values, chart, passthrough=chart_passthrough("kube-prometheus-stack-88.5.3")) == []
     for subchart in ("grafana", "kube-state-metrics", "prometheus-node-exporter"):
         assert subchart in chart  # passed through to a subchart the stack really has
 
