@@ -1,7 +1,7 @@
 """Benchmark of the offline plan: each stack against the one-resource floor, and growth with the
 GPU node count.
 
-    python bench/plan_bench.py [--runs 5] [--write]
+    python bench/plan_bench.py [--runs 5] [--instructions] [--write]
 
 Each measurement is a fresh `python -m rlinf_eks plan` process (interpreter start and imports
 included: what a user waits for), timed by its wall time and by its CPU time (user + system, from
@@ -10,8 +10,11 @@ one-resource Pulumi program under the same mocks: a fresh process that runs one
 ``pulumi.CustomResource`` through the offline engine (``rlinf_eks.offline.engine.run``) with the
 plan command's interpreter settings, importing no provider SDK. Targets (issues 2, 6 and 21): every
 stack's median wall within 2.5x the floor's, paired in one run; resource count constant and wall
-time flat from 1 to 512 nodes (max/min of the medians <= 1.1). --write records its section of
-bench/RESULTS.md (bench/results.py).
+time flat from 1 to 512 nodes (max/min of the medians <= 1.1). --instructions adds, for the floor and
+each node count, the instructions the process executes (valgrind's callgrind, PYTHONHASHSEED=0):
+one run each, the same count whatever else the host runs, where the times of a shared machine move
+by 10-25% between identical runs. --write records its section of bench/RESULTS.md
+(bench/results.py).
 Exit status 1 when a target is missed.
 
 Measurements are interleaved: every round runs every case once, so a host that slows down or
@@ -24,6 +27,8 @@ import argparse
 import compileall
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -96,6 +101,19 @@ def timed(args: list[str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
+def instructions(args: list[str]) -> int:
+    """The instructions one run of ``args`` executes, counted by valgrind's callgrind (the
+    interpreter's start and teardown included), with a fixed hash seed so that the same inputs run
+    the same code: a count that does not move with the host's load."""
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *args], cwd=ROOT,
+                          env={**os.environ, "PYTHONHASHSEED": "0"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    counted = re.search(r"^==\d+== Collected : (\d+)$", proc.stderr, re.MULTILINE)
+    if proc.returncode != 0 or not counted:
+        raise SystemExit(f"valgrind {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return int(counted.group(1))
+
+
 def measure(cases: dict[str, list[str]], runs: int) -> tuple[dict[str, float], dict[str, float]]:
     """Median wall and CPU time of each case's command, over ``runs`` interleaved rounds (after a
     warm-up)."""
@@ -120,8 +138,12 @@ def resources_in(out: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the floor's and each node count's instructions under valgrind (about a minute each)")
     parser.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
     args = parser.parse_args()
+    if args.instructions and not shutil.which("valgrind"):
+        parser.exit(2, "plan_bench.py: --instructions needs valgrind on PATH (Debian: apt-get install valgrind)\n")
 
     from rlinf_eks.experiment import role_of
     from rlinf_eks.offline.stack_config import available_stacks, load
@@ -136,6 +158,7 @@ def main() -> int:
     cases.update({stack: plan_command(stack, work / stack, []) for stack in stacks})
     cases.update({f"nodes={n}": plan_command(SCALING_STACK, work / f"nodes-{n}", scaled(n)) for n in NODE_COUNTS})
     walls, cpus = measure(cases, args.runs)
+    counted = {name: instructions(cases[name]) for name in ["one-resource", *(f"nodes={n}" for n in NODE_COUNTS)]} if args.instructions else {}
     floor, floor_cpu = walls["one-resource"], cpus["one-resource"]
     load_average = os.getloadavg()[0]
 
@@ -147,7 +170,7 @@ def main() -> int:
         "processes per case (`python -m rlinf_eks plan STACK --quiet`), interpreter start and imports included,",
         "measured in interleaved rounds so that the host's speed drifts alike for every case; wall time and",
         "CPU time (user + system), with the package's bytecode compiled first (as `pip install` does). Produced by",
-        "`python bench/plan_bench.py --write`. On a loaded machine",
+        f"`python bench/plan_bench.py {' '.join(sys.argv[1:])}`. On a loaded machine",
         "(load average above the core count) the wall times are inflated and the CPU ratios are the ones to read.",
         "",
         f"Floor: {floor:.2f} s wall, {floor_cpu:.2f} s CPU, a one-resource Pulumi program under the same mocks",
@@ -177,8 +200,8 @@ def main() -> int:
         "",
         f"Target: the number of registered resources is constant and the median wall time flat (slowest / fastest <= {FLAT_RATIO}).",
         "",
-        "| nodes | resources | median wall (s) | median CPU (s) |",
-        "|---:|---:|---:|---:|",
+        "| nodes | resources | median wall (s) | median CPU (s) |" + (" instructions (millions) | x floor (instructions) |" if counted else ""),
+        "|---:|---:|---:|---:|" + ("---:|---:|" if counted else ""),
     ]
     counts, node_walls, node_cpus = [], [], []
     for nodes in NODE_COUNTS:
@@ -186,8 +209,11 @@ def main() -> int:
         counts.append(resources)
         node_walls.append(wall)
         node_cpus.append(cpu)
-        lines.append(f"| {nodes} | {resources} | {wall:.2f} | {cpu:.2f} |")
-        print(f"nodes={nodes:<4d}               {resources:4d} resources  {wall:.2f} s wall  {cpu:.2f} s CPU")
+        ran = counted.get(f"nodes={nodes}")
+        extra = f" {ran / 1e6:,.0f} | {ran / counted['one-resource']:.2f} |" if ran else ""
+        lines.append(f"| {nodes} | {resources} | {wall:.2f} | {cpu:.2f} |{extra}")
+        print(f"nodes={nodes:<4d}               {resources:4d} resources  {wall:.2f} s wall  {cpu:.2f} s CPU"
+              + (f"  {ran / 1e6:,.0f} M instructions" if ran else ""))
     flat_resources = len(set(counts)) == 1
     wall_ratio, cpu_ratio = max(node_walls) / min(node_walls), max(node_cpus) / min(node_cpus)
     flat_time = wall_ratio <= FLAT_RATIO
@@ -199,6 +225,20 @@ def main() -> int:
         "",
     ]
     print(f"node count: slowest / fastest {wall_ratio:.2f} wall, {cpu_ratio:.2f} CPU")
+    if counted:
+        node_counts = [counted[f"nodes={n}"] for n in NODE_COUNTS]
+        several = node_counts[1:]  # one node's RayJob has no worker group: from two on, the same objects
+        floor_count = counted["one-resource"]
+        lines += [
+            f"Instructions (callgrind, one run each, PYTHONHASHSEED=0; the same count however loaded the host is): "
+            f"slowest / fastest {max(node_counts) / min(node_counts):.3f}, and {max(several) / min(several):.4f} from "
+            f"{NODE_COUNTS[1]} to {NODE_COUNTS[-1]} nodes (one node's RayJob has no worker group); the floor executes "
+            f"{floor_count / 1e6:,.0f} million, a plan of this stack {min(node_counts) / floor_count:.2f}-"
+            f"{max(node_counts) / floor_count:.2f}x that.",
+            "",
+        ]
+        print(f"instructions: floor {floor_count / 1e6:,.0f} M; node count slowest / fastest {max(node_counts) / min(node_counts):.3f}"
+              f" ({max(several) / min(several):.4f} from {NODE_COUNTS[1]} nodes on)")
     if args.write:
         from bench.results import write_section
 
