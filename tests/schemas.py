@@ -208,6 +208,7 @@ def chart_values(chart: str) -> dict[str, Any]:
     return _parsed(require_shared(HELM_CHARTS / chart / "values.yaml", f"the {chart} chart's values"))
 
 
+@lru_cache(maxsize=None)
 def chart_passthrough(chart: str) -> frozenset[str]:
     """The key paths of ``chart`` that take values its values.yaml does not list (meta.json's
     passthrough and template_keys, and the subcharts' keys above)."""

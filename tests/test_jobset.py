@@ -76,8 +76,9 @@ def test_given_restart_settings_when_the_controller_is_installed_then_the_oci_ch
 
 
 def test_given_the_controller_values_when_compared_with_the_chart_then_every_key_exists():
-    release = one(run_component(lambda: JobSetController("jobset", settings=RestartSettings(maxRestarts=2))), RELEASE)
-    assert schemas.release_chart(release["inputs"]) == "jobset-0.11.1"
+    restart = RestartSettings(maxRestarts=2)
+    release = one(run_component(lambda: JobSetController("jobset", settings=restart)), RELEASE)
+    assert schemas.release_chart(release["inputs"]) == f"jobset-{restart.jobset_version}"
     assert schemas.release_values_errors(release["inputs"]) == []
     values = controller_values()
     assert release["inputs"]["values"] == values

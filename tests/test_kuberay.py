@@ -66,8 +66,9 @@ def test_given_kuberay_settings_when_installed_then_the_chart_is_pinned_in_its_n
 
 
 def test_given_the_operator_values_when_compared_with_the_chart_then_every_key_exists():
-    release = one(run_component(lambda: KubeRayOperator("kuberay", settings=KubeRaySettings())), RELEASE)
-    assert release_chart(release["inputs"]) == "kuberay-operator-1.7.0"
+    operator = KubeRaySettings()
+    release = one(run_component(lambda: KubeRayOperator("kuberay", settings=operator)), RELEASE)
+    assert release_chart(release["inputs"]) == f"kuberay-operator-{operator.version}"
     assert release_values_errors(release["inputs"]) == []
 
 

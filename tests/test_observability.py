@@ -224,9 +224,11 @@ def test_given_prometheus_then_the_pinned_charts_install_in_their_namespace():
 
 
 def test_given_the_stack_values_then_every_key_is_the_charts_or_a_documented_subchart_key():
-    chart = chart_values("kube-prometheus-stack-88.5.3")
-    values = prom.stack_values(settings(observability={"backend": "prometheus"}).observability)
-    assert unknown_keys(values, chart, passthrough=chart_passthrough("kube-prometheus-stack-88.5.3")) == []
+    observability = settings(observability={"backend": "prometheus"}).observability
+    name = f"kube-prometheus-stack-{observability.prometheus.stack_version}"
+    chart = chart_values(name)
+    values = prom.stack_values(observability)
+    assert unknown_keys(values, chart, passthrough=chart_passthrough(name)) == []
     for subchart in ("grafana", "kube-state-metrics", "prometheus-node-exporter"):
         assert subchart in chart  # passed through to a subchart the stack really has
 
