@@ -9,8 +9,8 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from .errors import rule_error
-from .model_source import MODEL_SOURCE_FORMS, ModelSource, parse_model_source
+from .errors import key_path, raise_all, rule_error
+from .model_source import INPUT_SOURCE_FORMS, MODEL_SOURCE_FORMS, ModelSource, parse_model_source
 from .types import AbsolutePath, Bool, ChartVersion, Float, Int, Namespace, SettingsModel, dns_label
 
 # Ray releases KubeRay and RLinf must not run (field notes, section 2).
@@ -224,6 +224,12 @@ class WorkloadSettings(SettingsModel):
     """Automatic gang restart of a failed run."""
     model: ModelSettings = Field(default_factory=ModelSettings)
     """Where the model comes from and how it is staged."""
+    inputs: dict[str, str] = Field(default_factory=dict)
+    """Swap any input of the trainer's recipe for your own, by name (``python -m rlinf_eks plan``
+    lists each config's inputs: model, lora, assets, dataset): hf://Org/Name[@revision],
+    hf://datasets/Org/Name[@revision][/file or folder] or s3://bucket/prefix (staged like the model,
+    once, before the trainer starts), or an absolute path the pod already has (in the image or on
+    the shared filesystem; not staged). Defaults to {}: every input from the recipe's source."""
     checkpoint_sync_image: str = "public.ecr.aws/aws-cli/aws-cli:2.32.9"
     """Without the shared filesystem: the image (with the AWS CLI) that restores the run directory
     from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to aws-cli 2.32.9."""
@@ -263,6 +269,30 @@ class WorkloadSettings(SettingsModel):
                 "env", "{text}", {"text": f"{', '.join(map(repr, bad))}: environment variable names are letters, digits, '_', '-' or '.', not starting with a digit"}
             )
         return value
+
+    @model_validator(mode="after")
+    def _inputs(self) -> "WorkloadSettings":
+        errors = []
+        for name, value in self.inputs.items():
+            path = key_path("inputs", name)
+            if not re.fullmatch(r"[a-z][a-z0-9-]{0,40}", name):
+                errors.append(rule_error(path, value, "input names are lowercase letters, digits and '-' (model, lora, assets, dataset)"))
+            elif value.startswith("/"):
+                if ".." in value.split("/") or any(c.isspace() for c in value):
+                    errors.append(rule_error(path, value, "an absolute path without '..' or blanks"))
+            else:
+                try:
+                    parse_model_source(value)
+                except ValueError as err:
+                    text = str(err).replace("not a model source", "not an input source").replace(
+                        "a path inside the image is workload.trainer.modelPath", "a path in the pod starts with /"
+                    )
+                    errors.append(rule_error(path, value, f"{text}; valid forms: {INPUT_SOURCE_FORMS}"))
+        if "model" in self.inputs and (self.model.source or self.trainer.model_path):
+            given = "model.source" if self.model.source else "trainer.modelPath"
+            errors.append(rule_error("inputs.model", self.inputs["model"], f"{given} names the model already: keep one of them"))
+        raise_all(errors)
+        return self
 
     @model_validator(mode="after")
     def _model_source(self) -> "WorkloadSettings":

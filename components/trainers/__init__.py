@@ -2,10 +2,10 @@
 
     from rlinf_eks.trainers import launch_for
     launch = launch_for(settings, nnodes=2, gpus_per_node=8, log_dir="/fsx/logs/rlinf",
-                        checkpoint_dir="/fsx/checkpoints/rlinf")
+                        checkpoint_dir="/fsx/checkpoints/rlinf", inputs_root="/fsx/models")
     launch.argv       # ["python", "-m", "verl.trainer.main_ppo", "trainer.nnodes=2", ...]
     launch.env        # dialect env, e.g. RAY_ADDRESS=auto (verl-ppo, nnodes > 1), EMBODIED_PATH, MUJOCO_GL
-    launch.workdir    # run argv from here (workload.trainer.workdir)
+    launch.workdir    # run argv from here (workload.trainer.workdir), after launch.prepare
     launch.warnings   # for the plan, e.g. verl-ppo + vllm
     launch.resume     # Resume(checkpoint_globs, key) or None; launch.script() uses it
     launch.shell()    # shlex-quoted command line
@@ -13,8 +13,11 @@
 
 One module per dialect (verl_ppo, rlinf_embodied, rlinf_reasoning), each a
 :class:`~.base.TrainerDialect`: its name, default config name and rollout backends,
-``launch(...)`` and ``world_size_problems(settings, world)``. ``TRAINER_RULES`` are the stack
-rules the loading step (rlinf_eks.loading) runs: the dialect's rollout backend and world sizes. Generated overrides come first, then
+``launch(...)`` and ``world_size_problems(settings, world)``, and a recipe beside it
+(``recipes/<dialect>.yaml``, :mod:`.recipe`: the inputs, imports, environment and settings of each
+config, from the upstream run script). ``TRAINER_RULES`` are the stack rules the loading step
+(rlinf_eks.loading) runs: the dialect's rollout backend, world sizes and inputs (:mod:`.inputs`).
+Generated overrides come first (the world, the inputs' paths), then the recipe's settings, then
 ``workload.trainer.batch`` as ``key=value``, then ``workload.trainer.overrides`` (the user wins).
 Every generated key exists in the reference trainer configs (tests compose them with Hydra).
 """
@@ -27,10 +30,12 @@ from ..config import ConfigError, StackRule, StackSettings
 from ..config.errors import problem_line
 from . import verl_ppo, rlinf_embodied, rlinf_reasoning  # noqa: F401, I001 (each registers its dialect, in this order)
 from .base import DIALECTS, Resume, TrainerDialect, TrainerLaunch, World, config_name_of
+from .inputs import ChosenInput, chosen_inputs, config_recipe, input_problems
+from .recipe import recipe_of
 
 __all__ = [
-    "DIALECTS", "Resume", "TRAINER_RULES", "TrainerDialect", "TrainerLaunch", "World", "check_world_size",
-    "config_name_of", "launch_for",
+    "DIALECTS", "ChosenInput", "Resume", "TRAINER_RULES", "TrainerDialect", "TrainerLaunch", "World", "check_world_size",
+    "chosen_inputs", "config_name_of", "config_recipe", "launch_for", "recipe_of",
 ]  # fmt: skip
 
 
@@ -79,6 +84,7 @@ def _world_size(settings: StackSettings, stack: Optional[str]) -> list[str]:
 TRAINER_RULES: tuple[StackRule, ...] = (
     StackRule(("workload",), _rollout_backend),
     StackRule(("workload",), _config_name),
+    StackRule(("workload",), input_problems),
     StackRule(("workload", "gpuNodes"), _world_size),
 )
 """The trainers' stack rules; rlinf_eks.loading runs them after config's STACK_RULES."""
@@ -91,16 +97,16 @@ def launch_for(
     gpus_per_node: int,
     log_dir: str,
     checkpoint_dir: str,
-    model_path: Optional[str] = None,
+    inputs_root: str,
     wandb: bool = False,
 ) -> TrainerLaunch:
     """The trainer launch of ``settings.workload.trainer.dialect`` on ``nnodes`` pods of
     ``gpus_per_node`` GPUs.
 
     ``log_dir``: logs (RLinf also writes its checkpoints here); ``checkpoint_dir``: veRL's
-    ``trainer.default_local_dir``; ``model_path``: defaults to ``workload.trainer.modelPath``
-    (None: the config's own); ``wandb``: also log to W&B (needs WANDB_API_KEY in the pod),
-    defaults to False. Raises ConfigError when the world-size rules fail.
+    ``trainer.default_local_dir``; ``inputs_root``: where the recipe's inputs are staged (each
+    below it in a folder of its own, :mod:`.inputs`); ``wandb``: also log to W&B (needs
+    WANDB_API_KEY in the pod), defaults to False. Raises ConfigError when the world-size rules fail.
     """
     problems = check_world_size(settings, nnodes, gpus_per_node)
     if problems:
@@ -110,6 +116,6 @@ def launch_for(
         World(nnodes, gpus_per_node),
         log_dir=log_dir,
         checkpoint_dir=checkpoint_dir,
-        model_path=model_path or settings.workload.trainer.model_path,
+        inputs_root=inputs_root,
         wandb=wandb,
     )

@@ -12,6 +12,7 @@ from typing import Mapping, Optional, Protocol
 
 from ..config import StackSettings, TrainerSettings
 from ..config.errors import key_path
+from .recipe import recipe_of
 
 COMPLETE_MARKER = ".rlinf-eks-complete"
 """In a ``global_step_<N>`` directory: the launcher wrote it once that checkpoint was complete
@@ -45,7 +46,9 @@ class TrainerLaunch:
     ``resume``: how to resume from the latest checkpoint, None when the dialect cannot;
     ``checkpoint_patterns``: Python glob patterns of every ``global_step_<N>`` directory the
     trainer writes (the launcher marks the complete ones), whether or not it can resume;
-    ``resume_note``: for the plan, why a dialect without ``resume`` cannot resume.
+    ``resume_note``: for the plan, why a dialect without ``resume`` cannot resume;
+    ``prepare``: shell commands the upstream run script runs from ``workdir`` before the trainer
+    (the recipe's), each of which must succeed.
     """
 
     argv: list[str]
@@ -55,6 +58,7 @@ class TrainerLaunch:
     resume: Optional[Resume] = None
     checkpoint_patterns: tuple[str, ...] = ()
     resume_note: str = ""
+    prepare: tuple[str, ...] = ()
 
     def shell(self) -> str:
         """The command line, quoted for a POSIX shell."""
@@ -67,6 +71,7 @@ class TrainerLaunch:
         save that was cut off (a killed pod, a lost node) and is never resumed from."""
         # a workdir missing from the image must fail the run, not start the trainer elsewhere
         lines = [f"cd {shlex.quote(self.workdir)} || exit"]
+        lines += [f"{command} || exit" for command in self.prepare]
         if self.resume is None:
             return "\n".join([*lines, f"exec {self.shell()}", ""])
         globs = " ".join(self.resume.checkpoint_globs)
@@ -126,9 +131,9 @@ class TrainerDialect(Protocol):
     """The problem line's message for any other backend."""
 
     def launch(
-        self, settings: StackSettings, world: World, *, log_dir: str, checkpoint_dir: str, model_path: Optional[str], wandb: bool
+        self, settings: StackSettings, world: World, *, log_dir: str, checkpoint_dir: str, inputs_root: str, wandb: bool
     ) -> TrainerLaunch:
-        """The trainer's command line on ``world``."""
+        """The trainer's command line on ``world``, the recipe's inputs staged below ``inputs_root``."""
         ...
 
     def world_size_problems(self, settings: StackSettings, world: World) -> list[str]:
@@ -164,11 +169,16 @@ _INT_OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z0-9_.]+)=(-?\d+)$")
 
 
 def effective_sizes(settings: StackSettings, defaults: Mapping[str, int]) -> dict[str, Value]:
-    """The sizes the trainer will see, in command-line order: the reference config's value, then
-    ``workload.trainer.batch``, then integer ``workload.trainer.overrides`` (last wins)."""
+    """The sizes the trainer will see, in command-line order: the reference config's value, the
+    recipe's (the upstream run script's), then ``workload.trainer.batch``, then integer
+    ``workload.trainer.overrides`` (last wins)."""
     trainer = settings.workload.trainer
     note = f" (the default of {config_name_of(trainer)})"
     sizes = {key: Value(v, key_path("workload", "trainer", "batch", key), note) for key, v in defaults.items()}
+    recipe = recipe_of(trainer.dialect).configs.get(config_name_of(trainer))
+    for key, text in (recipe.settings.items() if recipe is not None else ()):
+        if key in defaults and re.fullmatch(r"-?\d+", text):
+            sizes[key] = Value(int(text), key_path("workload", "trainer", "batch", key), f" (the recipe's, from {recipe.script})")
     for key, v in trainer.batch.items():
         sizes[key] = Value(v, key_path("workload", "trainer", "batch", key))
     for i, item in enumerate(trainer.overrides):

@@ -9,10 +9,9 @@ global_step_<N>``, RLinf's embodied runner); ``runner.resume_dir`` takes one to 
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..config import StackSettings
 from . import rlinf_common as common
+from .inputs import input_overrides, recipe_env, recipe_overrides
 from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, config_name_of, register
 
 DIALECT = "rlinf-embodied"
@@ -48,7 +47,7 @@ def launch(
     *,
     log_dir: str,
     checkpoint_dir: str,
-    model_path: Optional[str],
+    inputs_root: str,
     wandb: bool,
 ) -> TrainerLaunch:
     """The train_embodied_agent.py command line. ``checkpoint_dir`` is unused: RLinf writes
@@ -63,8 +62,9 @@ def launch(
     ]
     if wandb:
         overrides.append("runner.logger.logger_backends=[tensorboard,wandb]")
-    if model_path:
-        overrides += [f"actor.model.model_path={model_path}", f"rollout.model.model_path={model_path}"]
+    # the model, the LoRA adapter (recipe keys; the assets are an environment variable)
+    overrides += input_overrides(settings, inputs_root)
+    overrides += recipe_overrides(settings, overrides)
     argv = [
         "python", SCRIPT,
         "--config-path", f"{path}/config",
@@ -74,9 +74,11 @@ def launch(
     env = {
         **common.env(trainer.workdir),
         "EMBODIED_PATH": path,
-        # headless rendering of the simulators (MuJoCo for LIBERO, PyOpenGL) on the GPU
+        # headless rendering of the simulators (MuJoCo for LIBERO, PyOpenGL) on the GPU, as
+        # run_embodiment.sh sets them (for a config the recipe does not know too)
         "MUJOCO_GL": "egl",
         "PYOPENGL_PLATFORM": "egl",
+        **recipe_env(settings, inputs_root),
     }
     return TrainerLaunch(
         argv=argv,

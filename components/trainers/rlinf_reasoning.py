@@ -6,10 +6,9 @@ section 3). Checkpoints go under the log path; ``runner.resume_dir`` takes one t
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..config import StackSettings
 from . import rlinf_common as common
+from .inputs import input_overrides, recipe_env, recipe_overrides
 from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, config_name_of, register
 
 DIALECT = "rlinf-reasoning"
@@ -37,7 +36,7 @@ def launch(
     *,
     log_dir: str,
     checkpoint_dir: str,
-    model_path: Optional[str],
+    inputs_root: str,
     wandb: bool,
 ) -> TrainerLaunch:
     """The main_grpo.py command line. ``checkpoint_dir`` is unused: RLinf writes checkpoints
@@ -60,12 +59,9 @@ def launch(
     ]
     if wandb:
         overrides.append("runner.logger.logger_backends=[tensorboard,wandb]")
-    if model_path:
-        overrides += [
-            f"rollout.model.model_path={model_path}",
-            f"actor.model.model_path={model_path}",
-            f"actor.tokenizer.tokenizer_model={model_path}",
-        ]
+    # the model (rollout, actor, tokenizer) and the dataset (recipe keys)
+    overrides += input_overrides(settings, inputs_root)
+    overrides += recipe_overrides(settings, overrides)
     argv = [
         "python", SCRIPT,
         "--config-path", f"{trainer.workdir.rstrip('/')}/{CONFIG_DIR}",
@@ -74,7 +70,7 @@ def launch(
     ]  # fmt: skip
     return TrainerLaunch(
         argv=argv,
-        env=common.env(trainer.workdir),
+        env={**common.env(trainer.workdir), **recipe_env(settings, inputs_root)},
         workdir=trainer.workdir,
         warnings=common.placement_warnings(settings, REFERENCE, world),
         resume=common.resume(settings, log_dir),
@@ -100,7 +96,7 @@ def world_size_problems(settings: StackSettings, world: World) -> list[str]:
     if per_gpu.value > 0 and total > 0 and total % step == 0:
         return []
     # name the key the user most likely set; all four are listed in the message
-    culprit = next((sizes[k] for k in needed if not sizes[k].note.startswith(" (the default")), prompts)
+    culprit = next((sizes[k] for k in needed if not sizes[k].note.startswith((" (the default", " (the recipe's"))), prompts)
     return [
         common.problem(
             culprit,

@@ -16,9 +16,8 @@ Facts from shared/reference/trainers/README.md (SimpleVLA-RL section):
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..config import StackSettings
+from .inputs import input_overrides, prepare_commands, recipe_env, recipe_overrides
 from .base import TrainerDialect, TrainerLaunch, Value, World, batch_overrides, config_name_of, effective_sizes, pattern_under, problem, register
 
 DIALECT = "verl-ppo"
@@ -55,7 +54,7 @@ def launch(
     *,
     log_dir: str,
     checkpoint_dir: str,
-    model_path: Optional[str],
+    inputs_root: str,
     wandb: bool,
 ) -> TrainerLaunch:
     """The main_ppo command line. ``log_dir`` is unused: veRL logs to the console (and W&B)."""
@@ -75,9 +74,8 @@ def launch(
             f"{ref}.rollout.max_num_batched_tokens={rollout.max_num_batched_tokens}",
             f"{ref}.rollout.enforce_eager={rollout.enforce_eager}",
         ]
-    if model_path:
-        # the seed's libero script points both at the SFT checkpoint
-        overrides += [f"{ref}.model.path={model_path}", f"{ref}.rollout.pretrained_checkpoint={model_path}"]
+    # the model (the LIBERO script points both keys at the SFT checkpoint)
+    overrides += input_overrides(settings, inputs_root)
     overrides += [
         f"trainer.experiment_name={trainer.experiment_name}",
         f"{ref}.rollout.experiment_name={trainer.experiment_name}",
@@ -89,7 +87,7 @@ def launch(
     # --config-name picks another config of verl/trainer/config (none when the stack names none,
     # so the default stays the script's own)
     config = ["--config-name", trainer.config_name] if trainer.config_name else []
-    env = {"PYTHONPATH": trainer.workdir, "HYDRA_FULL_ERROR": "1"}
+    env = {"PYTHONPATH": trainer.workdir, "HYDRA_FULL_ERROR": "1", **recipe_env(settings, inputs_root)}
     if world.nnodes > 1:
         # ray.init() without an address, finding no RAY_ADDRESS, may start a private one-node Ray
         # and wait forever for GPUs that are on other pods (field notes, section 3). "auto" joins
@@ -98,6 +96,7 @@ def launch(
         # 127.0.0.1:6379 would name the GCS by an address the raylet did not register with.
         env["RAY_ADDRESS"] = "auto"
     warnings = ([VLLM_WARNING] if rollout.backend == "vllm" else []) + _floor_division_warnings(settings, world)
+    overrides += recipe_overrides(settings, overrides)
     argv = ["python", "-m", MODULE, *config, *overrides, *batch_overrides(settings), *trainer.overrides]
     return TrainerLaunch(
         argv=argv,
@@ -106,6 +105,7 @@ def launch(
         warnings=warnings,
         checkpoint_patterns=(pattern_under(checkpoint_dir, "*/global_step_*"),),
         resume_note=RESUME_NOTE,
+        prepare=prepare_commands(settings, inputs_root),
     )
 
 

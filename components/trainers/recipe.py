@@ -1,0 +1,158 @@
+"""Each dialect's recipe, kept as data beside it (``recipes/<dialect>.yaml``): what a run of one of
+its configs needs to train as upstream trains it.
+
+For each config the dialect knows:
+
+- ``inputs``: every file the trainer opens that is not in the image (model weights, adapters,
+  datasets, simulator assets), each with its default ``source`` (``hf://...`` or ``s3://...``), what
+  it is, and the Hydra ``keys`` (``key[]`` for a list) or the ``env`` variable that points the
+  trainer at it. ``workload.inputs.<name>`` swaps any of them; the model takes the dialect's
+  ``modelKeys``;
+- ``imports``: the Python modules the trainer imports first, in its order (``rolloutImports``: per
+  rollout backend), which the image check imports before anything else runs;
+- ``prepare``: commands the upstream run script runs before the trainer (``{name}``: an input's path);
+- ``env`` and ``settings``: the variables and Hydra overrides the upstream run script sets, passed
+  as they are; ``generated``: the keys the stack derives from its own settings instead (``upstream
+  -> ours`` where the run script sets them); ``leftOut``: what the run script sets that the stack
+  deliberately does not, and why; ``overrideCount``: how many Hydra overrides the run script passes
+  (``settings`` + the run script's ``generated`` + ``leftOut`` keys cover them all);
+- ``unread``: placeholder paths of the composed upstream config that this run never opens, and why.
+
+Staging (:mod:`rlinf_eks.workload.run`), the trainers' command lines and the image contract read
+it; tests compose every stack's command against the upstream configs and walk it for placeholders.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Mapping, Optional
+
+import yaml
+
+__all__ = ["ConfigRecipe", "DialectRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
+
+PLACEHOLDER = re.compile(r"^(/path/to/|/dataset/|~/|/home/|/data/public/)")
+"""Upstream's example paths: a composed config value that matches is a file no pod has."""
+
+
+@dataclass(frozen=True)
+class RecipeInput:
+    """One input of a config: ``name`` (``workload.inputs.<name>``), its default ``source``, what it
+    is, and where the trainer reads its path: Hydra ``keys`` (a ``[]`` suffix: a one-item list)
+    and/or an ``env`` variable; ``file``: a file, not a folder."""
+
+    name: str
+    source: str
+    what: str
+    keys: tuple[str, ...] = ()
+    env: Optional[str] = None
+    file: bool = False
+    """The trainer opens a file, not a folder: a Hugging Face source names it (``.../file.jsonl``),
+    an S3 source is that object."""
+
+    def overrides(self, path: str) -> list[str]:
+        """The Hydra overrides that point the trainer at ``path``."""
+        return [f"{key[:-2]}=[{path}]" if key.endswith("[]") else f"{key}={path}" for key in self.keys]
+
+    @property
+    def hydra_keys(self) -> tuple[str, ...]:
+        return tuple(key.removesuffix("[]") for key in self.keys)
+
+    def pointers(self) -> list[str]:
+        """Where the trainer reads it, for the plan: keys, then the variable."""
+        return [*self.hydra_keys, *([f"${self.env}"] if self.env else [])]
+
+
+@dataclass(frozen=True)
+class ConfigRecipe:
+    name: str
+    script: str
+    trains: str
+    data: str
+    expect: str
+    inputs: tuple[RecipeInput, ...]
+    imports: tuple[str, ...]
+    rollout_imports: Mapping[str, tuple[str, ...]]
+    prepare: tuple[str, ...]
+    env: Mapping[str, str]
+    settings: Mapping[str, str]
+    generated: Mapping[str, str]
+    left_out: Mapping[str, str]
+    override_count: int
+    unread: Mapping[str, str]
+
+    def input(self, name: str) -> Optional[RecipeInput]:
+        return next((i for i in self.inputs if i.name == name), None)
+
+    def imports_for(self, backend: str) -> tuple[str, ...]:
+        """What the trainer imports first, then the rollout backend's package."""
+        return (*self.imports, *self.rollout_imports.get(backend, ()))
+
+    def upstream_settings(self) -> list[str]:
+        """``settings`` as Hydra overrides, in the recipe's order."""
+        return [f"{key}={value}" for key, value in self.settings.items()]
+
+
+@dataclass(frozen=True)
+class DialectRecipe:
+    dialect: str
+    repository: str
+    commit: str
+    dockerfile: str
+    family: str
+    model_keys: tuple[str, ...]
+    configs: Mapping[str, ConfigRecipe] = field(default_factory=dict)
+
+    def model_input(self, source: str = "") -> RecipeInput:
+        """The model of a config this recipe does not know (an image's own config)."""
+        return RecipeInput("model", source, "the model", self.model_keys)
+
+
+def _strings(mapping: Optional[Mapping[str, object]]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (mapping or {}).items()}
+
+
+def _config(name: str, data: Mapping, model_keys: tuple[str, ...]) -> ConfigRecipe:
+    inputs = []
+    for input_name, spec in (data.get("inputs") or {}).items():
+        keys = tuple(spec.get("keys") or (model_keys if input_name == "model" else ()))
+        inputs.append(RecipeInput(input_name, spec["source"], spec.get("what", ""), keys, spec.get("env"), bool(spec.get("file"))))
+    return ConfigRecipe(
+        name=name,
+        script=data["script"],
+        trains=data["trains"],
+        data=data["data"],
+        expect=" ".join(str(data["expect"]).split()),
+        inputs=tuple(inputs),
+        imports=tuple(data.get("imports") or ()),
+        rollout_imports={k: tuple(v) for k, v in (data.get("rolloutImports") or {}).items()},
+        prepare=tuple(data.get("prepare") or ()),
+        env=_strings(data.get("env")),
+        settings=_strings(data.get("settings")),
+        generated=_strings(data.get("generated")),
+        left_out=_strings(data.get("leftOut")),
+        override_count=int(data["overrideCount"]),
+        unread=_strings(data.get("unread")),
+    )
+
+
+@lru_cache(maxsize=None)
+def recipe_of(dialect: str) -> DialectRecipe:
+    """The recipe of ``dialect`` (read once per process)."""
+    text = resources.files(__package__).joinpath("recipes", f"{dialect}.yaml").read_text(encoding="utf-8")
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if data["dialect"] != dialect:
+        raise ValueError(f"recipes/{dialect}.yaml is the recipe of {data['dialect']}")
+    model_keys = tuple(data["modelKeys"])
+    return DialectRecipe(
+        dialect=dialect,
+        repository=data["repository"],
+        commit=data["commit"],
+        dockerfile=data["image"]["dockerfile"],
+        family=data["image"]["family"],
+        model_keys=model_keys,
+        configs={name: _config(name, spec, model_keys) for name, spec in data["configs"].items()},
+    )
