@@ -9,7 +9,7 @@ agent, and the trust is readable in one document (pinned to this namespace and a
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -71,12 +71,13 @@ def partition_of(region: str) -> str:
     return "aws"
 
 
-def model_read_policy(bucket: str, prefix: str, partition: str = "aws") -> dict[str, Any]:
-    """Read-only access to the model's prefix (workload.model.source s3://bucket/prefix): list
-    below the prefix, get its objects; nothing else in that bucket."""
+def model_read_policy(bucket: str, prefix: str, partition: str = "aws", what: str = "Model") -> dict[str, Any]:
+    """Read-only access to an input's prefix (the model's, workload.model.source, or another
+    input's, workload.inputs: s3://bucket/prefix): list below the prefix, get its objects; nothing
+    else in that bucket. ``what`` names the statements (Model, Input)."""
     bucket_arn = f"arn:{partition}:s3:::{bucket}"
     objects = f"{bucket_arn}/{prefix}/*" if prefix else f"{bucket_arn}/*"
-    list_statement: dict[str, Any] = {"Sid": "ListModel", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn}
+    list_statement: dict[str, Any] = {"Sid": f"List{what}", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn}
     if prefix:
         # `aws s3 sync s3://bucket/prefix/` lists with the prefix "prefix/"
         list_statement["Condition"] = {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}
@@ -85,8 +86,8 @@ def model_read_policy(bucket: str, prefix: str, partition: str = "aws") -> dict[
         "Statement": [
             list_statement,
             # a separate statement: GetBucketLocation carries no s3:prefix, so the condition would deny it
-            {"Sid": "LocateModelBucket", "Effect": "Allow", "Action": "s3:GetBucketLocation", "Resource": bucket_arn},
-            {"Sid": "ReadModel", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects},
+            {"Sid": f"Locate{what}Bucket", "Effect": "Allow", "Action": "s3:GetBucketLocation", "Resource": bucket_arn},
+            {"Sid": f"Read{what}", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects},
         ],
     }
 
@@ -105,6 +106,8 @@ class TrainingIdentity(pulumi.ComponentResource):
         model_bucket: the bucket of an s3:// model source outside the checkpoint bucket; the
             role may read ``model_prefix`` in it. Defaults to None (no such grant).
         model_prefix: the model's prefix in ``model_bucket``. Defaults to "" (the whole bucket).
+        input_reads: the other s3:// inputs outside the checkpoint bucket (a dataset, an adapter),
+            as (input name, bucket, prefix): the role may read each prefix. Defaults to none.
         partition: the ARN partition of the model bucket (``partition_of(region)``). Defaults to aws.
         k8s_provider: the cluster's Kubernetes provider (Namespace, ServiceAccount); None: the
             default provider (the ambient kubeconfig).
@@ -129,6 +132,7 @@ class TrainingIdentity(pulumi.ComponentResource):
         tags: Mapping[str, str],
         model_bucket: Optional[str] = None,
         model_prefix: str = "",
+        input_reads: Sequence[tuple[str, str, str]] = (),
         partition: str = "aws",
         k8s_provider: Optional[k8s.Provider],
         opts: Optional[pulumi.ResourceOptions] = None,
@@ -162,6 +166,13 @@ class TrainingIdentity(pulumi.ComponentResource):
                 f"{name}-model-read",
                 role=role.id,
                 policy=json.dumps(model_read_policy(model_bucket, model_prefix, partition)),
+                opts=child,
+            )
+        for input_name, input_bucket, input_prefix in input_reads:
+            aws.iam.RolePolicy(
+                f"{name}-input-{input_name}-read",
+                role=role.id,
+                policy=json.dumps(model_read_policy(input_bucket, input_prefix, partition, "Input")),
                 opts=child,
             )
         account = k8s.core.v1.ServiceAccount(

@@ -32,6 +32,7 @@ from .kueue import KueueQueue, local_queue
 from .network import Network
 from .observability import CloudWatchObservability, PrometheusObservability
 from .storage import SHARED_CLAIM, CheckpointStorage, SharedFilesystem, persistent_volume_spec
+from .trainers import chosen_inputs
 from .workload import RlinfTraining
 
 
@@ -160,14 +161,30 @@ def _observability(
     return []
 
 
+def s3_input_grants(settings: StackSettings) -> list[tuple[str, str, str]]:
+    """The s3:// inputs the training role must be granted read of, as (input, bucket, prefix):
+    none without a workload, and none for an input in the checkpoint bucket (already readable)."""
+    if not settings.workload.enabled:
+        return []
+    grants = []
+    for item in chosen_inputs(settings):
+        source = item.source
+        if source is not None and source.kind == "s3" and source.bucket != settings.storage.bucket_name:
+            grants.append((item.name, source.bucket, source.prefix))
+    return grants
+
+
 def model_bucket_grant(settings: StackSettings) -> tuple[Optional[str], str]:
     """The bucket and prefix of an s3:// model that the training role must be granted read of:
     (None, "") without a model, for another source, or for a model in the checkpoint bucket
     (already readable)."""
-    model = settings.workload.model.parsed if settings.workload.enabled else None
-    if model is None or model.kind != "s3" or model.bucket == settings.storage.bucket_name:
-        return None, ""
-    return model.bucket, model.prefix
+    model = next(((bucket, prefix) for name, bucket, prefix in s3_input_grants(settings) if name == "model"), None)
+    return model if model is not None else (None, "")
+
+
+def other_input_grants(settings: StackSettings) -> list[tuple[str, str, str]]:
+    """The s3:// inputs other than the model that the training role must be granted read of."""
+    return [grant for grant in s3_input_grants(settings) if grant[0] != "model"]
 
 
 def _identity(settings: StackSettings, cluster: Cluster, storage: CheckpointStorage, tags: dict[str, str]) -> TrainingIdentity:
@@ -182,6 +199,7 @@ def _identity(settings: StackSettings, cluster: Cluster, storage: CheckpointStor
         tags=tags,
         model_bucket=model_bucket,
         model_prefix=model_prefix,
+        input_reads=other_input_grants(settings),
         partition=partition_of(settings.region),
         k8s_provider=cluster.provider,
     )
@@ -340,6 +358,7 @@ def build_experiment(settings: StackSettings, secrets: Secrets, stack: str, plat
         tags=tags,
         model_bucket=model_bucket,
         model_prefix=model_prefix,
+        input_reads=other_input_grants(settings),
         partition=partition,
         k8s_provider=provider,
     )

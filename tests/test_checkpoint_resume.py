@@ -81,7 +81,7 @@ def run(tmp_path: Path):
     (module_dir / "__init__.py").write_text(FAKE_RAY_MODULE)
     s = settings(workload={"image": "x/y:1", "trainer": {"dialect": "rlinf-embodied", "workdir": str(tmp_path)}})
     log_dir = run_dir / "logs"
-    launch = launch_for(s, nnodes=1, gpus_per_node=8, log_dir=str(log_dir), checkpoint_dir=str(run_dir / "checkpoints"))
+    launch = launch_for(s, nnodes=1, gpus_per_node=8, log_dir=str(log_dir), checkpoint_dir=str(run_dir / "checkpoints"), inputs_root=str(run_dir / "models"))
     (tmp_path / "trainer.sh").write_text(launch.script())
     write_progress(tmp_path, run_dir)
     (tmp_path / "launch.sh").write_text(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from rlinf_eks.config import ConfigError, StackSettings
-from rlinf_eks.trainers import DIALECTS, check_world_size, launch_for, rlinf_embodied, rlinf_reasoning, verl_ppo
+from rlinf_eks.trainers import DIALECTS, check_world_size, launch_for, recipe_of, rlinf_embodied, rlinf_reasoning, verl_ppo
 from rlinf_eks.trainers.base import COMPLETE_MARKER, config_name_of
 from tests.harness import SHARED, require_shared, settings
 
@@ -57,7 +57,7 @@ def unchecked(s: StackSettings, **trainer: Any) -> StackSettings:
 
 def launch(s: StackSettings, nnodes: int | None = None, **kw: Any):
     nodes = nnodes or s.gpu_nodes.node_count
-    return launch_for(s, nnodes=nodes, gpus_per_node=GPUS, log_dir="/fsx/logs/run", checkpoint_dir="/fsx/ckpt/run", **kw)
+    return launch_for(s, nnodes=nodes, gpus_per_node=GPUS, log_dir="/fsx/logs/run", checkpoint_dir="/fsx/ckpt/run", inputs_root="/fsx/models", **kw)
 
 
 def overrides_of(argv: list[str]) -> list[str]:
@@ -87,7 +87,10 @@ def test_verl_ppo_command_sets_the_world_and_derives_the_micro_batch(nnodes):
     assert o["actor_rollout_ref.model.path"] == o["actor_rollout_ref.rollout.pretrained_checkpoint"] == "/fsx/models/sft"
     assert o["trainer.default_local_dir"] == "/fsx/ckpt/run"
     assert o["trainer.experiment_name"] == "libero"
-    assert "actor_rollout_ref.rollout.gpu_memory_utilization" not in o  # vLLM-only knobs stay off for hf
+    # the stack's vLLM knobs stay off for hf (the LIBERO script's own gpu_memory_utilization=0.9, which
+    # hf ignores, is the recipe's)
+    assert "actor_rollout_ref.rollout.max_num_batched_tokens" not in o and "actor_rollout_ref.rollout.enforce_eager" not in o
+    assert o["actor_rollout_ref.rollout.gpu_memory_utilization"] == "0.9"
     assert run.workdir == s.workload.trainer.workdir and run.env["PYTHONPATH"] == s.workload.trainer.workdir
     assert run.warnings == [] and run.resume is None
 
@@ -135,7 +138,11 @@ def test_rlinf_embodied_command_and_env(nnodes):
     assert o["runner.logger.log_path"] == "/fsx/logs/run"
     world = nnodes * GPUS
     assert o["+cluster.component_placement"] == f"{{actor:0-{world - 1},env:0-{world // 2 - 1},rollout:{world // 2}-{world - 1}}}"
-    assert run.env == {"PYTHONPATH": "/opt/RLinf", "HYDRA_FULL_ERROR": "1", "EMBODIED_PATH": path, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
+    assert run.env == {
+        "PYTHONPATH": "/opt/RLinf", "HYDRA_FULL_ERROR": "1", "EMBODIED_PATH": path, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl",
+        # run_embodiment.sh's, and the ManiSkill assets staged below the inputs root
+        "ROBOT_PLATFORM": "LIBERO", "LIBERO_TYPE": "standard", "MANISKILL_ASSET_DIR": "/fsx/models/hf/datasets/RLinf/maniskill_assets",
+    }  # fmt: skip
     assert run.workdir == "/opt/RLinf"
     assert run.resume is not None and run.resume.key == "runner.resume_dir"
 
@@ -203,7 +210,7 @@ def test_script_resumes_from_the_newest_complete_checkpoint_of_either_layout(tmp
         if not step.endswith("_120"):
             (logs / step / COMPLETE_MARKER).write_text("done\n")
     s = stack("rlinf-reasoning", "vllm", workdir=str(tmp_path), experimentName="exp")
-    run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(logs), checkpoint_dir="/unused")
+    run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(logs), checkpoint_dir="/unused", inputs_root="/fsx/models")
     printed = _run_script(run.script(), tmp_path)
     assert printed[-1] == f"runner.resume_dir={logs}/exp/checkpoints/global_step_80"
     assert printed[1:-1] == run.argv[1:]
@@ -216,7 +223,7 @@ def test_rlinf_checkpoint_patterns_find_both_layouts_and_escape_the_log_dir(tmp_
     for step in ("checkpoints/global_step_5", "exp/checkpoints/global_step_7"):
         (logs / step).mkdir(parents=True)
     s = stack("rlinf-embodied", "hf", experimentName="exp")
-    run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(logs), checkpoint_dir="/unused")
+    run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(logs), checkpoint_dir="/unused", inputs_root="/fsx/models")
     found = sorted(p for pattern in run.checkpoint_patterns for p in glob.glob(pattern))
     assert found == [str(logs / "checkpoints/global_step_5"), str(logs / "exp/checkpoints/global_step_7")]
 
@@ -229,7 +236,7 @@ def test_verl_ppo_says_it_cannot_resume_and_still_names_its_checkpoints():
 
 def test_script_starts_fresh_without_a_checkpoint(tmp_path):
     s = stack("rlinf-embodied", "hf", workdir=str(tmp_path))
-    run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(tmp_path / "empty"), checkpoint_dir="/unused")
+    run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(tmp_path / "empty"), checkpoint_dir="/unused", inputs_root="/fsx/models")
     assert _run_script(run.script(), tmp_path) == run.argv[1:]
 
 
@@ -259,10 +266,13 @@ def test_verl_sizes_below_the_world_size_fail_and_non_multiples_warn():
     ] and "use at least 16" in problems[0]
 
 
-def test_verl_defaults_fail_on_a_world_larger_than_the_reference_log_prob_batch():
-    nodes = verl_ppo.DIVIDED_BY_WORLD["ppo_trainer"]["actor_rollout_ref.rollout.log_prob_micro_batch_size"] // GPUS + 1
+def test_verl_recipe_sizes_fail_on_a_world_larger_than_the_libero_scripts_log_prob_batch():
+    # the LIBERO script's 32, not ppo_trainer.yaml's 128, is what the trainer sees
+    recipe = recipe_of("verl-ppo").configs["ppo_trainer"]
+    nodes = int(recipe.settings["actor_rollout_ref.rollout.log_prob_micro_batch_size"]) // GPUS + 1
     problems = check_world_size(stack("verl-ppo", "hf"), nodes, GPUS)
-    assert any('log_prob_micro_batch_size"]=128 (the default of ppo_trainer)' in p for p in problems)
+    assert any('log_prob_micro_batch_size"]=32 (the recipe\'s, from examples/run_openvla_oft_rl_libero.sh)' in p for p in problems)
+    assert not check_world_size(stack("verl-ppo", "hf"), nodes - 1, GPUS)
 
 
 def test_embodied_env_count_must_divide_over_env_ranks_and_pipeline_stages():

@@ -165,7 +165,7 @@ def contract_for(run: Run) -> ImageContract:
     wl = settings.workload
     script, config = _entry(wl.trainer.workdir, run.launch.argv)
     efa = bool(run.shape.efa)
-    hf = run.staging is not None and run.staging.source.kind == "hf"
+    hf = run.staging is not None and "hf" in run.staging.kinds
     mounts = [SCRIPTS_DIR, STATE_DIR, "/dev/shm", run.paths.root]
     if run.shared:
         mounts.append(settings.storage.shared_filesystem.mount_path)

@@ -1,5 +1,5 @@
 """The training run of a stack, resolved once (:func:`resolve_run`): where its files live, the
-shape of its pods, where its model is staged, how its pods are named, and the trainer's launch.
+shape of its pods, where its inputs (model, adapters, datasets, assets) are staged, how its pods are named, and the trainer's launch.
 
 ``RlinfTraining`` builds its resources from the :class:`Run`, the launch scripts are rendered from
 it, and the plan's Faults section (``offline/resilience.py``) describes the same :class:`Run`:
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import catalog
-from ..config import ModelSource, StackSettings
-from ..trainers import TrainerLaunch, launch_for
+from ..config import StackSettings
+from ..trainers import ChosenInput, TrainerLaunch, chosen_inputs, launch_for
 from .manual import PodNames, pod_names
 
 LOCAL_RUN_DIR = "/rlinf-run"
@@ -102,29 +102,34 @@ def pod_shape(settings: StackSettings, sync: bool) -> RayPodShape:
 
 
 @dataclass(frozen=True)
-class ModelStaging:
-    """Where ``source`` is staged: below ``root`` (on FSx when ``shared``, else node-local).
-    How it gets there: :mod:`.staging`."""
+class Staging:
+    """The inputs staged below ``root`` (on FSx when ``shared``, else in a node-local emptyDir of
+    ``size_gib``), each into a folder of its own; how they get there: :mod:`.staging`."""
 
-    source: ModelSource
     root: str
     shared: bool
     size_gib: int
+    inputs: tuple[ChosenInput, ...]
+    """The inputs with a source (hf:// or s3://), in the recipe's order."""
 
     @property
-    def model_dir(self) -> str:
-        """The trainer's model path."""
-        return f"{self.root}/{self.source.relative_dir}"
+    def kinds(self) -> frozenset[str]:
+        """hf and/or s3: which images stage (the training image, the AWS CLI image)."""
+        return frozenset(item.source.kind for item in self.inputs if item.source is not None)
 
 
-def model_staging(settings: StackSettings, shared: bool) -> Optional[ModelStaging]:
-    """The staging of ``workload.model.source``, or None when the stack names no source."""
-    model = settings.workload.model
-    source = model.parsed
-    if source is None:
+def inputs_root(settings: StackSettings, shared: bool) -> str:
+    """Where inputs are staged: ``<mountPath>/models`` on the shared filesystem, else the
+    node-local models volume."""
+    return f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/models" if shared else MODEL_ROOT_LOCAL
+
+
+def input_staging(settings: StackSettings, shared: bool) -> Optional[Staging]:
+    """The staging of every input the stack names a source for, or None when nothing is staged."""
+    staged = tuple(item for item in chosen_inputs(settings) if item.source is not None)
+    if not staged:
         return None
-    root = f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/models" if shared else MODEL_ROOT_LOCAL
-    return ModelStaging(source, root, shared, model.size_gib)
+    return Staging(inputs_root(settings, shared), shared, settings.workload.model.size_gib, staged)
 
 
 @dataclass(frozen=True)
@@ -134,8 +139,8 @@ class Run:
     settings: StackSettings
     paths: RunPaths
     shape: RayPodShape
-    staging: Optional[ModelStaging]
-    """The model staged before the trainer (``workload.model.source``), None: nothing to stage."""
+    staging: Optional[Staging]
+    """The inputs staged before the trainer (the recipe's, ``workload.inputs``, ``workload.model.source``), None: nothing to stage."""
     names: PodNames
     """The manual launcher's Job, pod host names and Service (the head is pod 0)."""
     launch: TrainerLaunch
@@ -160,15 +165,15 @@ def resolve_run(settings: StackSettings, stack: str, *, wandb: bool = False) -> 
     shared = settings.shared_filesystem
     paths = run_paths(settings, stack, shared)
     shape = pod_shape(settings, sync=not shared)
-    staging = model_staging(settings, shared)
+    staging = input_staging(settings, shared)
     launch = launch_for(
         settings,
         nnodes=settings.gpu_nodes.node_count,
         gpus_per_node=shape.pod.gpus,
         log_dir=paths.log_dir,
         checkpoint_dir=paths.checkpoint_dir,
-        # derived from workload.model.source, never typed twice (else trainer.modelPath)
-        model_path=staging.model_dir if staging is not None else None,
+        # every input's path derived from where it is staged, never typed twice
+        inputs_root=inputs_root(settings, shared),
         wandb=wandb,
     )
     return Run(settings, paths, shape, staging, pod_names(settings.workload.uses_jobset), launch)

@@ -16,7 +16,7 @@ from .image_check import image_check_container
 from .kube import PROGRESS_METRICS_PORT, PROGRESS_METRICS_PORT_NAME, RAY_METRICS_PORT, RAY_METRICS_PORT_NAME, SCRIPTS_DIR, STATE_DIR, core, cpu, guaranteed, meta, mi, scheduling, security_context
 from .preflight import preflight_container
 from .run import RayPodShape, Run, RunPaths
-from .staging import models_volume, stage_container
+from .staging import models_volume, stage_containers
 
 
 @dataclass(frozen=True)
@@ -150,8 +150,8 @@ def ray_pod_template(
     if staging is not None:
         # after the preflight: no download onto a node whose GPUs or EFA failed the checks
         shared_mount = next((m for m in vols.mounts if m.name == "shared"), None)
-        init_containers.append(
-            stage_container(settings, staging, secret_name=inputs.secret_name, secret_keys=inputs.secret_keys, shared_mount=shared_mount)
+        init_containers += stage_containers(
+            settings, staging, secret_name=inputs.secret_name, secret_keys=inputs.secret_keys, shared_mount=shared_mount
         )
     if not run.shared:
         init_containers.append(restore_container(settings, inputs.bucket_name, run.paths))

@@ -1,12 +1,13 @@
 set -euo pipefail
-# MODEL_SOURCE, MODEL_KIND (hf or s3), MODEL_DIR and HF_REPO / HF_REVISION or S3_URI come from the
-# container's env.
+# One input of the run: INPUT_NAME, MODEL_SOURCE, MODEL_KIND (hf or s3), MODEL_DIR and HF_REPO /
+# HF_REPO_TYPE / HF_REVISION / HF_PATH or S3_URI / S3_OBJECT come from the container's env.
 marker="${MODEL_DIR}/${MARKER}"
 lock="${MODEL_DIR}.lock"
 me="${HOSTNAME:-pid-$$}"
 # who holds the lock: the pod and this attempt (a restarted init container keeps its HOSTNAME)
 token="${me}:$$:${RANDOM}${RANDOM}"
-log() { echo "rlinf-eks[stage-model ${me}]: $*" >&2; }
+INPUT_NAME="${INPUT_NAME:-model}"
+log() { echo "rlinf-eks[stage-${INPUT_NAME} ${me}]: $*" >&2; }
 staged() { [ -f "${marker}" ] && [ "$(cat "${marker}")" = "${MODEL_SOURCE}" ]; }
 
 download_hf() {
@@ -15,7 +16,13 @@ download_hf() {
 PY
 }
 
-download_s3() { aws s3 sync "${S3_URI}/" "${MODEL_DIR}/" --only-show-errors; }
+download_s3() {
+  if [ "${S3_OBJECT:-0}" = 1 ]; then
+    aws s3 cp "${S3_URI}" "${MODEL_DIR}/${S3_URI##*/}" --only-show-errors
+  else
+    aws s3 sync "${S3_URI}/" "${MODEL_DIR}/" --only-show-errors
+  fi
+}
 
 # Both downloads resume: files already complete are skipped on the next attempt.
 download() {
@@ -59,7 +66,7 @@ until staged; do
     if ! staged; then
       log "staging ${MODEL_SOURCE} into ${MODEL_DIR}"
       mkdir -p "${MODEL_DIR}"
-      download || { log "could not stage ${MODEL_SOURCE} into ${MODEL_DIR}"; exit 1; }
+      download || { echo "rlinf-eks: FAILED: input ${INPUT_NAME}: could not stage ${MODEL_SOURCE} into ${MODEL_DIR} after 3 attempts (unreachable, missing, or no access: the hfToken secret for a gated repository, the training role for S3); set workload.inputs.${INPUT_NAME} to a source the pods can read" >&2; exit 1; }
       echo "${MODEL_SOURCE}" > "${marker}.${me}"
       mv -f "${marker}.${me}" "${marker}"
     fi
@@ -79,4 +86,4 @@ until staged; do
   sleep "${POLL_SECONDS}"
   waited=$(( waited + POLL_SECONDS ))
 done
-log "${MODEL_SOURCE} is ready at ${MODEL_DIR}"
+log "input ${INPUT_NAME} (${MODEL_SOURCE}) is ready at ${MODEL_DIR}"
