@@ -44,7 +44,13 @@ def _plan(args: argparse.Namespace) -> int:
 
         print(render_efficiency(report))
         print()
+    from .offline.inputs import render as render_inputs
     from .offline.resilience import render as render_faults
+
+    inputs = render_inputs(plan.settings, plan.stack)
+    if inputs:
+        print(inputs)
+        print()
 
     faults = render_faults(plan.settings, plan.stack)
     if faults:

@@ -23,12 +23,21 @@ def contract(stack: str = "multi-node", *sets: str):
     return contract_for(resolve_run(settings_of(load(ROOT, stack, list(sets))), stack))
 
 
-def fake_image(tmp_path: Path, c, *, ray: str = "2.49.2", fi_info: bool = True, plugin: bool = True, entry: bool = True, ray_cli: bool = True):
-    """A fake image root below tmp_path/root and the PATH of its tools (the host's coreutils and bash)."""
+def fake_image(
+    tmp_path: Path, c, *, ray: str = "2.49.2", fi_info: bool = True, plugin: bool = True, entry: bool = True, ray_cli: bool = True,
+    missing: tuple[str, ...] = (),
+):
+    """A fake image root below tmp_path/root and the PATH of its tools (the host's coreutils and
+    bash); its python3 lacks the modules ``missing``, as CPython says it."""
     root = tmp_path / "root"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    tools = {"python3": f'case "$*" in *"import ray"*) printf %s {ray} ;; esac', "python": "exit 0", "ldconfig": "exit 0"}
+    lacks = "".join(
+        f'  *"import {m}") echo "Traceback (most recent call last):" >&2; echo "ModuleNotFoundError: No module named \'{m.split(".")[0]}\'" >&2; exit 1 ;;\n'
+        for m in missing
+    )
+    python3 = f'case "$*" in\n{lacks}  *"import ray"*) printf %s {ray} ;;\nesac'
+    tools = {"python3": python3, "python": "exit 0", "ldconfig": "exit 0"}
     if ray_cli:
         tools["ray"] = "exit 0"
     if fi_info:
@@ -63,7 +72,7 @@ def test_given_an_image_that_satisfies_the_contract_when_checked_then_the_pod_go
 @pytest.mark.parametrize(
     "stack, image, message",
     [
-        ("multi-node", {"fi_info": False}, "fi_info (libfabric with the EFA provider) is not in the image: rebuild it from images/rlinf/Dockerfile"),
+        ("multi-node", {"fi_info": False}, "fi_info (libfabric with the EFA provider) is not in the image: rebuild it from images/rlinf-embodied/Dockerfile"),
         ("multi-node", {"ray": "2.47.1"}, "ray 2.47.1 in the image, workload.rayVersion is 2.49.2: rebuild with RAY_VERSION=2.49.2"),
         ("multi-node", {"entry": False}, "the entry script {root}/workspace/examples/embodiment/train_embodied_agent.py is not in the image"),
         ("single-node", {"entry": False}, "the entry script {root}/workspace/verl/trainer/main_ppo.py is not in the image: rebuild it from images/simplevla-rl/Dockerfile"),
@@ -121,3 +130,32 @@ def test_the_plans_faults_section_says_what_a_broken_image_does(stack, sets, ret
     text = resilience.render(settings_of(load(ROOT, stack, list(sets))), stack)
     assert f"exit {exit_codes.IMAGE_BROKEN}, one line naming it" in text
     assert retry in text
+
+
+# Each family's first import, and a stack whose image would lack it: the family's own contract
+# catches an image of another family (or without the simulator) before anything else runs.
+FAMILY_IMPORTS = [
+    ("multi-node", "mani_skill", "rlinf-embodied", "images/rlinf-embodied/Dockerfile"),
+    ("vllm-rollout", "vllm", "rlinf-reasoning", "images/rlinf-reasoning/Dockerfile"),
+    ("single-node", "tensorflow", "verl-ppo", "images/simplevla-rl/Dockerfile"),
+    ("single-node", "libero.libero.benchmark", "verl-ppo", "images/simplevla-rl/Dockerfile"),
+]
+
+
+@pytest.mark.parametrize("stack, module, dialect, dockerfile", FAMILY_IMPORTS, ids=[f"{s}-{m}" for s, m, _, _ in FAMILY_IMPORTS])
+def test_given_an_image_without_a_module_the_trainer_imports_when_checked_then_it_fails_first_naming_it(tmp_path, stack, module, dialect, dockerfile):
+    c = contract(stack)
+    assert module in c.trainer_modules
+    # also without a Ray CLI: the trainer's own imports are checked first
+    done, took = run_check(tmp_path, c, missing=(module,), ray_cli=False)
+    assert done.returncode == exit_codes.IMAGE_BROKEN, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert f"python3 cannot import {module}, which the {dialect} trainer imports" in line
+    assert f"No module named '{module.split('.')[0]}'" in line and f"build the image from {dockerfile}" in line
+    assert took < 5
+
+
+def test_the_reasoning_contract_imports_the_rollout_backend_the_stack_runs():
+    assert contract("vllm-rollout").trainer_modules == ("torch", "vllm")
+    sglang = contract("vllm-rollout", "workload.rollout.backend=sglang")
+    assert sglang.trainer_modules == ("torch", "sglang")

@@ -27,6 +27,8 @@ def image_check_script(contract: ImageContract, *, root: str = "") -> str:
             # the EFA tools get their own messages below
             "TOOLS": " ".join(t for t in contract.tools if t not in EFA_TOOLS),
             "PYTHON_MODULES": " ".join(contract.python_modules),
+            "TRAINER_MODULES": " ".join(contract.trainer_modules),
+            "CONFIG_NAME": contract.config_name,
             "RAY_VERSION": contract.ray_version,
             "WORKDIR": root + contract.workdir,
             "ENTRY_SCRIPT": root + contract.entry_script,

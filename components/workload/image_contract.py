@@ -9,7 +9,10 @@ the scripts are rendered from:
   (read back from that command line, so they cannot disagree);
 - on EFA nodes: libfabric with the EFA provider (``fi_info``, in ``/opt/amazon/efa/bin`` where the
   AWS EFA installer puts it) and the aws-ofi-nccl plugin in one of :data:`.fabric.PLUGIN_DIRS`;
-- with Hugging Face model staging: ``huggingface_hub`` (the staging program imports it).
+- the Python modules the trainer imports first, in its order (the dialect's recipe: e.g. embodied
+  ManiSkill ``torch`` and ``mani_skill``; reasoning ``vllm`` or ``sglang`` per rollout backend;
+  verl-ppo ``timm``, ``tensorflow`` and ``libero``), checked before anything else;
+- with Hugging Face staging: ``huggingface_hub`` (the staging program imports it).
 
 The scripts that run in the project's other images (preflight, checkpoint sync and restore, the
 watchdog) rely on those images for their tools: :data:`OTHER_IMAGES` states what each must hold.
@@ -25,6 +28,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..trainers import DIALECTS, config_name_of, config_recipe, recipe_of
 from .fabric import PLUGIN_DIRS
 from .kube import SCRIPTS_DIR, STATE_DIR
 from .run import Run
@@ -44,8 +48,9 @@ EFA_TOOLS: tuple[str, ...] = ("fi_info", "ldconfig")
 """On EFA nodes: libfabric's fi_info (the EFA provider's domains) and the linker cache, where
 fabric-check.sh looks for aws-ofi-nccl when it is in none of the plugin dirs."""
 
-DOCKERFILES = {"verl-ppo": "images/simplevla-rl/Dockerfile", "rlinf-embodied": "images/rlinf/Dockerfile", "rlinf-reasoning": "images/rlinf/Dockerfile"}
-"""The Dockerfile of this repository that builds an image for each dialect (README, Training image)."""
+DOCKERFILES = {name: recipe_of(name).dockerfile for name in DIALECTS}
+"""The Dockerfile of this repository that builds the image family of each dialect (its recipe's
+``image.dockerfile``; README, Training image)."""
 
 HF_STAGING_MODULES: tuple[str, ...] = ("huggingface_hub",)
 
@@ -107,11 +112,16 @@ class ImageContract:
     """Absolute path of the Hydra config dir the trainer reads."""
     tools: tuple[str, ...]
     python_modules: tuple[str, ...]
+    """Modules the scripts import (ray; huggingface_hub for staging)."""
     efa: bool
     plugin_dirs: tuple[str, ...] = ()
     mounts: tuple[str, ...] = field(default=())
     """Paths the pod mounts (the launch scripts, state, /dev/shm, the run directory, the shared
     filesystem, staged models): the image need not carry them."""
+    trainer_modules: tuple[str, ...] = ()
+    """What the trainer imports first, in its order (the recipe's ``imports`` of the config, then
+    its rollout backend's): checked before everything else."""
+    config_name: str = ""
 
     @property
     def dockerfile(self) -> str:
@@ -132,6 +142,8 @@ class ImageContract:
             f"  trainer checkout: {self.workdir} (workload.trainer.workdir, first on PYTHONPATH)",
             f"  commands on PATH: {' '.join(self.tools)}",
         ]
+        if self.trainer_modules:
+            lines.append(f"  trainer imports ({self.config_name}, checked first): {' '.join(self.trainer_modules)}")
         if self.python_modules:
             lines.append(f"  python modules: {' '.join(self.python_modules)}")
         if self.efa:
@@ -166,6 +178,7 @@ def contract_for(run: Run) -> ImageContract:
     script, config = _entry(wl.trainer.workdir, run.launch.argv)
     efa = bool(run.shape.efa)
     hf = run.staging is not None and "hf" in run.staging.kinds
+    recipe = config_recipe(settings)
     mounts = [SCRIPTS_DIR, STATE_DIR, "/dev/shm", run.paths.root]
     if run.shared:
         mounts.append(settings.storage.shared_filesystem.mount_path)
@@ -184,4 +197,6 @@ def contract_for(run: Run) -> ImageContract:
         efa=efa,
         plugin_dirs=tuple(PLUGIN_DIRS.split()) if efa else (),
         mounts=tuple(dict.fromkeys(m.rstrip("/") for m in mounts)),
+        trainer_modules=recipe.imports_for(wl.rollout.backend) if recipe is not None else (),
+        config_name=config_name_of(wl.trainer),
     )

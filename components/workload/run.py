@@ -144,6 +144,8 @@ class Run:
     names: PodNames
     """The manual launcher's Job, pod host names and Service (the head is pod 0)."""
     launch: TrainerLaunch
+    inputs: tuple[ChosenInput, ...] = ()
+    """Every input of the run (its recipe's), staged or already in the pod."""
 
     @property
     def shared(self) -> bool:
@@ -176,4 +178,4 @@ def resolve_run(settings: StackSettings, stack: str, *, wandb: bool = False) -> 
         inputs_root=inputs_root(settings, shared),
         wandb=wandb,
     )
-    return Run(settings, paths, shape, staging, pod_names(settings.workload.uses_jobset), launch)
+    return Run(settings, paths, shape, staging, pod_names(settings.workload.uses_jobset), launch, chosen_inputs(settings))

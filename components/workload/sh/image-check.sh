@@ -8,6 +8,13 @@ fail() {
   exit "${EXIT_IMAGE_BROKEN}"
 }
 
+# First what the trainer imports first (its recipe), in its order: an image of the wrong family or
+# without the simulator fails here in seconds, not minutes later after the Ray join. The import's
+# last line of error says why (a missing module, a prompt for a missing config, ...).
+for module in ${TRAINER_MODULES}; do
+  why=$(timeout 120 python3 -c "import ${module}" 2>&1 </dev/null >/dev/null | tail -n 1) \
+    || fail "python3 cannot import ${module}, which the ${DIALECT} trainer imports (${CONFIG_NAME}): ${why:-timed out}; build the image from ${DOCKERFILE}"
+done
 for tool in ${TOOLS}; do
   command -v "${tool}" >/dev/null 2>&1 || fail "${tool} is not on PATH in the image: rebuild it from ${DOCKERFILE}"
 done
