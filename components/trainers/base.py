@@ -59,6 +59,9 @@ class TrainerLaunch:
     checkpoint_patterns: tuple[str, ...] = ()
     resume_note: str = ""
     prepare: tuple[str, ...] = ()
+    node_rank_env: str = ""
+    """A variable each node of a multi-node run sets to its rank (0 = the head) before ``ray
+    start``: RLinf's RLINF_NODE_RANK; empty for none."""
 
     def shell(self) -> str:
         """The command line, quoted for a POSIX shell."""

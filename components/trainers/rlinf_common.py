@@ -127,3 +127,12 @@ def checkpoint_patterns(settings: StackSettings, log_dir: str) -> tuple[str, ...
 def env(workdir: str) -> dict[str, str]:
     # RLinf's verl/ and rlinf/ must shadow any installed copy (the seed: PYTHONPATH=/workspace:...)
     return {"PYTHONPATH": workdir, "HYDRA_FULL_ERROR": "1"}
+
+
+def node_rank_env(world: World) -> str:
+    """RLinf's multi-node guide (docs guides/multi_node.rst:29-33): every node exports
+    RLINF_NODE_RANK (unique, 0..N-1, head 0) before ``ray start``; its node probes read it from the
+    raylet's environment (rlinf/scheduler node.py:503-510), and a cluster where only some nodes set
+    it fails an assertion (node.py:450). The manual launcher sets it from the pod index; KubeRay's
+    pods have no index, so there every node leaves it unset and RLinf ranks them itself."""
+    return "RLINF_NODE_RANK" if world.nnodes > 1 else ""

@@ -87,6 +87,7 @@ def launch(
         warnings=common.placement_warnings(settings, REFERENCE, world),
         resume=common.resume(settings, log_dir),
         checkpoint_patterns=common.checkpoint_patterns(settings, log_dir),
+        node_rank_env=common.node_rank_env(world),
     )
 
 

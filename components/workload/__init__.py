@@ -74,6 +74,7 @@ def launch_scripts(run: Run) -> dict[str, str]:
             trainer_pythonpath=pythonpath,
             trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
             checkpoint_patterns=launch.checkpoint_patterns,
+            node_rank_env=launch.node_rank_env,
         )
     else:
         files["driver.sh"] = scripts.kuberay_driver(

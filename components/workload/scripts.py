@@ -89,10 +89,13 @@ def manual_launch(
     trainer_pythonpath: str,
     trainer_script: str,
     checkpoint_patterns: tuple[str, ...] = (),
+    node_rank_env: str = "",
 ) -> str:
     """launch.sh of the Indexed Job: pod 0 starts the Ray head, waits until ``nnodes`` nodes and
     ``nnodes * gpus_per_node`` GPUs joined (failing with a clear message after the timeout), then
-    runs the trainer and exits with its status; pods 1..N-1 join the head and block."""
+    runs the trainer and exits with its status; pods 1..N-1 join the head and block.
+    ``node_rank_env``: a variable set to the pod's index before ``ray start`` (RLinf's
+    RLINF_NODE_RANK), empty for none."""
     return render(
         {
             "NNODES": nnodes,
@@ -111,6 +114,7 @@ def manual_launch(
             "CHECKPOINT_PATTERNS": "\n".join(checkpoint_patterns),
             "COMPLETE_MARKER": COMPLETE_MARKER,
             "REPEATED_FAILURE": REPEATED_FAILURE,
+            "NODE_RANK_ENV": node_rank_env,
         },
         CHECKPOINTS + MANUAL_LAUNCH,
     )

@@ -2,6 +2,9 @@ set -uo pipefail
 export PYTHONPATH="${TRAINER_PYTHONPATH}${PYTHONPATH:+:${PYTHONPATH}}"
 index="${JOB_COMPLETION_INDEX:?the manual launcher runs as a pod of an Indexed Job}"
 log() { echo "rlinf-eks[pod ${index}]: $*" >&2; }
+# RLinf asks every node for its rank before `ray start` (0 = the head), which its node probes read
+# from the raylet's environment: the pod's index is that rank.
+if [ -n "${NODE_RANK_ENV}" ]; then export "${NODE_RANK_ENV}=${index}"; fi
 ray_node_flags=(--num-gpus="${GPUS_PER_NODE}" --num-cpus="${CPUS_PER_NODE}" --object-store-memory="${OBJECT_STORE_BYTES}" --disable-usage-stats --metrics-export-port="${RAY_METRICS_PORT}")
 # The status of a pod that was stopped (eviction, node drain, Job deletion): 128 + SIGTERM, whatever
 # the trainer or Ray did when told to stop, so a stopped run never reads as a finished one.

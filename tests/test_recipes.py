@@ -1,0 +1,250 @@
+"""Every stack trains as rendered: each dialect's recipe (trainers/recipes/*.yaml) against the
+upstream configs (../shared/reference/trainers) and the run scripts it transcribes, every stack's
+rendered command composed with Hydra and walked for upstream placeholder paths, the inputs staged
+and pointed at, and bad inputs refused with the key named before anything is created."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Iterator
+
+import pytest
+
+from rlinf_eks.__main__ import main
+from rlinf_eks.config import ConfigError
+from rlinf_eks.trainers import DIALECTS, chosen_inputs, config_name_of, recipe_of
+from rlinf_eks.trainers.recipe import PLACEHOLDER
+from rlinf_eks.workload.run import resolve_run
+from tests.harness import EXPERIMENT_STACKS, STACKS, plan_stack, settings
+from tests.test_trainers import CASES, EMBODIED_DIR, REASONING_DIR, VERL_DIR, _compose, needs_reference, overrides_of
+from tests.test_trainers import reference_trainers  # noqa: F401 (the fixture needs_reference uses)
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*Defaults list is missing `_self_`"),
+    pytest.mark.filterwarnings("ignore::hydra.errors.Hydra14MigrationWarning"),
+]
+
+WHERE = {"verl-ppo": (VERL_DIR, None), "rlinf-embodied": (EMBODIED_DIR / "config", "1.1"), "rlinf-reasoning": (REASONING_DIR, "1.1")}
+WORKLOAD_STACKS = STACKS + EXPERIMENT_STACKS
+
+
+def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Every (dotted key, value) of a composed config, interpolations unresolved (a placeholder
+    behind ``${...}`` shows at the key that holds it)."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(node, DictConfig):
+        for key in node.keys():
+            child = node._get_node(key)
+            yield from leaves(child if isinstance(child, (DictConfig, ListConfig)) else OmegaConf.to_container(node, resolve=False)[key], f"{prefix}{key}.")
+    elif isinstance(node, ListConfig):
+        for item in OmegaConf.to_container(node, resolve=False):
+            yield from leaves(item, prefix)
+    elif isinstance(node, (list, tuple)):
+        for item in node:
+            yield from leaves(item, prefix)
+    else:
+        yield prefix.rstrip("."), node
+
+
+def placeholders(cfg: Any) -> dict[str, str]:
+    """The keys whose value is one of upstream's example paths."""
+    return {key: value for key, value in leaves(cfg) if isinstance(value, str) and PLACEHOLDER.match(value)}
+
+
+def compose_run(s, stack: str, monkeypatch) -> Any:
+    run = resolve_run(s, stack)
+    config_dir, version_base = WHERE[s.workload.trainer.dialect]
+    return _compose(config_dir, config_name_of(s.workload.trainer), overrides_of(run.launch.argv), version_base, monkeypatch)
+
+
+# --- the recipes ---------------------------------------------------------------------------------
+
+
+def test_every_dialect_has_a_recipe_for_each_of_its_reference_configs_and_nothing_else():
+    for name, dialect in DIALECTS.items():
+        recipe = recipe_of(name)
+        assert set(recipe.configs) == set(dialect.config_names), name
+        assert re.fullmatch(r"[0-9a-f]{40}", recipe.commit), name
+        for config in recipe.configs.values():
+            assert config.inputs and config.inputs[0].name == "model" and config.inputs[0].keys == recipe.model_keys
+            assert config.imports, f"{name} {config.name}: what the trainer imports first"
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_each_recipe_covers_every_override_of_its_upstream_run_script(dialect):
+    """settings (passed as they are) + the run script's generated keys (``upstream -> ours``) +
+    the leftOut overrides are the run script's Hydra overrides, each once."""
+    for config in recipe_of(dialect).configs.values():
+        upstream_generated = [key for key, text in config.generated.items() if "->" in text]
+        left_out = [key.split("=", 1)[0] for key in config.left_out if re.fullmatch(r"[a-z_]+(\.[A-Za-z0-9_]+)+", key.split("=", 1)[0])]
+        keys = [*config.settings, *upstream_generated, *left_out]
+        assert len(keys) == len(set(keys)) == config.override_count, config.name
+
+
+@pytest.mark.parametrize("dialect, backend, config_name", CASES)
+def test_the_rendered_command_carries_each_upstream_setting_and_no_left_out_one(dialect, backend, config_name):
+    s = settings(
+        workload={"image": "x/y:1", "trainer": {"dialect": dialect, "configName": config_name}, "rollout": {"backend": backend, "tensorParallelSize": 1}},
+        gpuNodes={"nodeCount": 1},
+    )
+    run = resolve_run(s, "t")
+    config = recipe_of(dialect).configs[config_name]
+    overrides = overrides_of(run.launch.argv)
+    given = dict(o.split("=", 1) for o in overrides if "=" in o)
+    for key, value in config.settings.items():
+        assert given.get(key) == value or key in config.generated, f"{config_name}: {key}={value} (the upstream run script's) is not on the command line"
+    for key, text in config.generated.items():
+        assert key in given or f"+{key}" in given, f"{config_name}: {key} ({text}) is not generated"
+    for key in config.left_out:
+        name, _, value = key.partition("=")
+        if "." in name:  # a Hydra key
+            assert name not in given, f"{config_name}: {name} is left out on purpose"
+        else:  # a variable: not set, or not to the run script's value
+            assert not value or value not in run.launch.env.get(name, ""), f"{config_name}: {key} is left out on purpose"
+    for name, value in config.env.items():
+        assert run.launch.env[name] == value
+    assert [o for o in overrides if overrides.count(o.split("=", 1)[0] + "=") > 1] == []
+
+
+@needs_reference
+@pytest.mark.parametrize("dialect, backend, config_name", CASES)
+def test_each_recipe_names_every_placeholder_of_its_upstream_config(dialect, backend, config_name, monkeypatch):
+    """The upstream config, composed as it ships: each placeholder path is an input's key or
+    ``unread`` (with its reason), and each ``unread`` key really holds one."""
+    config_dir, version_base = WHERE[dialect]
+    found = placeholders(_compose(config_dir, config_name, [], version_base, monkeypatch))
+    config = recipe_of(dialect).configs[config_name]
+    read_by_inputs = {key for item in config.inputs for key in item.hydra_keys}
+    assert found, "the walk finds upstream's placeholders"
+    assert set(found) - read_by_inputs - set(config.unread) == set(), f"placeholders no input stages: {found}"
+    assert set(config.unread) <= set(found), "an unread key that holds no placeholder (stale)"
+
+
+@needs_reference
+@pytest.mark.parametrize("nnodes", [1, 2])
+@pytest.mark.parametrize("dialect, backend, config_name", CASES)
+def test_every_config_a_stack_may_choose_reads_no_unstaged_placeholder(dialect, backend, config_name, nnodes, monkeypatch):
+    batch = {"actor.micro_batch_size": 40} if config_name == "maniskill_ppo_openvla" else {}
+    s = settings(
+        gpuNodes={"nodeCount": nnodes},
+        storage={"sharedFilesystem": {"enabled": nnodes > 1}},
+        workload={"image": "x/y:1", "trainer": {"dialect": dialect, "configName": config_name, "batch": batch}, "rollout": {"backend": backend}},
+    )
+    left = placeholders(compose_run(s, "t", monkeypatch))
+    assert set(left) <= set(recipe_of(dialect).configs[config_name].unread), left
+
+
+@needs_reference
+@pytest.mark.parametrize("stack", WORKLOAD_STACKS)
+def test_every_stack_composes_with_no_placeholder_left_but_the_unread(stack, monkeypatch):
+    s = plan_stack(stack).settings
+    cfg = compose_run(s, stack, monkeypatch)
+    config = recipe_of(s.workload.trainer.dialect).configs[config_name_of(s.workload.trainer)]
+    left = placeholders(cfg)
+    assert set(left) <= set(config.unread), left
+    # and every input's keys point at where it is staged or given
+    run = resolve_run(s, stack)
+    root = run.staging.root if run.staging else ""
+    for item in run.inputs:
+        for key in item.spec.keys:
+            value = cfg
+            for part in key.removesuffix("[]").split("."):
+                value = value[part]
+            assert (list(value) if key.endswith("[]") else value) == ([item.path(root)] if key.endswith("[]") else item.path(root))
+
+
+# --- inputs: staged, swapped, refused -------------------------------------------------------------
+
+
+def test_a_user_input_replaces_the_recipes_and_an_absolute_path_is_not_staged():
+    s = settings(
+        workload={
+            "image": "x/y:1",
+            "trainer": {"dialect": "rlinf-reasoning"},
+            "rollout": {"backend": "vllm"},
+            "inputs": {"dataset": "s3://acme-data/math/train.jsonl", "model": "/opt/models/qwen"},
+        }
+    )
+    run = resolve_run(s, "t")
+    argv = run.launch.argv
+    assert "data.train_data_paths=[/rlinf-models/s3/acme-data/math/train.jsonl/train.jsonl]" in argv
+    assert "actor.model.model_path=/opt/models/qwen" in argv
+    assert [item.name for item in run.staging.inputs] == ["dataset"]  # the model is in the image already
+
+
+@pytest.mark.parametrize(
+    "stack, setting, says",
+    [
+        ("vllm-rollout", "workload.inputs.dataset=hf://datasets/inclusionAI", "workload.inputs.dataset='hf://datasets/inclusionAI': not an input source"),
+        ("vllm-rollout", "workload.inputs.dataset=hf://datasets/inclusionAI/AReaL-boba-Data", "the trainer opens one file here"),
+        ("vllm-rollout", "workload.inputs.lora=hf://RLinf/RLinf-OpenVLAOFT-ManiSkill-Base-Lora", "workload.inputs.lora='hf://RLinf/RLinf-OpenVLAOFT-ManiSkill-Base-Lora': no such input: the qwen2.5-1.5b-grpo-fsdp recipe's inputs are model, dataset"),
+        ("multi-node", "workload.inputs.lora=/path/to/model/RLinf-OpenVLAOFT-ManiSkill-Base-Lora", "an upstream placeholder path, which no pod has"),
+        ("vllm-rollout", "workload.inputs.dataset=gs://bucket/boba.jsonl", "valid forms: hf://Org/Name[@revision] (a model)"),
+    ],
+    ids=["dataset-without-repo", "dataset-without-file", "input-of-another-config", "placeholder-path", "wrong-scheme"],
+)
+def test_a_bad_input_is_an_exit_2_error_naming_the_key_before_anything_is_created(tmp_path, capsys, stack, setting, says):
+    assert main(["plan", stack, "--quiet", "--out", str(tmp_path / "out"), "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_override_that_points_a_staged_key_back_at_a_placeholder_is_refused():
+    with pytest.raises(ConfigError, match=r"workload\.trainer\.overrides\[0\]=.*actor\.model\.lora_path is an upstream placeholder"):
+        settings(
+            workload={
+                "image": "x/y:1",
+                "trainer": {"dialect": "rlinf-embodied", "overrides": ["actor.model.lora_path=/path/to/model/lora"]},
+            }
+        )
+
+
+def test_every_workload_stack_plans_its_inputs_and_stages_each_in_its_own_init_container():
+    for stack in WORKLOAD_STACKS:
+        s = plan_stack(stack).settings
+        names = [item.name for item in chosen_inputs(s)]
+        config = recipe_of(s.workload.trainer.dialect).configs[config_name_of(s.workload.trainer)]
+        assert names == [i.name for i in config.inputs], stack
+        text = "\n".join(str(r["inputs"]) for r in plan_stack(stack).resources if r["type"].startswith("kubernetes:"))
+        for name in names:
+            assert f"'name': 'stage-{name}'" in text, (stack, name)
+
+
+def test_the_printed_plan_lists_each_input_its_source_destination_and_keys(capsys, tmp_path):
+    assert main(["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    section = out[out.index("Inputs:") :].split("\n\n", 1)[0]
+    assert "recipe: rlinf-reasoning qwen2.5-1.5b-grpo-fsdp, as examples/reasoning/run_main_grpo_math.sh" in section
+    assert (
+        "input dataset: hf://datasets/inclusionAI/AReaL-boba-Data/AReaL-boba-106k.jsonl (the recipe's) -> "
+        "/rlinf-models/hf/datasets/inclusionAI/AReaL-boba-Data/AReaL-boba-106k.jsonl" in section
+    )
+    assert "read by data.train_data_paths, data.val_data_paths" in section
+    assert "the image check imports first: torch vllm" in section
+
+
+def test_multi_node_rlinf_runs_set_the_node_rank_from_the_pod_index_before_ray_start():
+    files = next(
+        r["inputs"]["data"] for r in plan_stack("multi-node").resources if r["type"] == "kubernetes:core/v1:ConfigMap" and "launch.sh" in r["inputs"].get("data", {})
+    )
+    launch = files["launch.sh"]
+    assert "\nNODE_RANK_ENV=RLINF_NODE_RANK\n" in launch
+    export = launch.index('export "${NODE_RANK_ENV}=${index}"')
+    assert export < launch.index("ray start --head") and export < launch.index("ray start --address")
+    # one node, or veRL: no rank (RLinf forces 0 on one node)
+    single = next(
+        r["inputs"]["data"]["launch.sh"] for r in plan_stack("vllm-rollout").resources if r["type"] == "kubernetes:core/v1:ConfigMap" and "launch.sh" in r["inputs"].get("data", {})
+    )
+    assert "\nNODE_RANK_ENV=''\n" in single or "\nNODE_RANK_ENV=\n" in single
+
+
+def test_the_verl_run_prepares_the_model_as_the_libero_script_does_and_fails_if_it_cannot():
+    run = resolve_run(plan_stack("single-node").settings, "single-node")
+    script = run.launch.script()
+    model = run.inputs[0].path(run.staging.root)
+    line = f"bash examples/overwrite_vla_ckpt_utils.sh {shlex.quote(model)} || exit"
+    assert line in script.splitlines() and script.index(line) < script.index("exec python")
+    assert run.launch.env["ROBOT_PLATFORM"] == "LIBERO"
