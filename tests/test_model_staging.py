@@ -210,11 +210,15 @@ mkdir -p "$dest" && echo weights > "$dest/model.safetensors"
 
 FAKE_HF = """
 import json, os
-def snapshot_download(repo_id, revision=None, local_dir=None, local_dir_use_symlinks="auto"):
+def snapshot_download(repo_id, revision=None, local_dir=None, local_dir_use_symlinks="auto", repo_type=None, allow_patterns=None):
     with open(os.environ["FAKE_LOG"], "a") as log:
-        log.write(json.dumps({"repo_id": repo_id, "revision": revision, "local_dir": local_dir, "symlinks": local_dir_use_symlinks}) + "\\n")
+        log.write(json.dumps({"repo_id": repo_id, "revision": revision, "local_dir": local_dir, "symlinks": local_dir_use_symlinks,
+                              "repo_type": repo_type, "allow_patterns": allow_patterns}) + "\\n")
     os.makedirs(local_dir, exist_ok=True)
-    open(os.path.join(local_dir, "config.json"), "w").write("{}")
+    # the repository holds config.json and train.jsonl: only what allow_patterns lets through lands
+    for name in ("config.json", "train.jsonl"):
+        if allow_patterns is None or name in allow_patterns:
+            open(os.path.join(local_dir, name), "w").write("{}")
 """
 
 
@@ -300,7 +304,8 @@ def test_given_a_hf_source_when_staging_then_snapshot_download_fills_the_model_d
     result = stage["run"](MODEL_SOURCE="hf://Org/Name@v1", MODEL_KIND="hf", HF_REPO="Org/Name", HF_REVISION="v1")
     assert result.returncode == 0, result.stderr
     (call,) = [json.loads(line) for line in downloads(stage)]
-    assert call == {"repo_id": "Org/Name", "revision": "v1", "local_dir": str(stage["dir"]), "symlinks": False}
+    # a model: the whole repository, of the default type
+    assert call == {"repo_id": "Org/Name", "revision": "v1", "local_dir": str(stage["dir"]), "symlinks": False, "repo_type": None, "allow_patterns": None}
     assert (stage["dir"] / MARKER).read_text().strip() == "hf://Org/Name@v1"
 
 
@@ -318,3 +323,51 @@ def test_given_a_lock_taken_over_while_downloading_when_the_first_stager_ends_th
     _, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     assert (lock / "owner").read_text() == "training-1:42:7\n", "training-0 removed the lock it no longer held"
+
+
+def test_given_a_dataset_file_when_staging_then_only_that_file_of_the_dataset_repository_lands(stage):
+    uri = "hf://datasets/inclusionAI/AReaL-boba-Data/train.jsonl"
+    result = stage["run"](INPUT_NAME="dataset", MODEL_SOURCE=uri, MODEL_KIND="hf", HF_REPO="inclusionAI/AReaL-boba-Data", HF_REPO_TYPE="dataset", HF_PATH="train.jsonl")
+    assert result.returncode == 0, result.stderr
+    (call,) = [json.loads(line) for line in downloads(stage)]
+    assert call["repo_type"] == "dataset" and call["allow_patterns"] == ["train.jsonl", "train.jsonl/*"]
+    assert (stage["dir"] / "train.jsonl").is_file() and not (stage["dir"] / "config.json").exists()
+    assert "input dataset (hf://datasets/inclusionAI/AReaL-boba-Data/train.jsonl) is ready" in result.stderr
+
+
+def test_given_a_dataset_file_the_repository_lacks_when_staging_then_the_input_fails_naming_it(stage):
+    uri = "hf://datasets/inclusionAI/AReaL-boba-Data/missing.jsonl"
+    result = stage["run"](INPUT_NAME="dataset", MODEL_SOURCE=uri, MODEL_KIND="hf", HF_REPO="inclusionAI/AReaL-boba-Data", HF_REPO_TYPE="dataset", HF_PATH="missing.jsonl")
+    assert result.returncode == 1
+    assert "the repository has no missing.jsonl" in result.stderr
+    assert f"rlinf-eks: FAILED: input dataset: could not stage {uri}" in result.stderr and "workload.inputs.dataset" in result.stderr
+
+
+def test_given_an_s3_object_input_when_staging_then_it_is_copied_not_synced(stage):
+    result = stage["run"](INPUT_NAME="dataset", MODEL_SOURCE="s3://acme-data/math/train.jsonl", S3_URI="s3://acme-data/math/train.jsonl", S3_OBJECT="1")
+    assert result.returncode == 0, result.stderr
+    (call,) = downloads(stage)
+    assert call.split()[1:] == ["s3", "cp", "s3://acme-data/math/train.jsonl", f"{stage['dir']}/train.jsonl", "--only-show-errors"]
+
+
+def test_given_an_unreachable_input_when_staging_then_its_init_container_fails_with_one_line_naming_it(stage):
+    result = stage["run"](INPUT_NAME="lora", FAKE_FAIL="1")
+    assert result.returncode == 1
+    (failed,) = [line for line in result.stderr.splitlines() if "FAILED" in line]
+    assert failed.startswith("rlinf-eks: FAILED: input lora: could not stage s3://acme-models/openvla") and "workload.inputs.lora" in failed
+
+
+def test_given_inputs_of_a_recipe_when_rendered_then_each_has_its_own_init_container_in_order():
+    s = settings(gpuNodes={"nodeCount": 2}, workload={"image": "x/y:1", "trainer": {"dialect": "rlinf-embodied"}})
+    spec = pod_spec(render(s, shared=True))
+    stages = [c for c in spec["initContainers"] if c["name"].startswith("stage-")]
+    assert [c["name"] for c in stages] == ["stage-model", "stage-lora", "stage-assets"]
+    assets = env_of(stages[2])
+    assert assets["HF_REPO"] == "RLinf/maniskill_assets" and assets["HF_REPO_TYPE"] == "dataset" and assets["INPUT_NAME"] == "assets"
+    assert assets["MODEL_DIR"] == "/fsx/models/hf/datasets/RLinf/maniskill_assets"
+
+
+def test_given_an_s3_dataset_in_another_bucket_when_planned_then_the_role_may_read_it():
+    plan = plan_stack("vllm-rollout", "workload.inputs.dataset=s3://acme-data/math/train.jsonl")
+    policy = json.loads(one(plan, "aws:iam/rolePolicy:RolePolicy", "training-input-dataset-read")["inputs"]["policy"])
+    assert policy == model_read_policy("acme-data", "math/train.jsonl", what="Input")
