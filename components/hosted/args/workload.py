@@ -191,6 +191,14 @@ class WorkloadSettings(TypedDict):
     "Automatic gang restart of a failed run."
     model: NotRequired[ModelSettings]
     "Where the model comes from and how it is staged."
+    inputs: NotRequired[dict[str, str]]
+    (
+        "Swap any input of the trainer's recipe for your own, by name (``python -m rlinf_eks plan``\n"
+        "lists each config's inputs: model, lora, assets, dataset): hf://Org/Name[@revision],\n"
+        "hf://datasets/Org/Name[@revision][/file or folder] or s3://bucket/prefix (staged like the model,\n"
+        "once, before the trainer starts), or an absolute path the pod already has (in the image or on\n"
+        "the shared filesystem; not staged). Defaults to {}: every input from the recipe's source."
+    )
     checkpoint_sync_image: NotRequired[str]
     (
         "Without the shared filesystem: the image (with the AWS CLI) that restores the run directory\n"
