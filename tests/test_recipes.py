@@ -248,3 +248,23 @@ def test_the_verl_run_prepares_the_model_as_the_libero_script_does_and_fails_if_
     line = f"bash examples/overwrite_vla_ckpt_utils.sh {shlex.quote(model)} || exit"
     assert line in script.splitlines() and script.index(line) < script.index("exec python")
     assert run.launch.env["ROBOT_PLATFORM"] == "LIBERO"
+
+
+def test_the_readme_table_names_each_stacks_config_inputs_and_image_family():
+    from rlinf_eks.workload.image_contract import DOCKERFILES
+    from tests.test_readme import readme_section
+
+    rows = [line for line in readme_section("## What each stack trains").splitlines() if line.startswith("| `")]
+    covered = set()
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        stacks = re.findall(r"`([a-z-]+)`", cells[0])
+        for stack in stacks:
+            s = plan_stack(stack).settings
+            config = config_name_of(s.workload.trainer)
+            assert f"`{config}`" in cells[1] or f"{recipe_of(s.workload.trainer.dialect).configs[config].script.split()[0].rsplit('/', 1)[-1]}" in cells[1], (stack, config)
+            for item in chosen_inputs(s):
+                assert f"`{item.value}`" in cells[2], (stack, item.value)
+            assert f"`{DOCKERFILES[s.workload.trainer.dialect].rsplit('/', 1)[0]}`" == cells[3], stack
+            covered.add(stack)
+    assert covered == set(WORKLOAD_STACKS)

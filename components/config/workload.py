@@ -96,12 +96,13 @@ class ModelSettings(SettingsModel):
     """hf://Org/Name[@revision] (Hugging Face, with the hfToken secret for gated or private
     repos) or s3://bucket/prefix (read with the training role). Staged once by an init container
     into <sharedFilesystem.mountPath>/models/... (shared by every pod and every run), else into a
-    node-local emptyDir; the trainer's model path is derived from it. Defaults to None: the
-    trainer config's own path, or workload.trainer.modelPath for a model baked into the image."""
+    node-local emptyDir; the trainer's model path is derived from it. The same as
+    workload.inputs.model. Defaults to None: the model of the trainer config's recipe (plan lists
+    it), or workload.trainer.modelPath for a model baked into the image."""
     size_gib: Int = Field(64, ge=1, le=4096)
-    """Without the shared filesystem: the size limit of the node-local emptyDir the model is staged
-    into (on the root volume, or on the NVMe RAID0 with gpuNodes.localNvmeRaid0). Defaults to 64 GiB
-    (a 7B model in bf16 is about 15 GiB)."""
+    """Without the shared filesystem: the size limit of the node-local emptyDir every staged input
+    (model, adapter, dataset, assets) goes into (on the root volume, or on the NVMe RAID0 with
+    gpuNodes.localNvmeRaid0). Defaults to 64 GiB (a 7B model in bf16 is about 15 GiB)."""
 
     @field_validator("source")
     @classmethod

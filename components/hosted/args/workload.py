@@ -135,14 +135,15 @@ class ModelSettings(TypedDict):
         "hf://Org/Name[@revision] (Hugging Face, with the hfToken secret for gated or private\n"
         "repos) or s3://bucket/prefix (read with the training role). Staged once by an init container\n"
         "into <sharedFilesystem.mountPath>/models/... (shared by every pod and every run), else into a\n"
-        "node-local emptyDir; the trainer's model path is derived from it. Defaults to None: the\n"
-        "trainer config's own path, or workload.trainer.modelPath for a model baked into the image."
+        "node-local emptyDir; the trainer's model path is derived from it. The same as\n"
+        "workload.inputs.model. Defaults to None: the model of the trainer config's recipe (plan lists\n"
+        "it), or workload.trainer.modelPath for a model baked into the image."
     )
     size_gib: NotRequired[int]
     (
-        "Without the shared filesystem: the size limit of the node-local emptyDir the model is staged\n"
-        "into (on the root volume, or on the NVMe RAID0 with gpuNodes.localNvmeRaid0). Defaults to 64 GiB\n"
-        "(a 7B model in bf16 is about 15 GiB)."
+        "Without the shared filesystem: the size limit of the node-local emptyDir every staged input\n"
+        "(model, adapter, dataset, assets) goes into (on the root volume, or on the NVMe RAID0 with\n"
+        "gpuNodes.localNvmeRaid0). Defaults to 64 GiB (a 7B model in bf16 is about 15 GiB)."
     )
 
 
