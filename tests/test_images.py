@@ -22,9 +22,15 @@ from tests.harness import ROOT
 
 # The upstream project each Dockerfile builds on, and the checkout it adds (the dialects' code).
 UPSTREAM = {
-    "images/rlinf/Dockerfile": (r"rlinf/rlinf:agentic-rlinf0\.3-[a-z_]+", "https://github.com/RLinf/RLinf.git", "RLINF_REF"),
+    "images/rlinf-embodied/Dockerfile": (r"rlinf/rlinf:agentic-rlinf0\.3-[a-z_]+", "https://github.com/RLinf/RLinf.git", "RLINF_REF"),
+    "images/rlinf-reasoning/Dockerfile": (r"rlinf/rlinf:agentic-rlinf0\.3-[a-z0-9_.-]+", "https://github.com/RLinf/RLinf.git", "RLINF_REF"),
     "images/simplevla-rl/Dockerfile": (r"verlai/verl:[a-z0-9.-]+", "https://github.com/PRIME-RL/SimpleVLA-RL.git", "SIMPLEVLA_RL_REF"),
 }
+# RLinf's images: a venv per model under /opt/venv, and the mirrors its docker/Dockerfile bakes in.
+RLINF = sorted(path for path, (base, _, _) in UPSTREAM.items() if base.startswith("rlinf/"))
+# The images whose trainer imports LIBERO (libero.libero asks on stdin without ~/.libero/config.yaml).
+LIBERO = ["images/rlinf-embodied/Dockerfile", "images/simplevla-rl/Dockerfile"]
+PYPI = "https://pypi.org/simple"
 
 
 def hadolint() -> str:
@@ -47,6 +53,11 @@ def env_of(commands: list[dockerfile.Command]) -> dict[str, str]:
         if c.cmd == "ENV":
             env.update(zip(c.value[::2], c.value[1::2]))
     return env
+
+
+def entries(value: str) -> list[str]:
+    """The entries of a PATH-like ENV value, its ``${VAR:+:${VAR}}`` (the base image's own value) left out."""
+    return [e for e in re.split(r"\$\{\w+:\+:\$\{\w+\}\}|:", value) if e]
 
 
 def runs(commands: list[dockerfile.Command]) -> str:
@@ -110,10 +121,84 @@ def test_each_dockerfile_provides_the_image_contract(path):
     assert commands[-1].cmd == "WORKDIR" and commands[-1].value == ("${WORKDIR}",)
 
 
-def test_the_rlinf_image_puts_its_venv_first_on_path():
+@pytest.mark.parametrize("path", RLINF)
+def test_the_rlinf_images_put_their_venv_first_on_path(path):
     # RLinf's images activate a venv from ~/.bashrc, which the pods' non-interactive bash never reads
-    commands = parsed("images/rlinf/Dockerfile")
+    commands = parsed(path)
     env = env_of(commands)
     assert env["PATH"].startswith("/opt/venv/${RLINF_VENV}/bin:")
     assert env["VIRTUAL_ENV"] == "/opt/venv/${RLINF_VENV}"
     assert '--python "${VIRTUAL_ENV}/bin/python"' in runs(commands)
+
+
+def test_the_rlinf_images_use_the_venv_of_their_dialect():
+    assert args_of(parsed("images/rlinf-embodied/Dockerfile"))["RLINF_VENV"] == "openvla-oft"
+    assert args_of(parsed("images/rlinf-reasoning/Dockerfile"))["RLINF_VENV"] == "reason"
+
+
+@pytest.mark.parametrize("path", sorted(UPSTREAM))
+def test_the_efa_installer_runs_after_apt_get_update_in_its_own_layer(path):
+    # a base that deleted its apt lists fails the installer's apt installs unless the same RUN updates them
+    installers = [c for c in parsed(path) if c.cmd == "RUN" and "efa_installer.sh" in " ".join(c.value)]
+    assert len(installers) == 1, installers
+    run = " ".join(installers[0].value)
+    update, installer = run.find("apt-get update"), run.find("./efa_installer.sh")
+    assert 0 <= update < installer, run
+    assert run.find("rm -rf") > installer and "/var/lib/apt/lists/*" in run[installer:]
+
+
+def is_install(run: str) -> bool:
+    return bool(re.search(r"\b(pip3?|uv)\b", run))
+
+
+@pytest.mark.parametrize("path", RLINF)
+def test_the_rlinf_images_undo_the_mirrors_before_any_install(path):
+    # RLinf's docker/Dockerfile bakes HF_ENDPOINT=hf-mirror.com, PIP_INDEX and UV_DEFAULT_INDEX mirrors
+    # and pip's global.index-url unless built with NO_MIRROR=1; env vars outrank pip's config file
+    commands = parsed(path)
+    first_install = next(i for i, c in enumerate(commands) if c.cmd == "RUN" and is_install(" ".join(c.value)))
+    env = env_of(commands[:first_install])
+    assert env.get("HF_ENDPOINT") == "https://huggingface.co"
+    assert env.get("PIP_INDEX_URL", "").rstrip("/") == PYPI
+    assert env.get("UV_DEFAULT_INDEX", "").rstrip("/") == PYPI
+    # and nothing later puts a mirror back
+    assert env_of(commands)["HF_ENDPOINT"] == "https://huggingface.co"
+    assert "mirror" not in " ".join(f"{k}={v}" for k, v in env_of(commands).items() if k != "PIP_INDEX").lower()
+
+
+def test_the_embodied_image_sets_what_its_venvs_activate_exports():
+    # requirements/install.sh appends these to the venv's bin/activate, which the pods never source
+    env = env_of(parsed("images/rlinf-embodied/Dockerfile"))
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == "all"
+    assert env["VK_ICD_FILENAMES"] == env["VK_DRIVER_FILES"] == "/etc/vulkan/icd.d/nvidia_icd.json"
+    assert "/opt/envs/LIBERO" in entries(env["PYTHONPATH"])
+
+
+def test_the_reasoning_image_puts_its_venvs_megatron_on_pythonpath():
+    env = env_of(parsed("images/rlinf-reasoning/Dockerfile"))
+    assert "/opt/venv/${RLINF_VENV}/Megatron-LM" in entries(env["PYTHONPATH"])
+
+
+@pytest.mark.parametrize("path", LIBERO)
+def test_the_libero_images_write_libero_s_config_at_build_time(path):
+    # the first import of libero.libero without ~/.libero/config.yaml waits on input(): answer it in the build
+    commands = parsed(path)
+    piped = re.compile(r"printf 'n\\n' \| \S*python3?\S* -c 'import libero\.libero'")
+    assert any(c.cmd == "RUN" and piped.search(" ".join(c.value)) for c in commands), path
+
+
+def test_the_simplevla_image_adds_openvla_oft_and_libero_without_replacing_torch():
+    commands = parsed("images/simplevla-rl/Dockerfile")
+    args, run = args_of(commands), runs(commands)
+    assert re.fullmatch(r"[0-9a-f]{40}", args["OPENVLA_OFT_REF"]) and re.fullmatch(r"[0-9a-f]{40}", args["LIBERO_REF"])
+    for repository, ref in (("moojink/openvla-oft", "OPENVLA_OFT_REF"), ("Lifelong-Robot-Learning/LIBERO", "LIBERO_REF")):
+        assert f"https://github.com/{repository}.git" in run and f'"${{{ref}}}"' in run
+    # openvla-oft pins torch 2.2: installed without its dependencies, and no torch, transformers or tokenizers pin of ours
+    assert "--no-deps -e /opt/openvla-oft" in run
+    assert not re.search(r'"(torch|torchvision|torchaudio|transformers|tokenizers)[=<>~]', run)
+    for requirement in ("timm==", "json-numpy==", "tensorflow==", "draccus==", "einops==", "sentencepiece==", "jsonlines==", "peft"):
+        assert f'"{requirement}' in run, requirement
+    assert "-e /opt/LIBERO" in run and "experiments/robot/libero/libero_requirements.txt" in run
+    assert "/opt/LIBERO" in entries(env_of(commands)["PYTHONPATH"])
+    # the trainer's imports, in its order, checked in the build as the image contract checks them in the pod
+    assert "import timm, json_numpy, tensorflow, libero.libero.benchmark, imageio_ffmpeg" in run
