@@ -43,13 +43,15 @@ def image_check_script(contract: ImageContract, *, root: str = "") -> str:
 
 def image_check_container(image: str, *, env: list[core.EnvVarArgs]) -> core.ContainerArgs:
     """The training image's environment (LD_LIBRARY_PATH, PYTHONPATH), no devices: it only looks
-    at files and imports Ray."""
+    at files and imports the trainer's first modules and Ray."""
     return core.ContainerArgs(
         name=CONTAINER,
         image=image,
         command=["/bin/bash", f"{SCRIPTS_DIR}/{IMAGE_CHECK_SCRIPT}"],
         env=env,
-        resources=guaranteed({"cpu": "1", "memory": "2Gi"}),
+        # each import runs in a python3 of its own: vLLM or TensorFlow with torch take about 1 GiB;
+        # an init container's requests stay below the trainer's, so they cost the pod nothing
+        resources=guaranteed({"cpu": "1", "memory": "4Gi"}),
         volume_mounts=[core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True)],
         security_context=core.SecurityContextArgs(
             privileged=False,
