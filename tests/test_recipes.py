@@ -182,8 +182,9 @@ def test_a_user_input_replaces_the_recipes_and_an_absolute_path_is_not_staged():
         ("vllm-rollout", "workload.inputs.lora=hf://RLinf/RLinf-OpenVLAOFT-ManiSkill-Base-Lora", "workload.inputs.lora='hf://RLinf/RLinf-OpenVLAOFT-ManiSkill-Base-Lora': no such input: the qwen2.5-1.5b-grpo-fsdp recipe's inputs are model, dataset"),
         ("multi-node", "workload.inputs.lora=/path/to/model/RLinf-OpenVLAOFT-ManiSkill-Base-Lora", "an upstream placeholder path, which no pod has"),
         ("vllm-rollout", "workload.inputs.dataset=gs://bucket/boba.jsonl", "valid forms: hf://Org/Name[@revision] (a model)"),
+        ("vllm-rollout", "workload.inputs.datasets=hf://datasets/a/b/c.jsonl", "no such input: the qwen2.5-1.5b-grpo-fsdp recipe's inputs are model, dataset (did you mean dataset?)"),
     ],
-    ids=["dataset-without-repo", "dataset-without-file", "input-of-another-config", "placeholder-path", "wrong-scheme"],
+    ids=["dataset-without-repo", "dataset-without-file", "input-of-another-config", "placeholder-path", "wrong-scheme", "misspelt-name"],
 )
 def test_a_bad_input_is_an_exit_2_error_naming_the_key_before_anything_is_created(tmp_path, capsys, stack, setting, says):
     assert main(["plan", stack, "--quiet", "--out", str(tmp_path / "out"), "--set", setting]) == 2

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..config import ModelSource, StackSettings, parse_model_source
-from ..config.errors import key_path, problem_line
+from ..config.errors import did_you_mean, key_path, problem_line
 from .base import config_name_of
 from .recipe import PLACEHOLDER, ConfigRecipe, RecipeInput, recipe_of
 
@@ -93,7 +93,7 @@ def input_problems(settings: StackSettings, stack: Optional[str]) -> list[str]:
     problems = []
     for name, value in workload.inputs.items():
         if name not in known:
-            where = f"the {config.name} recipe's inputs are {', '.join(known)}" if config is not None else (
+            where = f"the {config.name} recipe's inputs are {', '.join(known)}{did_you_mean(name, known, cutoff=0.6)}" if config is not None else (
                 f"{trainer.dialect}'s recipe does not know config {config_name_of(trainer)!r}, so only the model is an input; "
                 "point the trainer at other files with workload.trainer.overrides"
             )
