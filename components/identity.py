@@ -71,12 +71,13 @@ def partition_of(region: str) -> str:
     return "aws"
 
 
-def model_read_policy(bucket: str, prefix: str, partition: str = "aws", what: str = "Model") -> dict[str, Any]:
+def model_read_policy(bucket: str, prefix: str, partition: str = "aws", what: str = "Model", *, one_object: bool = False) -> dict[str, Any]:
     """Read-only access to an input's prefix (the model's, workload.model.source, or another
     input's, workload.inputs: s3://bucket/prefix): list below the prefix, get its objects; nothing
-    else in that bucket. ``what`` names the statements (Model, Input)."""
+    else in that bucket. ``one_object``: the prefix is one object (a dataset file), which is what
+    may be read. ``what`` names the statements (Model, Input)."""
     bucket_arn = f"arn:{partition}:s3:::{bucket}"
-    objects = f"{bucket_arn}/{prefix}/*" if prefix else f"{bucket_arn}/*"
+    objects = f"{bucket_arn}/{prefix}" if one_object else (f"{bucket_arn}/{prefix}/*" if prefix else f"{bucket_arn}/*")
     list_statement: dict[str, Any] = {"Sid": f"List{what}", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn}
     if prefix:
         # `aws s3 sync s3://bucket/prefix/` lists with the prefix "prefix/"
@@ -107,7 +108,8 @@ class TrainingIdentity(pulumi.ComponentResource):
             role may read ``model_prefix`` in it. Defaults to None (no such grant).
         model_prefix: the model's prefix in ``model_bucket``. Defaults to "" (the whole bucket).
         input_reads: the other s3:// inputs outside the checkpoint bucket (a dataset, an adapter),
-            as (input name, bucket, prefix): the role may read each prefix. Defaults to none.
+            as (input name, bucket, prefix, one object): the role may read each prefix (or that
+            one object). Defaults to none.
         partition: the ARN partition of the model bucket (``partition_of(region)``). Defaults to aws.
         k8s_provider: the cluster's Kubernetes provider (Namespace, ServiceAccount); None: the
             default provider (the ambient kubeconfig).
@@ -132,7 +134,7 @@ class TrainingIdentity(pulumi.ComponentResource):
         tags: Mapping[str, str],
         model_bucket: Optional[str] = None,
         model_prefix: str = "",
-        input_reads: Sequence[tuple[str, str, str]] = (),
+        input_reads: Sequence[tuple[str, str, str, bool]] = (),
         partition: str = "aws",
         k8s_provider: Optional[k8s.Provider],
         opts: Optional[pulumi.ResourceOptions] = None,
@@ -168,11 +170,11 @@ class TrainingIdentity(pulumi.ComponentResource):
                 policy=json.dumps(model_read_policy(model_bucket, model_prefix, partition)),
                 opts=child,
             )
-        for input_name, input_bucket, input_prefix in input_reads:
+        for input_name, input_bucket, input_prefix, one_object in input_reads:
             aws.iam.RolePolicy(
                 f"{name}-input-{input_name}-read",
                 role=role.id,
-                policy=json.dumps(model_read_policy(input_bucket, input_prefix, partition, "Input")),
+                policy=json.dumps(model_read_policy(input_bucket, input_prefix, partition, "Input", one_object=one_object)),
                 opts=child,
             )
         account = k8s.core.v1.ServiceAccount(

@@ -161,16 +161,17 @@ def _observability(
     return []
 
 
-def s3_input_grants(settings: StackSettings) -> list[tuple[str, str, str]]:
-    """The s3:// inputs the training role must be granted read of, as (input, bucket, prefix):
-    none without a workload, and none for an input in the checkpoint bucket (already readable)."""
+def s3_input_grants(settings: StackSettings) -> list[tuple[str, str, str, bool]]:
+    """The s3:// inputs the training role must be granted read of, as (input, bucket, prefix, one
+    object): none without a workload, and none for an input in the checkpoint bucket (already
+    readable)."""
     if not settings.workload.enabled:
         return []
     grants = []
     for item in chosen_inputs(settings):
         source = item.source
         if source is not None and source.kind == "s3" and source.bucket != settings.storage.bucket_name:
-            grants.append((item.name, source.bucket, source.prefix))
+            grants.append((item.name, source.bucket, source.prefix, item.spec.file))
     return grants
 
 
@@ -178,11 +179,11 @@ def model_bucket_grant(settings: StackSettings) -> tuple[Optional[str], str]:
     """The bucket and prefix of an s3:// model that the training role must be granted read of:
     (None, "") without a model, for another source, or for a model in the checkpoint bucket
     (already readable)."""
-    model = next(((bucket, prefix) for name, bucket, prefix in s3_input_grants(settings) if name == "model"), None)
+    model = next(((bucket, prefix) for name, bucket, prefix, _ in s3_input_grants(settings) if name == "model"), None)
     return model if model is not None else (None, "")
 
 
-def other_input_grants(settings: StackSettings) -> list[tuple[str, str, str]]:
+def other_input_grants(settings: StackSettings) -> list[tuple[str, str, str, bool]]:
     """The s3:// inputs other than the model that the training role must be granted read of."""
     return [grant for grant in s3_input_grants(settings) if grant[0] != "model"]
 

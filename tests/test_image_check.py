@@ -137,7 +137,7 @@ def test_the_plans_faults_section_says_what_a_broken_image_does(stack, sets, ret
 FAMILY_IMPORTS = [
     ("multi-node", "mani_skill", "rlinf-embodied", "images/rlinf-embodied/Dockerfile"),
     ("vllm-rollout", "vllm", "rlinf-reasoning", "images/rlinf-reasoning/Dockerfile"),
-    ("single-node", "tensorflow", "verl-ppo", "images/simplevla-rl/Dockerfile"),
+    ("single-node", "timm", "verl-ppo", "images/simplevla-rl/Dockerfile"),
     ("single-node", "libero.libero.benchmark", "verl-ppo", "images/simplevla-rl/Dockerfile"),
 ]
 
@@ -159,3 +159,25 @@ def test_the_reasoning_contract_imports_the_rollout_backend_the_stack_runs():
     assert contract("vllm-rollout").trainer_modules == ("torch", "vllm")
     sglang = contract("vllm-rollout", "workload.rollout.backend=sglang")
     assert sglang.trainer_modules == ("torch", "sglang")
+
+
+def test_given_a_libero_without_its_config_when_checked_then_the_line_says_to_write_it_at_build_time(tmp_path):
+    c = contract("single-node")
+    root, env = fake_image(tmp_path, c)
+    prompt = "#!/bin/bash\ncase \"$*\" in\n  *libero*) echo 'EOFError: EOF when reading a line' >&2; exit 1 ;;\n  *\"import ray\"*) printf %s 2.49.2 ;;\nesac\n"
+    (tmp_path / "bin" / "python3").write_text(prompt)
+    (tmp_path / "image-check.sh").write_text(image_check_script(c, root=root))
+    done = subprocess.run(["bash", str(tmp_path / "image-check.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == exit_codes.IMAGE_BROKEN
+    (line,) = done.stderr.strip().splitlines()
+    assert "python3 cannot import libero.libero.benchmark" in line and "no config.yaml in HOME's .libero folder: write it at build time" in line
+
+
+def test_given_an_import_that_crashes_silently_when_checked_then_the_line_gives_its_status(tmp_path):
+    c = contract("multi-node")
+    root, env = fake_image(tmp_path, c)
+    (tmp_path / "bin" / "python3").write_text("#!/bin/bash\ncase \"$*\" in\n  *mani_skill*) exit 132 ;;\nesac\n")
+    (tmp_path / "image-check.sh").write_text(image_check_script(c, root=root))
+    done = subprocess.run(["bash", str(tmp_path / "image-check.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == exit_codes.IMAGE_BROKEN
+    assert "python3 cannot import mani_skill, which the rlinf-embodied trainer imports (maniskill_ppo_openvlaoft): exit status 132, nothing on stderr" in done.stderr

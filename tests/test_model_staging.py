@@ -370,4 +370,17 @@ def test_given_inputs_of_a_recipe_when_rendered_then_each_has_its_own_init_conta
 def test_given_an_s3_dataset_in_another_bucket_when_planned_then_the_role_may_read_it():
     plan = plan_stack("vllm-rollout", "workload.inputs.dataset=s3://acme-data/math/train.jsonl")
     policy = json.loads(one(plan, "aws:iam/rolePolicy:RolePolicy", "training-input-dataset-read")["inputs"]["policy"])
-    assert policy == model_read_policy("acme-data", "math/train.jsonl", what="Input")
+    statements = {st["Sid"]: st for st in policy["Statement"]}
+    # the dataset is one object: `aws s3 cp` reads that key itself, not keys below it
+    assert statements["ReadInput"]["Resource"] == "arn:aws:s3:::acme-data/math/train.jsonl"
+    assert statements["ListInput"]["Condition"] == {"StringLike": {"s3:prefix": ["math/train.jsonl", "math/train.jsonl/*"]}}
+
+
+def test_given_two_files_of_one_dataset_when_staged_one_after_the_other_then_each_keeps_its_own_marker(stage):
+    base = {"MODEL_KIND": "hf", "HF_REPO": "org/data", "HF_REPO_TYPE": "dataset", "INPUT_NAME": "dataset"}
+    first = stage["run"](MODEL_SOURCE="hf://datasets/org/data/train.jsonl", HF_PATH="train.jsonl", **base)
+    second = stage["run"](MODEL_SOURCE="hf://datasets/org/data/config.json", HF_PATH="config.json", **base)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    again = stage["run"](MODEL_SOURCE="hf://datasets/org/data/train.jsonl", HF_PATH="train.jsonl", **base)
+    assert again.returncode == 0 and len(downloads(stage)) == 2  # the third run found its marker
+    assert (stage["dir"] / f"{MARKER}.train.jsonl").read_text().strip() == "hf://datasets/org/data/train.jsonl"

@@ -105,7 +105,8 @@ def test_the_rendered_command_carries_each_upstream_setting_and_no_left_out_one(
             assert not value or value not in run.launch.env.get(name, ""), f"{config_name}: {key} is left out on purpose"
     for name, value in config.env.items():
         assert run.launch.env[name] == value
-    assert [o for o in overrides if overrides.count(o.split("=", 1)[0] + "=") > 1] == []
+    keys = [o.split("=", 1)[0] for o in overrides if "=" in o]
+    assert len(keys) == len(set(keys)), f"{config_name}: a key twice on the command line"
 
 
 @needs_reference
@@ -120,6 +121,8 @@ def test_each_recipe_names_every_placeholder_of_its_upstream_config(dialect, bac
     assert found, "the walk finds upstream's placeholders"
     assert set(found) - read_by_inputs - set(config.unread) == set(), f"placeholders no input stages: {found}"
     assert set(config.unread) <= set(found), "an unread key that holds no placeholder (stale)"
+    # the values the loading step refuses are exactly the config's
+    assert set(config.placeholders) == set(found.values())
 
 
 @needs_reference
@@ -183,14 +186,44 @@ def test_a_user_input_replaces_the_recipes_and_an_absolute_path_is_not_staged():
         ("multi-node", "workload.inputs.lora=/path/to/model/RLinf-OpenVLAOFT-ManiSkill-Base-Lora", "an upstream placeholder path, which no pod has"),
         ("vllm-rollout", "workload.inputs.dataset=gs://bucket/boba.jsonl", "valid forms: hf://Org/Name[@revision] (a model)"),
         ("vllm-rollout", "workload.inputs.datasets=hf://datasets/a/b/c.jsonl", "no such input: the qwen2.5-1.5b-grpo-fsdp recipe's inputs are model, dataset (did you mean dataset?)"),
+        ("vllm-rollout", "workload.inputs.dataset=/dataset/boba/AReaL-boba-106k.jsonl", "an upstream placeholder path, which no pod has"),
+        ("vllm-rollout", "workload.inputs.dataset=s3://acme-data/a,b/train.jsonl", "which Hydra would misread"),
+        ("vllm-rollout", "workload.inputs.dataset=s3://acme-data", "the trainer opens one file here (data.train_data_paths, data.val_data_paths): name the file"),
+        ("vllm-rollout", "workload.inputs.dataset=hf://datasets/inclusionAI/AReaL-boba-Data/data", "name the file, hf://datasets/Org/Name/file.jsonl"),
+        ("multi-node", "workload.inputs.lora=~/lora", "no trainer expands '~': give an absolute path"),
     ],
-    ids=["dataset-without-repo", "dataset-without-file", "input-of-another-config", "placeholder-path", "wrong-scheme", "misspelt-name"],
+    ids=[
+        "dataset-without-repo", "dataset-without-file", "input-of-another-config", "placeholder-path", "wrong-scheme", "misspelt-name",
+        "the-configs-own-placeholder", "comma-in-a-path", "s3-bucket-for-a-file", "dataset-folder-for-a-file", "tilde",
+    ],
 )
 def test_a_bad_input_is_an_exit_2_error_naming_the_key_before_anything_is_created(tmp_path, capsys, stack, setting, says):
     assert main(["plan", stack, "--quiet", "--out", str(tmp_path / "out"), "--set", setting]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_real_path_that_merely_starts_like_an_upstream_example_is_accepted():
+    s = settings(workload={"image": "x/y:1", "trainer": {"dialect": "rlinf-embodied"}, "inputs": {"lora": "/home/ray/lora", "assets": "/dataset/maniskill"}})
+    run = resolve_run(s, "t")
+    assert "actor.model.lora_path=/home/ray/lora" in run.launch.argv and run.launch.env["MANISKILL_ASSET_DIR"] == "/dataset/maniskill"
+    assert [item.name for item in run.staging.inputs] == ["model"]
+
+
+def test_overrides_of_every_key_of_an_input_point_the_trainer_at_the_users_files_and_nothing_is_staged_for_it():
+    overrides = ["actor.model.model_path=/fsx/mine/m", "rollout.model.model_path=/fsx/mine/m", "actor.tokenizer.tokenizer_model=/fsx/mine/m"]
+    s = settings(workload={"image": "x/y:1", "trainer": {"dialect": "rlinf-reasoning", "overrides": overrides}, "rollout": {"backend": "vllm"}})
+    run = resolve_run(s, "t")
+    assert [item.name for item in run.staging.inputs] == ["dataset"]
+    model = run.inputs[0]
+    # named by the override of the recipe's first key of the model (rollout.model.model_path)
+    assert model.by_override and model.origin == "workload.trainer.overrides[1]" and model.value == "/fsx/mine/m"
+    # the user's overrides only, each once
+    assert [a for a in run.launch.argv if a.startswith(("actor.model.model_path=", "rollout.model.model_path="))] == overrides[:2]
+    # one key of three is not the whole input: the recipe's model is still staged for the others
+    partial = settings(workload={"image": "x/y:1", "trainer": {"dialect": "rlinf-reasoning", "overrides": overrides[:1]}, "rollout": {"backend": "vllm"}})
+    assert [item.name for item in resolve_run(partial, "t").staging.inputs] == ["model", "dataset"]
 
 
 def test_an_override_that_points_a_staged_key_back_at_a_placeholder_is_refused():

@@ -173,10 +173,11 @@ ROOT_VOLUME_RESERVE_GIB = 100
 
 
 def _node_local_model(s: StackSettings, stack: Optional[str]) -> list[str]:
-    """A node-local model must fit beside the images on the root volume (without the NVMe RAID0,
-    emptyDirs live in the kubelet's directory on the root volume)."""
+    """Node-local inputs (the model, and the recipe's adapters, datasets and assets, staged whether
+    or not the stack names a source) must fit beside the images on the root volume (without the
+    NVMe RAID0, emptyDirs live in the kubelet's directory on the root volume)."""
     gpu, model = s.gpu_nodes, s.workload.model
-    if not model.source or s.shared_filesystem or gpu.local_nvme_raid0:
+    if not s.workload.enabled or s.shared_filesystem or gpu.local_nvme_raid0:
         return []
     room = gpu.root_volume_gib - ROOT_VOLUME_RESERVE_GIB
     if model.size_gib <= room:
@@ -185,7 +186,7 @@ def _node_local_model(s: StackSettings, stack: Optional[str]) -> list[str]:
         problem_line(
             "workload.model.sizeGib",
             model.size_gib,
-            f"the node-local model lives on the {gpu.root_volume_gib} GiB root volume, which keeps {ROOT_VOLUME_RESERVE_GIB} GiB "
+            f"the node-local inputs (model, adapters, datasets) live on the {gpu.root_volume_gib} GiB root volume, which keeps {ROOT_VOLUME_RESERVE_GIB} GiB "
             f"for images and the run directory: at most {room}, or raise gpuNodes.rootVolumeGib, set gpuNodes.localNvmeRaid0: true, "
             "or use the shared filesystem",
         )

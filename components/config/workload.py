@@ -278,6 +278,8 @@ class WorkloadSettings(SettingsModel):
             path = key_path("inputs", name)
             if not re.fullmatch(r"[a-z][a-z0-9-]{0,40}", name):
                 errors.append(rule_error(path, value, "input names are lowercase letters, digits and '-' (model, lora, assets, dataset)"))
+            elif value.startswith("~"):
+                errors.append(rule_error(path, value, "no trainer expands '~': give an absolute path, or an hf:// or s3:// source to stage"))
             elif value.startswith("/"):
                 if ".." in value.split("/") or any(c.isspace() for c in value):
                     errors.append(rule_error(path, value, "an absolute path without '..' or blanks"))

@@ -6,6 +6,7 @@ and the rules that keep a run from reading a file no pod has."""
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Optional
@@ -13,17 +14,25 @@ from typing import Optional
 from ..config import ModelSource, StackSettings, parse_model_source
 from ..config.errors import did_you_mean, key_path, problem_line
 from .base import config_name_of
-from .recipe import PLACEHOLDER, ConfigRecipe, RecipeInput, recipe_of
+from .recipe import ConfigRecipe, RecipeInput, recipe_of
+
+
+# What a path on the trainer's command line may hold: Hydra's override grammar reads ",", quotes,
+# brackets, "=", "(", ")", "!" and "#" as syntax (a "," silently splits a list value in two).
+_HYDRA_SAFE = re.compile(r"[A-Za-z0-9._/@+%:-]+")
 
 
 @dataclass(frozen=True)
 class ChosenInput:
     """An input and its value: a source URI (staged before the trainer starts) or an absolute path
-    the pod already has. ``origin``: the stack key that chose it, or ``recipe``."""
+    the pod already has. ``origin``: the stack key that chose it, or ``recipe``. ``by_override``:
+    the user's own ``workload.trainer.overrides`` (or ``workload.env``) point the trainer at it, so
+    nothing is staged and nothing generated for it."""
 
     spec: RecipeInput
     value: str
     origin: str
+    by_override: bool = False
 
     @property
     def name(self) -> str:
@@ -32,10 +41,10 @@ class ChosenInput:
     @property
     def source(self) -> Optional[ModelSource]:
         """The parsed source; None for a path the pod has (nothing to stage)."""
-        return None if self.value.startswith("/") else parse_model_source(self.value)
+        return None if self.value.startswith("/") or self.by_override else parse_model_source(self.value)
 
     def staged_dir(self, root: str) -> str:
-        """The folder it is staged into below ``root`` (one per source)."""
+        """The folder it is staged into below ``root`` (one per source repository or prefix)."""
         source = self.source
         assert source is not None, "a path in the pod is not staged"
         return f"{root.rstrip('/')}/{source.relative_dir}"
@@ -59,6 +68,29 @@ def config_recipe(settings: StackSettings) -> Optional[ConfigRecipe]:
     return recipe_of(trainer.dialect).configs.get(config_name_of(trainer))
 
 
+def _user_overrides(settings: StackSettings) -> dict[str, tuple[int, str]]:
+    """The keys the user's overrides set (last wins): key -> (index, value)."""
+    found = {}
+    for index, item in enumerate(settings.workload.trainer.overrides):
+        if item.startswith("~") or "=" not in item:
+            continue
+        key, _, value = item.lstrip("+").partition("=")
+        found[key] = (index, value)
+    return found
+
+
+def _given_by_user(spec: RecipeInput, settings: StackSettings) -> Optional[ChosenInput]:
+    """The input when the user's overrides set every key that reads it (and ``workload.env`` its
+    variable): the trainer reads the user's files, so the recipe's source is not staged."""
+    user = _user_overrides(settings)
+    if not spec.hydra_keys or not all(key in user for key in spec.hydra_keys):
+        return None
+    if spec.env and spec.env not in settings.workload.env:
+        return None
+    index, value = user[spec.hydra_keys[0]]
+    return ChosenInput(spec, value.strip("[]\"'"), f"workload.trainer.overrides[{index}]", by_override=True)
+
+
 def chosen_inputs(settings: StackSettings) -> tuple[ChosenInput, ...]:
     """Every input the run needs, in the recipe's order. A config the recipe does not know has
     only the model, when the stack names one."""
@@ -78,14 +110,23 @@ def chosen_inputs(settings: StackSettings) -> tuple[ChosenInput, ...]:
         elif spec.name == "model" and workload.trainer.model_path:
             chosen.append(ChosenInput(spec, workload.trainer.model_path, "workload.trainer.modelPath"))
         else:
-            chosen.append(ChosenInput(spec, spec.source, "recipe"))
+            chosen.append(_given_by_user(spec, settings) or ChosenInput(spec, spec.source, "recipe"))
     return tuple(chosen)
+
+
+def _placeholder(value: str, config: Optional[ConfigRecipe]) -> bool:
+    """One of upstream's example paths: under ``/path/to/``, a ``~`` no trainer expands, or a
+    placeholder the config's recipe lists (read from the upstream config)."""
+    value = value.strip().strip("\"'")
+    if value.startswith(("/path/to/", "~")):
+        return True
+    return config is not None and value.rstrip("/") in {p.rstrip("/") for p in config.placeholders}
 
 
 def input_problems(settings: StackSettings, stack: Optional[str]) -> list[str]:
     """``workload.inputs`` names only inputs of the config's recipe; a file input's source names a
-    file; no value is one of upstream's placeholder paths (in ``workload.inputs``,
-    ``trainer.modelPath`` or an override of a key the recipe sets)."""
+    file; every path fits on the trainer's command line; no value is one of upstream's placeholder
+    paths (in ``workload.inputs``, ``trainer.modelPath`` or an override of a key an input sets)."""
     workload = settings.workload
     trainer = workload.trainer
     config = config_recipe(settings)
@@ -99,29 +140,39 @@ def input_problems(settings: StackSettings, stack: Optional[str]) -> list[str]:
             )
             problems.append(problem_line(key_path("workload", "inputs", name), value, f"no such input: {where}"))
     for item in chosen_inputs(settings):
+        if item.origin == "recipe" or item.by_override:  # the recipe's are tested; the overrides' are below
+            continue
         source = item.source
-        if item.spec.file and source is not None and source.kind == "hf" and not source.path:
-            problems.append(
-                problem_line(item.origin, item.value, f"the trainer opens one file here ({', '.join(item.spec.pointers())}): "
-                             "name it in the dataset, hf://datasets/Org/Name/file.jsonl")
-            )
-        if source is None and PLACEHOLDER.match(item.value):
+        reads = ", ".join(item.spec.pointers())
+        if item.spec.file and source is not None:
+            named = source.path if source.kind == "hf" else source.prefix
+            last = named.rsplit("/", 1)[-1]
+            if not named or "." not in last:
+                form = "hf://datasets/Org/Name/file.jsonl" if source.kind == "hf" else "s3://bucket/prefix/file.jsonl"
+                problems.append(problem_line(item.origin, item.value, f"the trainer opens one file here ({reads}): name the file, {form}"))
+                continue
+        if _placeholder(item.value, config):
             problems.append(
                 problem_line(item.origin, item.value, f"an upstream placeholder path, which no pod has: stage {item.name} "
                              f"(leave it out for the recipe's {item.spec.source}, or give an hf:// or s3:// source) or name a real path")
             )
+        elif not _HYDRA_SAFE.fullmatch(item.path("/inputs")):
+            problems.append(
+                problem_line(item.origin, item.value, f"becomes {item.path('/inputs')!r} on the trainer's command line ({reads}), which Hydra "
+                             "would misread: keep to letters, digits and ._/@+%:- in names (a ',' splits a list in two)")
+            )
     keys = {key for item in chosen_inputs(settings) for key in item.spec.hydra_keys}
     for index, override in enumerate(trainer.overrides):
         key, _, value = override.lstrip("+").partition("=")
-        if key in keys and PLACEHOLDER.match(value.strip("[]\"'")):
+        if override.startswith("~") and key.lstrip("~") in keys:
+            problems.append(
+                problem_line(f"workload.trainer.overrides[{index}]", override, f"deletes {key.lstrip('~')}, which points the trainer "
+                             "at an input: swap the input with workload.inputs instead")
+            )
+        elif key in keys and any(_placeholder(part, config) for part in value.strip("[]").split(",")):
             problems.append(
                 problem_line(f"workload.trainer.overrides[{index}]", override, f"{key} is an upstream placeholder path, which no pod has: "
                              "drop the override (the recipe stages it) or name a real path")
-            )
-        elif override.startswith("~") and key.lstrip("~") in keys:
-            problems.append(
-                problem_line(f"workload.trainer.overrides[{index}]", override, f"deletes {key.lstrip('~')}, which points the trainer "
-                             "at a staged input: swap the input with workload.inputs instead")
             )
     return problems
 
@@ -133,14 +184,14 @@ def input_paths(settings: StackSettings, root: str) -> dict[str, str]:
 
 def input_overrides(settings: StackSettings, root: str) -> list[str]:
     """The Hydra overrides that point the trainer at every input."""
-    return [override for item in chosen_inputs(settings) for override in item.spec.overrides(item.path(root))]
+    return [override for item in chosen_inputs(settings) if not item.by_override for override in item.spec.overrides(item.path(root))]
 
 
 def recipe_env(settings: StackSettings, root: str) -> dict[str, str]:
     """The upstream run script's variables, then the inputs read from the environment."""
     config = config_recipe(settings)
     env = dict(config.env) if config is not None else {}
-    env.update({item.spec.env: item.path(root) for item in chosen_inputs(settings) if item.spec.env})
+    env.update({item.spec.env: item.path(root) for item in chosen_inputs(settings) if item.spec.env and not item.by_override})
     return env
 
 

@@ -16,7 +16,9 @@ For each config the dialect knows:
   -> ours`` where the run script sets them); ``leftOut``: what the run script sets that the stack
   deliberately does not, and why; ``overrideCount``: how many Hydra overrides the run script passes
   (``settings`` + the run script's ``generated`` + ``leftOut`` keys cover them all);
-- ``unread``: placeholder paths of the composed upstream config that this run never opens, and why.
+- ``unread``: placeholder paths of the composed upstream config that this run never opens, and why;
+  ``placeholders``: every placeholder value of the composed upstream config (a stack that would
+  hand one of them to the trainer is refused).
 
 Staging (:mod:`rlinf_eks.workload.run`), the trainers' command lines and the image contract read
 it; tests compose every stack's command against the upstream configs and walk it for placeholders.
@@ -35,7 +37,9 @@ import yaml
 __all__ = ["ConfigRecipe", "DialectRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
 
 PLACEHOLDER = re.compile(r"^(/path/to/|/dataset/|~/|/home/|/data/public/)")
-"""Upstream's example paths: a composed config value that matches is a file no pod has."""
+"""The shapes of upstream's example paths, to find them in a composed config (the tests walk every
+stack's); a stack is refused only for the exact ``placeholders`` of its config's recipe, a
+``/path/to/`` path or a ``~`` (:mod:`.inputs`), never for a real path that merely starts alike."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class ConfigRecipe:
     left_out: Mapping[str, str]
     override_count: int
     unread: Mapping[str, str]
+    placeholders: tuple[str, ...] = ()
+    """Every placeholder path of the composed upstream config (a test compares it with the config)."""
 
     def input(self, name: str) -> Optional[RecipeInput]:
         return next((i for i in self.inputs if i.name == name), None)
@@ -136,6 +142,7 @@ def _config(name: str, data: Mapping, model_keys: tuple[str, ...]) -> ConfigReci
         left_out=_strings(data.get("leftOut")),
         override_count=int(data["overrideCount"]),
         unread=_strings(data.get("unread")),
+        placeholders=tuple(data.get("placeholders") or ()),
     )
 
 

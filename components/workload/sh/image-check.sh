@@ -10,10 +10,21 @@ fail() {
 
 # First what the trainer imports first (its recipe), in its order: an image of the wrong family or
 # without the simulator fails here in seconds, not minutes later after the Ray join. The import's
-# last line of error says why (a missing module, a prompt for a missing config, ...).
+# last line of error says why (a missing module, a prompt for a missing config, a crash).
 for module in ${TRAINER_MODULES}; do
-  why=$(timeout 120 python3 -c "import ${module}" 2>&1 </dev/null >/dev/null | tail -n 1) \
-    || fail "python3 cannot import ${module}, which the ${DIALECT} trainer imports (${CONFIG_NAME}): ${why:-timed out}; build the image from ${DOCKERFILE}"
+  out=$(timeout 120 python3 -c "import ${module}" 2>&1 </dev/null >/dev/null)
+  rc=$?
+  [ "${rc}" = 0 ] && continue
+  if [ "${rc}" = 124 ]; then
+    why="no answer within 120s"
+  else
+    why=$(printf '%s\n' "${out}" | tail -n 1)
+    why="${why:-exit status ${rc}, nothing on stderr}"
+  fi
+  case "${out}" in
+    *EOFError*) why="${why} (LIBERO asks on stdin for a dataset folder when the image has no config.yaml in HOME's .libero folder: write it at build time)" ;;
+  esac
+  fail "python3 cannot import ${module}, which the ${DIALECT} trainer imports (${CONFIG_NAME}): ${why}; build the image from ${DOCKERFILE}"
 done
 for tool in ${TOOLS}; do
   command -v "${tool}" >/dev/null 2>&1 || fail "${tool} is not on PATH in the image: rebuild it from ${DOCKERFILE}"

@@ -1,7 +1,10 @@
 set -euo pipefail
 # One input of the run: INPUT_NAME, MODEL_SOURCE, MODEL_KIND (hf or s3), MODEL_DIR and HF_REPO /
 # HF_REPO_TYPE / HF_REVISION / HF_PATH or S3_URI / S3_OBJECT come from the container's env.
-marker="${MODEL_DIR}/${MARKER}"
+# one marker per file or folder of a repository (HF_PATH): two inputs, or two runs, that take
+# different files of one dataset share its folder but never each other's marker
+hf_path="${HF_PATH:-}"
+marker="${MODEL_DIR}/${MARKER}${hf_path:+.${hf_path//\//_}}"
 lock="${MODEL_DIR}.lock"
 me="${HOSTNAME:-pid-$$}"
 # who holds the lock: the pod and this attempt (a restarted init container keeps its HOSTNAME)
