@@ -26,6 +26,9 @@ def _plan(args: argparse.Namespace) -> int:
         folder = Path(args.platform) if args.platform else plan_mod.default_platform_folder(stack_config, out)
         platform = plan_mod.load_platform(folder) if folder is not None and (args.platform or folder.exists()) else None
         plan = plan_mod.make_plan(stack_config, platform)
+        refused = plan_mod.downgrade_problems(plan, out)
+        if refused:
+            raise ConfigError(refused)
         written = plan_mod.write(plan, out)
     except plan_mod.OutputError as err:
         print(f"error: --out: {err}", file=sys.stderr)

@@ -42,6 +42,8 @@ def base_plan() -> dict:
             resource(NODE_GROUP, "gpu-nodes", {
                 "instanceTypes": ["p5.48xlarge"], "amiType": "AL2023_x86_64_NVIDIA", "subnetIds": ["subnet-a"],
                 "launchTemplate": {"id": "lt-1", "version": "1"}, "scalingConfig": {"desiredSize": 1, "minSize": 1, "maxSize": 1},
+                # what tells the GPU node group from the system one (as the stacks render them)
+                "labels": {"role": "gpu-training"}, "taints": [{"effect": "NO_SCHEDULE", "key": "nvidia.com/gpu", "value": "true"}],
             }),
             resource(LAUNCH_TEMPLATE, "gpu-launch-template", {"metadataOptions": {"httpTokens": "required"}}),
             resource(BUCKET, "checkpoints-bucket", {"forceDestroy": False}, protect=True),
@@ -162,7 +164,8 @@ def test_given_a_secret_when_rendered_then_it_stays_masked_and_the_change_of_the
     assert '`inputs.spec.template.spec.containers[name=trainer].image`: `"img:1"` → `"img:2"`' in text
     assert "`outputs.clusterName`" in text
     assert "[secret]" not in text  # unchanged secret values are not shown at all
-    assert "**0 to create, 1 to update, 0 to delete**" in text
+    # a Job's pod template is force-new (pulumi-kubernetes): a replacement, counted apart from updates
+    assert "**0 to create, 0 to update in place, 1 to replace (delete, then create), 0 to delete**" in text
 
 
 # --- loading and the CLI -----------------------------------------------------------------------

@@ -188,8 +188,8 @@ def test_the_warning_box_about_gpu_nodes_and_the_cluster_lists_only_those():
             resource["inputs"]["instanceTypes"] = ["p5en.48xlarge"]
     diff = diff_plans(plan, new)
     text = render_markdown(diff)
-    gpu_box = text.split("> Changes that replace or roll the GPU nodes or the cluster:", 1)[1].split("\n\n", 1)[0]
+    gpu_box = text.split("> Changes that replace or roll the nodes or the cluster:", 1)[1].split("\n\n", 1)[0]
     assert "gpu-nodes" in gpu_box and "Job" not in gpu_box
-    run_box = text.split("> Changes that replace the training run or delete a data store:", 1)[1].split("\n\n", 1)[0]
+    run_box = text.split("> Changes that replace the training run:", 1)[1].split("\n\n", 1)[0]
     assert "rlinf-job" in run_box and "watchdog" not in run_box
     assert {rc.name for rc in diff.replaced} == {"rlinf-job", "rlinf-watchdog", "gpu-nodes"}

@@ -112,6 +112,11 @@ class PlanDiff:
     notes: list[str]
     cost: list[str] = field(default_factory=list)
     """The change of the hourly cost, when both plan folders hold efficiency.json."""
+    data_risks: list[str] = field(default_factory=list)
+    """Replaced or deleted stores that hold data (a bucket, a file system, anything protected or
+    retained): the blocking warning at the top."""
+    refused: list[str] = field(default_factory=list)
+    """Changes the real engine refuses (an EKS downgrade): pulumi up would fail on them."""
 
     @property
     def equal(self) -> bool:
@@ -121,6 +126,11 @@ class PlanDiff:
     def replaced(self) -> list[ResourceChange]:
         """The updates that Pulumi carries out as a replacement (delete and create)."""
         return [rc for rc in self.updated if rc.kind == "replace"]
+
+    @property
+    def in_place(self) -> list[ResourceChange]:
+        """The updates carried out in place."""
+        return [rc for rc in self.updated if rc.kind == "update"]
 
     @property
     def warnings(self) -> list[str]:
@@ -186,29 +196,22 @@ def changed_paths(old: Any, new: Any, path: str = "") -> list[Change]:
     return [Change(path, old, new)]
 
 
-# What replaces or rolls the GPU nodes or the cluster. Sources: the Terraform AWS provider that
-# pulumi-aws bridges (aws_eks_node_group: ami_type, capacity_type, cluster_name, disk_size,
-# instance_types, launch_template id/name, node_group_name(_prefix), node_role_arn,
-# remote_access, subnet_ids are ForceNew; version, release_version and launch_template version
-# are in-place but roll every node; aws_eks_cluster: name, role_arn, encryption_config,
-# kubernetes_network_config are ForceNew) and pulumi-eks's Cluster, whose name, VPC, subnets,
-# service role and encryption key reach those ForceNew fields.
-_REPLACES: dict[str, tuple[str, ...]] = {
-    NODE_GROUP: (
-        "amiType", "capacityType", "clusterName", "diskSize", "instanceTypes", "launchTemplate.id",
-        "launchTemplate.name", "nodeGroupName", "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds",
-    ),
-    AWS_EKS_CLUSTER: ("name", "roleArn", "encryptionConfig", "kubernetesNetworkConfig", "bootstrapSelfManagedAddons"),
+# What replaces the pulumi-eks Cluster component (no provider table covers a component): its name,
+# VPC, subnets, service role and encryption key reach the EKS cluster's ForceNew fields. Every AWS
+# type's own replacements come from terraform-provider-aws (replacement.py, aws_force_new.py).
+_COMPONENT_REPLACES: dict[str, tuple[str, ...]] = {
     EKS_CLUSTER: (
         "name", "vpcId", "subnetIds", "privateSubnetIds", "publicSubnetIds", "serviceRole", "encryptionConfigKeyArn",
         "kubernetesServiceIpAddressRange", "ipFamily", "clusterSecurityGroup",
     ),
-    PLACEMENT_GROUP: ("name", "strategy", "partitionCount", "spreadLevel"),
 }
+# In place, but every node of the node group is replaced one by one (aws_eks_node_group: version,
+# release_version and launch_template.version update in place by a rolling update).
 _ROLLS: dict[str, tuple[str, ...]] = {
     NODE_GROUP: ("version", "releaseVersion", "launchTemplate.version"),
 }
 _UPGRADES: dict[str, tuple[str, ...]] = {cluster: ("version",) for cluster in EKS_CLUSTERS}
+_MINOR = re.compile(r"^(\d+)\.(\d+)")
 _GPU_OR_CLUSTER = (NODE_GROUP, LAUNCH_TEMPLATE, *EKS_CLUSTERS, PLACEMENT_GROUP)
 _DATA_STORES = (*BUCKETS, LUSTRE)
 
@@ -234,43 +237,113 @@ def _is_training_run(rc_type: str, resource: dict[str, Any] | None) -> bool:
     return labels.get("app.kubernetes.io/component") != _WATCHDOG_COMPONENT
 
 
+def _node_group_role(resource: dict[str, Any] | None) -> str:
+    """What a node group is, from what it carries: the GPU training nodes (the role label or the
+    GPU taint the GPU group has), the system nodes, or neither."""
+    inputs = (resource or {}).get("inputs") or {}
+    role = (inputs.get("labels") or {}).get("role")
+    taints = inputs.get("taints") or []
+    if role == "gpu-training" or any(t.get("key") == "nvidia.com/gpu" for t in taints if isinstance(t, dict)):
+        return "gpu"
+    return "system" if role == "system" else "other"
+
+
+_NODE_GROUP_WORDS = {
+    "gpu": ("the GPU node group (every GPU node is terminated)", "rolls every GPU node (running training is interrupted)"),
+    "system": (
+        "the system node group (CoreDNS, the operators and the controllers move to new nodes; no training runs there)",
+        "rolls every system node (the controllers move, one node at a time)",
+    ),
+    "other": ("this node group (every node is terminated)", "rolls every node of this node group"),
+}
+
+
+def minor(version: Any) -> tuple[int, int] | None:
+    """``(1, 35)`` of a Kubernetes version such as ``1.35`` or ``1.35.2``, else None."""
+    match = _MINOR.match(str(version)) if isinstance(version, (str, int, float)) else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def downgrade(rc: ResourceChange) -> str | None:
+    """The refusal of an EKS control-plane downgrade (EKS moves only forward), or None."""
+    if rc.type not in EKS_CLUSTERS:
+        return None
+    for change in rc.changes:
+        if change.path == "inputs.version":
+            old, new = minor(change.old), minor(change.new)
+            if old and new and new < old:
+                return (
+                    f"refused: EKS cannot downgrade a cluster ({change.old} → {change.new}); `pulumi up` fails at the cluster. "
+                    "Set cluster.kubernetesVersion back, or build a new cluster"
+                )
+    return None
+
+
+def _data_store(rc: ResourceChange, resource: dict[str, Any] | None) -> bool:
+    options = (resource or {}).get("options") or {}
+    return rc.type in _DATA_STORES or bool(options.get("protect")) or bool(options.get("retainOnDelete"))
+
+
+_DATA_WORDS = {
+    LUSTRE: "every file on the FSx for Lustre file system (checkpoints not yet exported to S3, staged models and datasets)",
+}
+
+
+def data_risk(rc: ResourceChange, resource: dict[str, Any] | None) -> str | None:
+    """The blocking warning for a replaced or deleted store that holds data, or None."""
+    if rc.kind not in ("replace", "delete") or not _data_store(rc, resource):
+        return None
+    options = (resource or {}).get("options") or {}
+    what = _DATA_WORDS.get(rc.type) or (
+        "every object in the bucket (the runs' checkpoints and logs)" if rc.type in BUCKETS else "what this resource holds"
+    )
+    verb = f"replaced ({', '.join(rc.replaced_by)})" if rc.kind == "replace" else "deleted"
+    guard = []
+    if options.get("protect"):
+        guard.append("it is protected, so `pulumi up` stops at it with an error until you `pulumi state unprotect` it")
+    if options.get("retainOnDelete"):
+        guard.append("retainOnDelete leaves the old one and its data in AWS, no longer managed by the stack")
+    return f"{rc.type} {rc.name}: {verb}: {what} is at risk" + (f"; {'; '.join(guard)}" if guard else "")
+
+
 def replacement_warnings(rc: ResourceChange, resource: dict[str, Any] | None = None) -> list[str]:
-    """Why a change would replace or roll the GPU nodes or the cluster, replace the training run
-    (``resource``: its plan entry, which tells the run from the watchdog) or delete a data store
-    (empty when it does none of these)."""
+    """Why a change would replace or roll the GPU or system nodes or the cluster, replace the
+    training run (``resource``: its plan entry, which tells the run from the watchdog, a GPU node
+    group from the system one) or delete a data store (empty when it does none of these)."""
     if rc.kind == "delete":
+        if rc.type == NODE_GROUP:
+            return [f"deleted: {_NODE_GROUP_WORDS[_node_group_role(resource)][0].replace(' (every', ' goes away (every', 1)}"]
         if rc.type in _GPU_OR_CLUSTER:
             return ["deleted: the GPU nodes or the cluster go away"]
-        if rc.type in _DATA_STORES:
-            return ["deleted: a data store (protect/retainOnDelete keep its data, but check)"]
         return []
     if rc.kind not in ("update", "replace"):
         return []
     inputs = [c.path[len("inputs."):] for c in rc.changes if c.path.startswith("inputs.")]
     warnings: list[str] = []
-    forced = sorted({p for p in inputs if _under(p, _REPLACES.get(rc.type, ()))})
-    if forced:
-        what = "the GPU node group (every GPU node is terminated)" if rc.type == NODE_GROUP else "this resource"
-        if rc.type in EKS_CLUSTERS:
+    if rc.replaced_by and rc.type in _GPU_OR_CLUSTER:
+        what = "this resource"
+        if rc.type == NODE_GROUP:
+            what = _NODE_GROUP_WORDS[_node_group_role(resource)][0]
+        elif rc.type in EKS_CLUSTERS:
             what = "the EKS cluster (and everything running on it)"
-        if rc.type == PLACEMENT_GROUP:
+        elif rc.type == PLACEMENT_GROUP:
             what = "the placement group, and through the launch template the GPU nodes"
-        warnings.append(f"replaces {what}: {', '.join(forced)}")
+        elif rc.type == LAUNCH_TEMPLATE:
+            what = "the launch template, and so the GPU node group"
+        warnings.append(f"replaces {what}: {', '.join(rc.replaced_by)}")
     rolled = sorted({p for p in inputs if _under(p, _ROLLS.get(rc.type, ()))})
-    if rolled:
-        warnings.append(f"rolls every GPU node (running training is interrupted): {', '.join(rolled)}")
+    if rolled and rc.kind == "update":
+        warnings.append(f"{_NODE_GROUP_WORDS[_node_group_role(resource)][1]}: {', '.join(rolled)}")
+    refused = downgrade(rc)
     upgraded = sorted({p for p in inputs if _under(p, _UPGRADES.get(rc.type, ()))})
-    if upgraded:
+    if upgraded and refused is None and rc.kind == "update":
         warnings.append(f"upgrades the control plane (then the node groups roll): {', '.join(upgraded)}")
     restarted = sorted({p for p in inputs if _under(p, _RESTARTS.get(rc.type, ()))})
     if restarted and _is_training_run(rc.type, resource):
         # A Job's pod template is immutable, so pulumi-kubernetes deletes and recreates the Job
         # (the JobSet's and RayJob's spec carry replaceOnChanges): the run restarts.
-        warnings.append(
-            "replaces the training run (running pods stop; the new run resumes from the latest checkpoint): "
-            + ", ".join(restarted)
-        )
-    if rc.type == LAUNCH_TEMPLATE and inputs:
+        warnings.append(f"replaces the training run (running pods stop): {', '.join(restarted)}")
+    if rc.type == LAUNCH_TEMPLATE and inputs and rc.kind == "update":
         # Any launch template change makes a new version; the node group follows latestVersion,
         # so its nodes roll (and a name change replaces the template, so the node group too).
         warnings.append("a new launch template version: the GPU node group rolls its nodes")
@@ -291,27 +364,44 @@ def diff_plans(base: dict[str, Any], new: dict[str, Any], base_label: str = "bas
     news = {r["urn"]: r for r in new["resources"]}
     created = [ResourceChange(u, news[u]["type"], news[u]["name"], "create") for u in sorted(set(news) - set(olds))]
     deleted = [ResourceChange(u, olds[u]["type"], olds[u]["name"], "delete") for u in sorted(set(olds) - set(news))]
+    moved = base.get("region") and new.get("region") and base["region"] != new["region"]
     updated = []
+    notes = []
     for urn in sorted(set(olds) & set(news)):
         changes = _resource_changes(olds[urn], news[urn])
-        if changes:
+        regional = moved and news[urn]["type"].startswith("aws:")
+        if changes or regional:
             # the engine applies the new registration's replaceOnChanges to the provider's diff
             inputs = [c.path[len("inputs."):] for c in changes if c.path.startswith("inputs.")]
-            aws_forced = (p for p in inputs if _under(p, _REPLACES.get(news[urn]["type"], ())))
-            forced = sorted({*replacement.forced(news[urn], inputs), *aws_forced})
+            component = (p for p in inputs if _under(p, _COMPONENT_REPLACES.get(news[urn]["type"], ())))
+            holds, unknown = replacement.conditional(news[urn], olds[urn].get("inputs") or {}, inputs)
+            forced = sorted({*replacement.forced(news[urn], inputs), *component, *holds})
+            if regional:
+                forced = [f"aws:region {base['region']} → {new['region']}", *forced]
             kind = "replace" if forced else "update"
             updated.append(ResourceChange(urn, news[urn]["type"], news[urn]["name"], kind, changes, replaced_by=forced))
+            notes += [f"{news[urn]['type']} {news[urn]['name']} may be replaced: {line}" for line in unknown]
+    data_risks, refused = [], []
     for rc in (*deleted, *updated):
-        rc.warnings = replacement_warnings(rc, news.get(rc.urn) or olds.get(rc.urn))
-    notes = []
+        resource = news.get(rc.urn) or olds.get(rc.urn)
+        rc.warnings = replacement_warnings(rc, resource)
+        risk = data_risk(rc, olds.get(rc.urn) or resource)
+        if risk:
+            data_risks.append(risk)
+        refusal = downgrade(rc)
+        if refusal:
+            refused.append(f"{rc.type} {rc.name}: {refusal}")
     if base.get("stack") != new.get("stack") or base.get("project") != new.get("project"):
         notes.append(f"comparing different stacks ({base.get('project')}/{base.get('stack')} and "
                      f"{new.get('project')}/{new.get('stack')}): URNs carry the stack, so every resource differs")
+    if moved:
+        notes.append(f"aws:region {base['region']} → {new['region']}: every AWS resource is created anew in {new['region']} "
+                     f"and the old ones deleted in {base['region']}")
     renamed = {(r.type, r.name) for r in created} & {(r.type, r.name) for r in deleted}
     for type_, name in sorted(renamed):
         notes.append(f"{type_} {name} changed URN (new parent?): Pulumi replaces it unless given an alias")
     outputs = changed_paths(base.get("outputs", {}), new.get("outputs", {}), "outputs")
-    return PlanDiff(base_label, new_label, created, deleted, updated, outputs, notes)
+    return PlanDiff(base_label, new_label, created, deleted, updated, outputs, notes, data_risks=data_risks, refused=refused)
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -365,20 +455,28 @@ def render_markdown(diff: PlanDiff) -> str:
     if diff.equal:
         lines.append("No changes.")
         return "\n".join(lines) + "\n"
-    replaced = len(diff.replaced)
     lines.append(
-        f"**{len(diff.created)} to create, {len(diff.updated)} to update, {len(diff.deleted)} to delete**"
+        f"**{len(diff.created)} to create, {len(diff.in_place)} to update in place, {len(diff.replaced)} to replace "
+        f"(delete, then create), {len(diff.deleted)} to delete**"
         + (f", {len(diff.outputs)} output changes" if diff.outputs else "")
-        + (f" ({replaced} of the updates {'replaces' if replaced == 1 else 'replace'} the object: delete, then create)" if replaced else "")
     )
     lines.append("")
+    for heading, items in (
+        ("Refused: `pulumi up` fails on these changes:", diff.refused),
+        ("Data at risk: these changes replace or delete a store that holds data:", diff.data_risks),
+    ):
+        if items:
+            lines.append("> [!CAUTION]")
+            lines.append(f"> {heading}")
+            lines.extend(f"> - {item}" for item in items)
+            lines.append("")
     for line in diff.cost:
         lines.append(f"**Cost:** {line}")
     if diff.cost:
         lines.append("")
     for heading, warnings in (
-        ("Changes that replace or roll the GPU nodes or the cluster:", diff.gpu_or_cluster_warnings),
-        ("Changes that replace the training run or delete a data store:", diff.other_warnings),
+        ("Changes that replace or roll the nodes or the cluster:", diff.gpu_or_cluster_warnings),
+        ("Changes that replace the training run:", diff.other_warnings),
     ):
         if warnings:
             lines.append("> [!WARNING]")

@@ -71,6 +71,11 @@ class FakeCloud(pulumi.runtime.Mocks):
         self.stack_references = dict(stack_references or {})
         """Outputs of other stacks by fully qualified name (an experiment's platform, from its plan):
         what a StackReference reads; the SECRET_OUTPUTS among them are read as secrets."""
+        self.subnets: dict[str, dict] = {}
+        """The subnets this plan created, by id: a lookup of one answers with its own VPC and AZ."""
+        self.vpcs: list[str] = []
+        """The VPCs this plan created or looked up, in order: the VPC of a looked-up subnet the plan
+        did not create (an existing one, network.subnetIds) is the one the stack names."""
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -94,6 +99,10 @@ class FakeCloud(pulumi.runtime.Mocks):
             resource_id, extra = f"{name}-id", {}
         for key, value in extra.items():
             state.setdefault(key, value)
+        if typ == SUBNET:
+            self.subnets[resource_id] = state
+        elif typ == VPC:
+            self.vpcs.append(resource_id)
         return resource_id, state
 
     def _stack_reference(self, state: dict) -> tuple[str, dict]:
@@ -290,14 +299,21 @@ def _get_oidc_provider(cloud: FakeCloud, args: dict) -> dict:
 
 def _get_vpc(cloud: FakeCloud, args: dict) -> dict:
     vpc_id = args.get("id") or f"vpc-{_hex('default')}"
+    if vpc_id not in cloud.vpcs:
+        cloud.vpcs.append(vpc_id)
     return {"id": vpc_id, "cidrBlock": "10.0.0.0/16", "arn": cloud._arn("aws:ec2", f"vpc/{vpc_id}"),
             "enableDnsSupport": True, "enableDnsHostnames": True, "ownerId": ACCOUNT}
 
 
 def _get_subnet(cloud: FakeCloud, args: dict) -> dict:
+    """A subnet the plan created answers with its own VPC, AZ and CIDR; another (an existing
+    subnet the stack names) lies in the VPC the stack names, as AWS would have it: a lookup never
+    makes two plans of one stack differ where a real preview would not."""
     subnet_id = args.get("id") or f"subnet-{_hex('default')}"
-    return {"id": subnet_id, "vpcId": f"vpc-{_hex('vpc-of-' + subnet_id)}", "availabilityZone": f"{cloud.region}a",
-            "cidrBlock": "10.0.0.0/20", "arn": cloud._arn("aws:ec2", f"subnet/{subnet_id}"), "ownerId": ACCOUNT}
+    created = cloud.subnets.get(subnet_id) or {}
+    vpc_id = created.get("vpcId") or (cloud.vpcs[0] if cloud.vpcs else f"vpc-{_hex('default')}")
+    return {"id": subnet_id, "vpcId": vpc_id, "availabilityZone": created.get("availabilityZone") or f"{cloud.region}a",
+            "cidrBlock": created.get("cidrBlock") or "10.0.0.0/20", "arn": cloud._arn("aws:ec2", f"subnet/{subnet_id}"), "ownerId": ACCOUNT}
 
 
 _CALLS: dict[str, Callable[[FakeCloud, dict], dict]] = {

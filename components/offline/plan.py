@@ -62,10 +62,14 @@ class Plan:
         return not_planned(self.resources)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs,
             "notPlanned": self.not_planned,
         }
+        if self.settings is not None:
+            # where every AWS resource of the stack lives (aws:region): a change moves them all
+            data["region"] = self.settings.region
+        return data
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
@@ -233,6 +237,36 @@ def check_output(out: Path) -> None:
     except OSError as err:
         what = f"cannot write in {out}" if existing == out else f"cannot create {out} in {existing}"
         raise OutputError(f"{what}: {err.strerror or err}") from None
+
+
+def _cluster_version(data: dict[str, Any]) -> str | None:
+    from ..plan_reader import EKS_CLUSTERS
+
+    return next((r["inputs"].get("version") for r in data.get("resources") or () if r.get("type") in EKS_CLUSTERS and r.get("inputs")), None)
+
+
+def downgrade_problems(plan: Plan, out: Path) -> list[str]:
+    """The previous plan of the same stack in ``out`` stands for what is deployed: a Kubernetes
+    minor below its cluster's is refused (EKS moves only forward; ``pulumi up`` would fail at the
+    cluster after changing everything before it). One problem line, or none."""
+    try:
+        previous = json.loads((out / PLAN_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
+    if not isinstance(previous, dict) or (previous.get("project"), previous.get("stack")) != (plan.project, plan.stack):
+        return []
+    from .diff import minor
+
+    old, new = _cluster_version(previous), _cluster_version(plan.to_json())
+    if minor(old) is None or minor(new) is None or minor(new) >= minor(old):
+        return []
+    return [
+        config_mod.errors.problem_line(
+            "cluster.kubernetesVersion", new,
+            f"the last plan of this stack ({out / PLAN_FILE}) has {old}, and EKS cannot downgrade a cluster: keep {old} or later "
+            "(plan into another --out to compare, or build a new cluster)",
+        )
+    ]
 
 
 def _previously_written(out: Path) -> set[str]:

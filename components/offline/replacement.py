@@ -1,12 +1,14 @@
 """Which changed inputs make Pulumi replace an object instead of updating it in place.
 
-Two sources decide, and the offline diff applies both:
+Three sources decide, and the offline diff applies them all:
 
 - the resource's ``replaceOnChanges`` option (plan.json ``options.replaceOnChanges``): fields the
   program marks because the API server or an admission webhook refuses to change them (a JobSet's
   ``spec.replicatedJobs``, a Job's ``podFailurePolicy``, ...); the engine replaces on any change at
   or below such a path (pulumi ``applyReplaceOnChanges``: ``PropertyPath.Contains``);
-- the force-new fields pulumi-kubernetes itself replaces on, :data:`FORCE_NEW` below.
+- the force-new fields pulumi-kubernetes itself replaces on, :data:`FORCE_NEW` below;
+- the force-new inputs of each AWS type, from terraform-provider-aws (:mod:`.aws_force_new`), and
+  those it replaces on under a condition (:func:`conditional`).
 
 :data:`FORCE_NEW` holds the kinds the stacks render, copied from pulumi-kubernetes
 ``provider/pkg/provider/diff.go`` (``forceNew``, ``core``, ``job``, ``roleBinding``,
@@ -23,6 +25,7 @@ import re
 from typing import Any, Iterable
 
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
+from .aws_force_new import FORCE_NEW as AWS_FORCE_NEW
 
 _METADATA = ("metadata.name", "metadata.namespace")
 _SELECTOR = ("matchExpressions", "matchExpressions.key", "matchExpressions.operator", "matchExpressions.values", "matchLabels")
@@ -80,6 +83,8 @@ def replacement_paths(resource: dict[str, Any]) -> tuple[str, ...]:
     """Every input path of ``resource`` (plan.json shape) whose change replaces it."""
     type_ = resource.get("type", "")
     built_in: Iterable[str] = FORCE_NEW.get(type_, ())
+    if type_ in AWS_FORCE_NEW:
+        built_in = AWS_FORCE_NEW[type_].paths
     if type_.startswith(KUBERNETES_PREFIX) and not type_.startswith((HELM_PREFIX, PROVIDER_PREFIX)):
         built_in = (*_METADATA, *built_in)
     explicit = (resource.get("options") or {}).get("replaceOnChanges") or ()
@@ -90,3 +95,30 @@ def forced(resource: dict[str, Any], input_paths: Iterable[str]) -> list[str]:
     """The changed input paths (relative to ``inputs``) that replace ``resource``."""
     rules = replacement_paths(resource)
     return sorted({p for p in input_paths if any(contains(rule, p) for rule in rules)})
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def conditional(resource: dict[str, Any], old_inputs: dict[str, Any], changed: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The changed paths of an AWS resource that its provider replaces on only under a condition:
+    (those whose condition holds, ``path: condition`` lines of those this diff cannot judge). FSx
+    for Lustre's storage capacity is judged (it replaces when it shrinks, or on any change of a
+    SCRATCH_1 file system); the others are named with their condition."""
+    spec = AWS_FORCE_NEW.get(resource.get("type", ""))
+    if spec is None:
+        return [], []
+    inputs = resource.get("inputs") or {}
+    holds, unknown = [], []
+    for path, condition in spec.conditional:
+        hits = [p for p in changed if contains(path, p)]
+        if not hits:
+            continue
+        if path == "storageCapacity":
+            old, new = _number(old_inputs.get(path)), _number(inputs.get(path))
+            if inputs.get("deploymentType") == "SCRATCH_1" or (old is not None and new is not None and new < old):
+                holds += hits
+            continue
+        unknown.append(f"{path}: {condition}")
+    return holds, unknown
