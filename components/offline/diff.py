@@ -32,6 +32,7 @@ from ..plan_reader import (
     PLACEMENT_GROUP,
     RAY_JOB,
 )
+from ..workload import RESUME_ANNOTATION, RUN_DIR_ANNOTATION, RUN_IDENTITY_ANNOTATION
 from . import replacement
 from .plan import EFFICIENCY_FILE, PLAN_FILE
 
@@ -306,7 +307,32 @@ def data_risk(rc: ResourceChange, resource: dict[str, Any] | None) -> str | None
     return f"{rc.type} {rc.name}: {verb}: {what} is at risk" + (f"; {'; '.join(guard)}" if guard else "")
 
 
-def replacement_warnings(rc: ResourceChange, resource: dict[str, Any] | None = None) -> list[str]:
+def _annotations(resource: dict[str, Any] | None) -> dict[str, Any]:
+    return (((resource or {}).get("inputs") or {}).get("metadata") or {}).get("annotations") or {}
+
+
+def run_verdict(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
+    """What the replaced training run does with the checkpoints, from the run annotations of its
+    old and new object: resume the same run, start a new run (another run directory), or stop at
+    once (another model or config in the same run directory). Empty for a plan without them."""
+    before, after = _annotations(old), _annotations(new)
+    old_dir, new_dir = before.get(RUN_DIR_ANNOTATION), after.get(RUN_DIR_ANNOTATION)
+    if not old_dir or not new_dir:
+        return ""
+    if old_dir != new_dir:
+        return f"is a new run under {new_dir}; the old run's checkpoints stay under {old_dir}"
+    old_id, new_id = before.get(RUN_IDENTITY_ANNOTATION), after.get(RUN_IDENTITY_ANNOTATION)
+    if old_id != new_id:
+        return (
+            f"stops at once (exit 94) if {new_dir} holds complete checkpoints: they are of another run ({old_id}), this one trains "
+            f"{new_id}; set workload.runName to start a new run beside it"
+        )
+    if after.get(RESUME_ANNOTATION) == "none":
+        return f"starts again from step 0 (its trainer cannot resume); the same run's checkpoints stay under {new_dir}"
+    return f"resumes from the newest complete checkpoint of the same run under {new_dir}"
+
+
+def replacement_warnings(rc: ResourceChange, resource: dict[str, Any] | None = None, old: dict[str, Any] | None = None) -> list[str]:
     """Why a change would replace or roll the GPU or system nodes or the cluster, replace the
     training run (``resource``: its plan entry, which tells the run from the watchdog, a GPU node
     group from the system one) or delete a data store (empty when it does none of these)."""
@@ -342,7 +368,8 @@ def replacement_warnings(rc: ResourceChange, resource: dict[str, Any] | None = N
     if restarted and _is_training_run(rc.type, resource):
         # A Job's pod template is immutable, so pulumi-kubernetes deletes and recreates the Job
         # (the JobSet's and RayJob's spec carry replaceOnChanges): the run restarts.
-        warnings.append(f"replaces the training run (running pods stop): {', '.join(restarted)}")
+        verdict = run_verdict(old, resource)
+        warnings.append(f"replaces the training run (running pods stop{'; the new run ' + verdict if verdict else ''}): {', '.join(restarted)}")
     if rc.type == LAUNCH_TEMPLATE and inputs and rc.kind == "update":
         # Any launch template change makes a new version; the node group follows latestVersion,
         # so its nodes roll (and a name change replaces the template, so the node group too).
@@ -384,7 +411,7 @@ def diff_plans(base: dict[str, Any], new: dict[str, Any], base_label: str = "bas
     data_risks, refused = [], []
     for rc in (*deleted, *updated):
         resource = news.get(rc.urn) or olds.get(rc.urn)
-        rc.warnings = replacement_warnings(rc, resource)
+        rc.warnings = replacement_warnings(rc, resource, olds.get(rc.urn))
         risk = data_risk(rc, olds.get(rc.urn) or resource)
         if risk:
             data_risks.append(risk)

@@ -44,7 +44,10 @@ from .staging import STAGE_SCRIPT, stage_script
 from .standalone import TrainingSettings
 from .template import RayPodInputs, ray_pod_template
 
-__all__ = ["RlinfTraining", "Run", "TrainingSettings", "launch_scripts", "resolve_run"]
+__all__ = [
+    "RESUME_ANNOTATION", "RUN_DIR_ANNOTATION", "RUN_IDENTITY_ANNOTATION", "RlinfTraining", "Run", "TrainingSettings", "launch_scripts",
+    "resolve_run",
+]
 
 LAUNCH_CONFIG_MAP = "rlinf-launch"
 SECRET_NAME = "rlinf-training-secrets"
@@ -52,6 +55,16 @@ TRAINER_SCRIPT = "trainer.sh"
 # The Job runs for days: pulumi-kubernetes would otherwise wait for it to complete (and time out
 # after 10 minutes). Its outcome is the Job's status, not the deployment's.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+RUN_IDENTITY_ANNOTATION = "rlinf-eks/run-identity"
+RUN_DIR_ANNOTATION = "rlinf-eks/run-dir"
+RESUME_ANNOTATION = "rlinf-eks/resume"
+
+
+def run_annotations(run: Run) -> dict[str, str]:
+    """On the run's Job, JobSet or RayJob: what its checkpoints belong to, where they are and
+    whether the trainer resumes from them (the diff reads them to say what a new run does)."""
+    resume = "newest-complete-checkpoint" if run.launch.resume is not None else "none"
+    return {**SKIP_AWAIT, RUN_IDENTITY_ANNOTATION: run.identity, RUN_DIR_ANNOTATION: run.paths.root, RESUME_ANNOTATION: resume}
 
 
 def launch_scripts(run: Run) -> dict[str, str]:
@@ -75,10 +88,15 @@ def launch_scripts(run: Run) -> dict[str, str]:
             trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
             checkpoint_patterns=launch.checkpoint_patterns,
             node_rank_env=launch.node_rank_env,
+            run_identity=run.identity,
         )
     else:
         files["driver.sh"] = scripts.kuberay_driver(
-            trainer_pythonpath=pythonpath, trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}", checkpoint_patterns=launch.checkpoint_patterns
+            trainer_pythonpath=pythonpath,
+            trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
+            checkpoint_patterns=launch.checkpoint_patterns,
+            run_dir=paths.root,
+            run_identity=run.identity,
         )
     files[progress.PROGRESS_SCRIPT] = progress.for_stack(settings, paths.root)
     files[image_check.IMAGE_CHECK_SCRIPT] = image_check.image_check_script(contract_for(run))
@@ -308,7 +326,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 api_version="jobset.x-k8s.io/v1alpha2",
                 kind="JobSet",
                 metadata=meta.ObjectMetaArgs(
-                    name=manual.JOBSET_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=dict(SKIP_AWAIT)
+                    name=manual.JOBSET_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
                 ),
                 spec=manual.jobset_spec(job=to_manifest(job_spec), max_restarts=settings.workload.restart.max_restarts),
                 opts=run_opts,
@@ -317,7 +335,7 @@ class RlinfTraining(pulumi.ComponentResource):
             job = k8s.batch.v1.Job(
                 f"{name}-job",
                 metadata=meta.ObjectMetaArgs(
-                    name=manual.JOB_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=dict(SKIP_AWAIT)
+                    name=manual.JOB_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
                 ),
                 spec=job_spec,
                 opts=run_opts,
@@ -402,7 +420,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 name=rayjob.RAY_JOB_NAME,
                 namespace=namespace,
                 labels={**APP_LABELS, **(run_labels(settings) if embedded else {})},
-                annotations=dict(SKIP_AWAIT),
+                annotations=run_annotations(self.run),
             ),
             spec=rayjob.ray_job_spec(
                 settings,

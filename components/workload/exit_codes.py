@@ -37,6 +37,12 @@ IMAGE_BROKEN = 93
 missing. Checked by the ``image-check`` init container before anything else runs; a restart cannot
 fix an image, so the failure rules do not retry it."""
 
+RUN_MISMATCH = 94
+"""The run directory holds the complete checkpoints of another run (another model, dialect or
+trainer config, recorded in ``<run dir>/.rlinf-eks/run-identity``): resuming would load weights of
+the wrong shape or meaning, and starting over would mix two runs' checkpoints. The head stops at
+once; ``workload.runName`` starts a new run beside the old one."""
+
 ALL = {
     "STOPPED": STOPPED,
     "CLUSTER_DID_NOT_FORM": CLUSTER_DID_NOT_FORM,
@@ -44,6 +50,7 @@ ALL = {
     "PROGRESS_TIMEOUT": PROGRESS_TIMEOUT,
     "RESERVATION_ENDING": RESERVATION_ENDING,
     "IMAGE_BROKEN": IMAGE_BROKEN,
+    "RUN_MISMATCH": RUN_MISMATCH,
 }
 
 

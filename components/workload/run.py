@@ -14,7 +14,7 @@ from typing import Optional
 
 from .. import catalog
 from ..config import StackSettings
-from ..trainers import ChosenInput, TrainerLaunch, chosen_inputs, launch_for
+from ..trainers import ChosenInput, TrainerLaunch, chosen_inputs, config_name_of, launch_for
 from .manual import PodNames, pod_names
 
 LOCAL_RUN_DIR = "/rlinf-run"
@@ -56,12 +56,23 @@ class RunPaths:
 
 
 def run_paths(settings: StackSettings, stack: str, shared: bool) -> RunPaths:
-    """``<mountPath>/<stack>`` on the shared filesystem (the association maps it to
-    ``s3://<bucket>/<stack>/``), else ``/rlinf-run`` synced to the same S3 prefix."""
+    """``<mountPath>/<stack>[/<runName>]`` on the shared filesystem (the association maps it to
+    ``s3://<bucket>/<stack>[/<runName>]/``), else ``/rlinf-run`` synced to the same S3 prefix."""
+    name = settings.workload.run_name
+    prefix = f"{stack}/{name}" if name else stack
     if shared:
         mount = settings.storage.shared_filesystem.mount_path.rstrip("/")
-        return RunPaths(f"{mount}/{stack}", True, stack)
-    return RunPaths(LOCAL_RUN_DIR, False, stack)
+        return RunPaths(f"{mount}/{prefix}", True, prefix)
+    return RunPaths(LOCAL_RUN_DIR, False, prefix)
+
+
+def run_identity(settings: StackSettings) -> str:
+    """What a run's checkpoints belong to: the dialect, the trainer config and the model (its
+    source or path). Recorded in the run directory; a run of another identity never resumes from
+    them (launch.sh, driver.sh) and the diff says so."""
+    trainer = settings.workload.trainer
+    model = next((item.value for item in chosen_inputs(settings) if item.name == "model"), None)
+    return f"{trainer.dialect} {config_name_of(trainer)} model={model or 'the config default'}"
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,11 @@ class Run:
     launch: TrainerLaunch
     inputs: tuple[ChosenInput, ...] = ()
     """Every input of the run (its recipe's), staged or already in the pod."""
+
+    @property
+    def identity(self) -> str:
+        """What its checkpoints belong to (:func:`run_identity`)."""
+        return run_identity(self.settings)
 
     @property
     def shared(self) -> bool:

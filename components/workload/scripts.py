@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any, Mapping
 
 from ..trainers.base import COMPLETE_MARKER
+from .exit_codes import RUN_MISMATCH
 from .kube import RAY_METRICS_PORT
 
 _SHEBANG = "#!/bin/bash\n# Rendered by rlinf-eks (components/workload/scripts.py). Do not edit in the cluster.\n"
@@ -68,6 +69,8 @@ between): a trainer bug, not a fault that a restart cures."""
 # Bash functions of launch.sh and driver.sh, on every pod that runs Ray. CHECKPOINT_PATTERNS:
 # Python glob patterns (one a line) of the trainer's global_step_<N> directories.
 CHECKPOINTS = body("checkpoints.sh")
+# The bash function check_run_identity (needs CHECKPOINTS): RUN_DIR, RUN_IDENTITY, EXIT_RUN_MISMATCH.
+RUN_IDENTITY = body("run-identity.sh")
 
 # --- manual launcher ------------------------------------------------------------------------------
 
@@ -90,6 +93,7 @@ def manual_launch(
     trainer_script: str,
     checkpoint_patterns: tuple[str, ...] = (),
     node_rank_env: str = "",
+    run_identity: str = "",
 ) -> str:
     """launch.sh of the Indexed Job: pod 0 starts the Ray head, waits until ``nnodes`` nodes and
     ``nnodes * gpus_per_node`` GPUs joined (failing with a clear message after the timeout), then
@@ -115,8 +119,10 @@ def manual_launch(
             "COMPLETE_MARKER": COMPLETE_MARKER,
             "REPEATED_FAILURE": REPEATED_FAILURE,
             "NODE_RANK_ENV": node_rank_env,
+            "RUN_IDENTITY": run_identity,
+            "EXIT_RUN_MISMATCH": RUN_MISMATCH,
         },
-        CHECKPOINTS + MANUAL_LAUNCH,
+        CHECKPOINTS + RUN_IDENTITY + MANUAL_LAUNCH,
     )
 
 
@@ -125,7 +131,9 @@ def manual_launch(
 KUBERAY_DRIVER = body("driver.sh")
 
 
-def kuberay_driver(*, trainer_pythonpath: str, trainer_script: str, checkpoint_patterns: tuple[str, ...] = ()) -> str:
+def kuberay_driver(
+    *, trainer_pythonpath: str, trainer_script: str, checkpoint_patterns: tuple[str, ...] = (), run_dir: str = "", run_identity: str = ""
+) -> str:
     """driver.sh: the RayJob entrypoint, run by the job supervisor on the head pod. It marks the
     trainer's complete checkpoints as launch.sh does; a retried RayJob (``backoffLimit``) resumes
     from the newest marked one."""
@@ -135,8 +143,11 @@ def kuberay_driver(*, trainer_pythonpath: str, trainer_script: str, checkpoint_p
             "TRAINER_SCRIPT": trainer_script,
             "CHECKPOINT_PATTERNS": "\n".join(checkpoint_patterns),
             "COMPLETE_MARKER": COMPLETE_MARKER,
+            "RUN_DIR": run_dir,
+            "RUN_IDENTITY": run_identity,
+            "EXIT_RUN_MISMATCH": RUN_MISMATCH,
         },
-        CHECKPOINTS + KUBERAY_DRIVER,
+        CHECKPOINTS + RUN_IDENTITY + KUBERAY_DRIVER,
     )
 
 

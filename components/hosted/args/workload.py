@@ -192,6 +192,15 @@ class WorkloadSettings(TypedDict):
     "Automatic gang restart of a failed run."
     model: NotRequired[ModelSettings]
     "Where the model comes from and how it is staged."
+    run_name: NotRequired[str]
+    (
+        "Names the run: its directory is <sharedFilesystem.mountPath>/<stack>/<runName> (synced to\n"
+        "s3://<bucket>/<stack>/<runName>/ without it). Set a new one to train another model or config\n"
+        "of the same stack beside the old run, whose checkpoints stay where they are. Defaults to None:\n"
+        "the run directory is <mountPath>/<stack>, and a run whose model, dialect or trainer config\n"
+        "differs from the one whose checkpoints are there stops at once (exit 94) instead of resuming\n"
+        "from them."
+    )
     inputs: NotRequired[dict[str, str]]
     (
         "Swap any input of the trainer's recipe for your own, by name (``python -m rlinf_eks plan``\n"

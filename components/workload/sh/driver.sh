@@ -1,5 +1,6 @@
 set -uo pipefail
 export PYTHONPATH="${TRAINER_PYTHONPATH}${PYTHONPATH:+:${PYTHONPATH}}"
+check_run_identity || exit "${EXIT_RUN_MISMATCH}"
 # Ray's job supervisor stops a driver with SIGTERM (ray job stop): pass it on to the trainer, which
 # runs under the progress watchdog (progress.sh: a hang or a Capacity Block's end stops it). The
 # watchdog ignores signals sent to it and leaves them to the trainer, so they go to the process

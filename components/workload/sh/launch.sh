@@ -135,6 +135,7 @@ stop_trainer() {
 }
 
 run_head() {
+  check_run_identity || finish "${EXIT_RUN_MISMATCH}"
   ray start --head --port="${RAY_PORT}" --dashboard-host=0.0.0.0 "${ray_node_flags[@]}" || { log "ray start --head failed"; finish 1; }
   [ "${stop_signals}" = 0 ] || stop_at_once
   wait_for_cluster &
