@@ -197,14 +197,13 @@ def changed_paths(old: Any, new: Any, path: str = "") -> list[Change]:
     return [Change(path, old, new)]
 
 
-# What replaces the pulumi-eks Cluster component (no provider table covers a component): its name,
-# VPC, subnets, service role and encryption key reach the EKS cluster's ForceNew fields. Every AWS
-# type's own replacements come from terraform-provider-aws (replacement.py, aws_force_new.py).
+# What replaces the pulumi-eks Cluster component (no provider table covers a component): the
+# component inputs that reach a force-new input of aws:eks/cluster:Cluster (aws_force_new.py:
+# name; roleArn from serviceRole; kubernetesNetworkConfig.serviceIpv4Cidr and ipFamily; the
+# encryption key, which replaces when it goes from one key to another) or move it to another VPC.
+# Its subnets are not among them: vpc_config.subnet_ids updates in place (UpdateClusterConfig).
 _COMPONENT_REPLACES: dict[str, tuple[str, ...]] = {
-    EKS_CLUSTER: (
-        "name", "vpcId", "subnetIds", "privateSubnetIds", "publicSubnetIds", "serviceRole", "encryptionConfigKeyArn",
-        "kubernetesServiceIpAddressRange", "ipFamily", "clusterSecurityGroup",
-    ),
+    EKS_CLUSTER: ("name", "vpcId", "serviceRole", "encryptionConfigKeyArn", "kubernetesServiceIpAddressRange", "ipFamily"),
 }
 # In place, but every node of the node group is replaced one by one (aws_eks_node_group: version,
 # release_version and launch_template.version update in place by a rolling update).
