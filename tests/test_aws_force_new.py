@@ -33,7 +33,9 @@ def test_the_table_holds_exactly_what_was_read_from_the_provider_source(upstream
         read = upstream["types"][type_]
         assert spec.terraform == read["terraform_resource"], type_
         assert set(spec.paths) == {f["pulumi"].replace("[]", "[*]") for f in read["force_new"]}, type_
-        conditional = {c["pulumi"].replace("[]", "[*]") for c in read["conditional"] if c["pulumi"] != "region"}
+        # alternatives ("a | b") are one entry each
+        conditional = {p.strip().replace("[]", "[*]") for c in read["conditional"] if c["pulumi"] != "region" for p in c["pulumi"].split("|")}
+        assert spec.regional == any(c["pulumi"] == "region" for c in read["conditional"]), type_
         assert {path for path, _ in spec.conditional} == conditional, type_
         path, _, version = spec.source.partition("@")
         files = [(f["path"], f.get("commit") or f"copy:{f.get('copy_id')}") for f in read["files"]]
@@ -69,6 +71,9 @@ def _resource(type_: str, inputs: dict, **options) -> dict:
         ("aws:fsx/lustreFileSystem:LustreFileSystem", {"subnetIds": "subnet-a"}, {"subnetIds": "subnet-b"}, "replace"),
         ("aws:s3/bucket:Bucket", {"forceDestroy": False}, {"forceDestroy": True}, "update"),
         ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "replace"),
+        # a security group rule's source kind (ModifyPlan): another CIDR is in place, a CIDR becoming a group replaces
+        ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", {"cidrIpv4": "10.0.0.0/16"}, {"cidrIpv4": "10.1.0.0/16"}, "update"),
+        ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", {"cidrIpv4": "10.0.0.0/16"}, {"referencedSecurityGroupId": "sg-1"}, "replace"),
     ],
 )
 def test_the_diff_replaces_exactly_on_the_providers_force_new_inputs(type_, old, new, kind):

@@ -137,8 +137,15 @@ def test_given_cluster_name_or_version_change_when_diffed_then_warned(key, value
     base = base_plan()
     base["resources"].append(cluster)
     new = edited(base, "rlinf-cluster", lambda r: r["inputs"].update({key: value}))
-    warnings = diff_plans(base, new).warnings
-    assert len(warnings) == 1 and reason in warnings[0]
+    diff = diff_plans(base, new)
+    cluster_warnings = [w for w in diff.warnings if "rlinf-cluster:" in w]
+    assert len(cluster_warnings) == 1 and reason in cluster_warnings[0]
+    if key == "name":
+        # a new cluster: a new kubeconfig, so every Kubernetes object is replaced with it
+        assert {rc.name for rc in diff.replaced} >= {"rlinf-cluster", "rlinf-job", "rlinf-hf-token"}
+        assert any("rlinf-job: replaces the training run" in w for w in diff.warnings)
+    else:
+        assert diff.warnings == cluster_warnings
 
 
 def test_given_resources_added_and_removed_when_diffed_then_created_and_deleted_are_listed_with_delete_warning():
@@ -148,7 +155,7 @@ def test_given_resources_added_and_removed_when_diffed_then_created_and_deleted_
     diff = diff_plans(base_plan(), new)
     assert [r.name for r in diff.created] == ["gpu-placement"]
     assert [r.name for r in diff.deleted] == ["gpu-nodes"]
-    assert any("deleted" in w for w in diff.warnings)
+    assert diff.warnings == ["aws:eks/nodeGroup:NodeGroup gpu-nodes: deletes the GPU node group (every GPU node is terminated)"]
 
 
 def test_given_an_option_change_when_diffed_then_the_options_path_is_reported():

@@ -15,6 +15,7 @@ import pytest
 
 from rlinf_eks.config import ConfigError
 from rlinf_eks.offline.diff import diff_plans
+from rlinf_eks.offline.verdicts import regional
 from rlinf_eks.offline.stack_config import StackConfigError
 from tests.harness import ALL_STACKS, ROLES, plan_stack
 
@@ -99,8 +100,14 @@ def _the_verdicts_issue_38_names(stack: str, found: dict[str, Any]) -> None:
     if any(key.startswith("aws:fsx/lustreFileSystem") for key in zone["resources"]):
         assert any("FSx for Lustre" in risk for risk in zone["dataRisks"])
     region = found["region"]
-    aws_kinds = {kind for key, kind in region["resources"].items() if key.startswith("aws:")}
-    assert aws_kinds and aws_kinds <= {"replace", "create", "delete"}, "a region change leaves no AWS resource in place"
+    regional_kinds = {kind for key, kind in region["resources"].items() if regional(key.split()[0])}
+    assert regional_kinds and regional_kinds <= {"replace", "create", "delete"}, "a region change leaves no regional resource in place"
+    assert not any(kind == "replace" for key, kind in region["resources"].items() if key.startswith("aws:iam/")), "IAM is global"
+    # a new cluster: every Kubernetes object is replaced with it
+    assert all(kind != "update" for key, kind in region["resources"].items() if key.startswith("kubernetes:"))
+    assert not region["refused"], "another region is another VPC: no CIDR conflict"
+    zone_refusals = " ".join(zone.get("refused", []))
+    assert "EKS keeps a cluster's subnets in the AZs it was created in" in zone_refusals
     model = found["model"]
     if "resources" in model:
         # a workload setting changes no AWS resource

@@ -19,7 +19,7 @@ from rlinf_eks.config import ConfigError, RestartSettings
 from rlinf_eks.offline import resilience
 from rlinf_eks.jobset import CHART, JobSetController, controller_values
 from rlinf_eks.plan_reader import pod_templates
-from rlinf_eks.workload import RlinfTraining, manual, scripts
+from rlinf_eks.workload import RlinfTraining, exit_codes, manual, scripts
 from rlinf_eks.workload.network_policy import training_network_policy_spec
 from tests.harness import has_inputs, of_type, one, plan_stack, run_component, settings, with_shared_filesystem
 from tests import schemas
@@ -144,7 +144,7 @@ def test_given_restarts_when_rendered_then_each_jobset_rule_matches_the_pod_fail
     assert rules["NodeFault"]["action"] == "RestartJobSetAndIgnoreMaxRestarts"
     repeated = pod_rules[pod_rule_index(rules["RepeatedFailure"])]
     assert repeated["action"] == "FailJob" and repeated["onExitCodes"] == {"containerName": "ray", "operator": "In",
-                                                                          "values": [scripts.REPEATED_FAILURE]}
+                                                                          "values": [scripts.REPEATED_FAILURE, exit_codes.RUN_MISMATCH]}
     assert rules["RepeatedFailure"]["action"] == "FailJobSet"
     # the Job controller's message for a FailJob match (pkg/controller/job, pod_failure_policy.go)
     message = f"Container ray for pod rlinf/training-training-0-0 failed with exit code {scripts.REPEATED_FAILURE} matching FailJob rule at index 1"

@@ -68,9 +68,11 @@ def test_the_identity_is_the_dialect_config_and_model_and_run_name_moves_the_run
     assert run_identity(s) == "rlinf-embodied maniskill_ppo_openvlaoft model=hf://RLinf/RLinf-OpenVLAOFT-ManiSkill-Base-Main"
     named = settings(gpuNodes={"nodeCount": 2}, workload={"image": "x/y:1", "runName": "try2"})
     run = resolve_run(named, "multi")
-    assert run.paths.root == "/fsx/multi/try2" and run.paths.s3_prefix == "multi/try2"
+    # beside the default run's folder, never inside it (its restore syncs its whole prefix)
+    assert run.paths.root == "/fsx/multi-runs/try2" and run.paths.s3_prefix == "multi-runs/try2"
     local = resolve_run(settings(workload={"image": "x/y:1", "runName": "try2"}), "single")
-    assert local.paths.root == "/rlinf-run" and local.paths.s3_prefix == "single/try2"
+    assert local.paths.root == "/rlinf-run" and local.paths.s3_prefix == "single-runs/try2"
+    assert local.paths.location == "s3://<checkpoint bucket>/single-runs/try2/"
 
 
 def _verdict(stack: str, *sets: str) -> str:
@@ -82,9 +84,9 @@ def _verdict(stack: str, *sets: str) -> str:
 @pytest.mark.parametrize(
     "sets, says",
     [
-        (("workload.model.source=hf://RLinf/Other-Model",), "the new run stops at once (exit 94) if /fsx/multi-node holds complete checkpoints"),
-        (("workload.runName=try2",), "the new run is a new run under /fsx/multi-node/try2; the old run's checkpoints stay under /fsx/multi-node"),
-        (("workload.progressTimeoutSeconds=3600",), "the new run resumes from the newest complete checkpoint of the same run under /fsx/multi-node"),
+        (("workload.model.source=hf://RLinf/Other-Model",), "the new run stops at once (exit 94, not retried by the manual launcher) if /fsx/multi-node holds complete checkpoints"),
+        (("workload.runName=try2",), "the new run is a new run in /fsx/multi-node-runs/try2; the old run's checkpoints stay in /fsx/multi-node"),
+        (("workload.progressTimeoutSeconds=3600",), "the new run resumes from the newest complete checkpoint of the same run in /fsx/multi-node"),
     ],
     ids=["model", "run-name", "same-run"],
 )
@@ -94,3 +96,25 @@ def test_the_diff_says_what_the_new_run_does_with_the_checkpoints(sets, says):
 
 def test_the_diff_never_promises_a_resume_the_trainer_cannot_do():
     assert "starts again from step 0 (its trainer cannot resume)" in _verdict("single-node", "workload.progressTimeoutSeconds=3600")
+
+
+def test_a_named_run_of_a_node_local_stack_is_a_new_run_in_its_own_s3_prefix():
+    says = _verdict("single-node", "workload.runName=try2", "workload.model.source=hf://Qwen/Qwen2.5-7B-Instruct")
+    assert "the new run is a new run in s3://<checkpoint bucket>/single-node-runs/try2/" in says
+    assert "the old run's checkpoints stay in s3://<checkpoint bucket>/single-node/" in says
+
+
+def test_a_failed_look_for_checkpoints_never_stops_the_run(run_dir):
+    assert guard(run_dir, "a").returncode == 0
+    (run_dir / "run" / "logs" / "checkpoints" / "global_step_3").mkdir(parents=True)
+    ((run_dir / "run" / "logs" / "checkpoints" / "global_step_3") / COMPLETE_MARKER).write_text("3\n")
+    broken = run_dir / "bin"
+    broken.mkdir()
+    (broken / "python3").write_text("#!/bin/sh\nexit 1\n")
+    (broken / "python3").chmod(0o755)
+    import os
+
+    text = (run_dir / "guard.sh").read_text()
+    done = subprocess.run([BASH, "-c", f'PATH="{broken}:$PATH"; source /dev/stdin'], input=text.replace("RUN_IDENTITY=a", "RUN_IDENTITY=b"),
+                          capture_output=True, text=True, timeout=60, env={**os.environ})
+    assert done.returncode == 0, done.stderr

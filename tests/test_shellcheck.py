@@ -22,7 +22,7 @@ SH = resources.files("rlinf_eks.workload").joinpath("sh")
 PROGRAMS = resources.files("rlinf_eks.workload").joinpath("programs")
 # sh/ bodies that are no ConfigMap file of their own: the checkpoint functions start launch.sh and
 # driver.sh, and the restart backoff is an init container's `bash -c` command.
-NOT_A_FILE = {"checkpoints.sh": ("launch.sh", "driver.sh"), "backoff.sh": ()}
+NOT_A_FILE = {"checkpoints.sh": ("launch.sh", "driver.sh"), "run-identity.sh": ("launch.sh", "driver.sh"), "backoff.sh": ()}
 
 
 def shellcheck_binary() -> str:

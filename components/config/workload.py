@@ -226,12 +226,12 @@ class WorkloadSettings(SettingsModel):
     model: ModelSettings = Field(default_factory=ModelSettings)
     """Where the model comes from and how it is staged."""
     run_name: Optional[Annotated[str, dns_label("a DNS-1123 label such as qwen-7b-try2")]] = None
-    """Names the run: its directory is <sharedFilesystem.mountPath>/<stack>/<runName> (synced to
-    s3://<bucket>/<stack>/<runName>/ without it). Set a new one to train another model or config
+    """Names the run: its directory is <sharedFilesystem.mountPath>/<stack>-runs/<runName> (without
+    the shared filesystem, the node-local run directory is synced to s3://<bucket>/<stack>-runs/<runName>/). Set a new one to train another model or config
     of the same stack beside the old run, whose checkpoints stay where they are. Defaults to None:
     the run directory is <mountPath>/<stack>, and a run whose model, dialect or trainer config
-    differs from the one whose checkpoints are there stops at once (exit 94) instead of resuming
-    from them."""
+    differs from the one whose checkpoints are there stops at once (exit 94, not retried by the
+    manual launcher) instead of resuming from them."""
     inputs: dict[str, str] = Field(default_factory=dict)
     """Swap any input of the trainer's recipe for your own, by name (``python -m rlinf_eks plan``
     lists each config's inputs: model, lora, assets, dataset): hf://Org/Name[@revision],

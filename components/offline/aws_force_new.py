@@ -7,8 +7,10 @@ and the version of it read, a commit or, where the store answered without one, i
 the Pulumi input names and shapes of the pulumi_aws 7.51 Python SDK (``[*]``: every item of a list
 of objects). ``tests/test_aws_force_new.py`` holds this table against ``shared/reference/
 terraform-provider-aws/force-new.json`` (the record of that reading) and fails when a stack plans
-an AWS type the table lacks. The per-resource ``region`` input that TF AWS v6 forces new on is not
-listed: no stack sets it (a change of the stack's ``aws:region`` moves everything; offline/diff.py).
+an AWS type the table lacks. ``regional``: the type lives in a region (TF AWS v6 adds a per-resource ``region`` input that
+forces new; no stack sets it, but a change of the stack's ``aws:region`` replaces every regional
+resource: offline/verdicts.py); IAM's types are global. A conditional replacement read as
+alternatives (``a | b``: a security group rule's source kind) is one entry per alternative.
 """
 
 from __future__ import annotations
@@ -16,16 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+
 @dataclass(frozen=True)
 class AwsForceNew:
     """One AWS type: its Terraform resource and the source it was read from, the input paths whose
-    change replaces it, and the paths that replace it only under ``condition``."""
+    change replaces it, the paths that replace it only under ``condition``, and whether it lives in
+    a region."""
 
     terraform: str
     source: str
     """``path@commit`` (or ``@copy:<id>`` for a version the store gave without its commit)."""
     paths: tuple[str, ...]
     conditional: tuple[tuple[str, str], ...] = ()
+    regional: bool = True
 
 
 SOURCE_REPOSITORY = "hashicorp/terraform-provider-aws"
@@ -182,21 +187,25 @@ FORCE_NEW: dict[str, AwsForceNew] = {
         'aws_iam_instance_profile',
         'internal/service/iam/instance_profile.go@013f1736b90439e5a19567a87d3e5cd11858c420',
         ('name', 'namePrefix', 'path'),
+        regional=False,
     ),
     'aws:iam/role:Role': AwsForceNew(
         'aws_iam_role',
         'internal/service/iam/role.go@0040ea6911af00bea2cca6dbb14e86829826ad8e',
         ('name', 'namePrefix', 'path'),
+        regional=False,
     ),
     'aws:iam/rolePolicy:RolePolicy': AwsForceNew(
         'aws_iam_role_policy',
         'internal/service/iam/role_policy.go@02f97af85f89a04e8ed89f5e8b64a9a67f3cfe07',
         ('name', 'namePrefix', 'role'),
+        regional=False,
     ),
     'aws:iam/rolePolicyAttachment:RolePolicyAttachment': AwsForceNew(
         'aws_iam_role_policy_attachment',
         'internal/service/iam/role_policy_attachment.go@04c79849dbe7fbe76c3054b364357bcdaade9ac5',
         ('policyArn', 'role'),
+        regional=False,
     ),
     'aws:kms/key:Key': AwsForceNew(
         'aws_kms_key',
@@ -253,7 +262,10 @@ FORCE_NEW: dict[str, AwsForceNew] = {
         'internal/service/ec2/vpc_security_group_egress_rule.go@050ac11163cab8cdae5936a7f40b0e528ff780df',
         ('securityGroupId',),
         (
-            ('cidrIpv4 | cidrIpv6 | prefixListId | referencedSecurityGroupId', "ModifyPlan (shared base) sets RequiresReplace when the rule's source kind changes; a new value of the same kind is in place"),
+            ('cidrIpv4', "ModifyPlan (shared base) sets RequiresReplace when the rule's source kind changes; a new value of the same kind is in place"),
+            ('cidrIpv6', "ModifyPlan (shared base) sets RequiresReplace when the rule's source kind changes; a new value of the same kind is in place"),
+            ('prefixListId', "ModifyPlan (shared base) sets RequiresReplace when the rule's source kind changes; a new value of the same kind is in place"),
+            ('referencedSecurityGroupId', "ModifyPlan (shared base) sets RequiresReplace when the rule's source kind changes; a new value of the same kind is in place"),
         ),
     ),
     'aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule': AwsForceNew(
@@ -261,7 +273,10 @@ FORCE_NEW: dict[str, AwsForceNew] = {
         'internal/service/ec2/vpc_security_group_ingress_rule.go@copy:1359123306',
         ('securityGroupId',),
         (
-            ('cidrIpv4 | cidrIpv6 | prefixListId | referencedSecurityGroupId', "ModifyPlan sets RequiresReplace when the rule's source kind changes (e.g. cidr_ipv4 -> referenced_security_group_id); a new value of the same kind is in place"),
+            ('cidrIpv4', "ModifyPlan sets RequiresReplace when the rule's source kind changes (e.g. cidr_ipv4 -> referenced_security_group_id); a new value of the same kind is in place"),
+            ('cidrIpv6', "ModifyPlan sets RequiresReplace when the rule's source kind changes (e.g. cidr_ipv4 -> referenced_security_group_id); a new value of the same kind is in place"),
+            ('prefixListId', "ModifyPlan sets RequiresReplace when the rule's source kind changes (e.g. cidr_ipv4 -> referenced_security_group_id); a new value of the same kind is in place"),
+            ('referencedSecurityGroupId', "ModifyPlan sets RequiresReplace when the rule's source kind changes (e.g. cidr_ipv4 -> referenced_security_group_id); a new value of the same kind is in place"),
         ),
     ),
 }

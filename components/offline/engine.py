@@ -156,6 +156,8 @@ class Run:
     registrations: list[Registration]
     outputs: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    region: str = "us-east-1"
+    """The AWS region the program ran against (aws:region)."""
 
 
 def run(
@@ -167,14 +169,16 @@ def run(
     secret_keys: set[str] | None = None,
     region: str = "us-east-1",
     stack_references: Mapping[str, Mapping[str, Any]] | None = None,
+    vpc_id: str | None = None,
 ) -> Run:
     """Run ``program`` (which registers resources and returns its stack outputs) under mocks.
 
     ``stack_references``: the outputs a StackReference of each fully qualified stack name reads
-    (FakeCloud.stack_references)."""
+    (FakeCloud.stack_references); ``vpc_id``: the existing VPC the stack names, which a looked-up
+    subnet it did not create lies in."""
     settings.reset_options(project=project, stack=stack)
     pulumi.runtime.set_all_config(dict(config), sorted(secret_keys or ()))
-    monitor = RecordingMonitor(FakeCloud(region, stack_references), project, stack)
+    monitor = RecordingMonitor(FakeCloud(region, stack_references, vpc_id), project, stack)
     warnings: list[str] = []
     logger = _WarningLog(warnings)
     mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)  # type: ignore[arg-type]
@@ -194,7 +198,7 @@ def run(
     settings.SETTINGS.rpc_manager.clear()
     with _no_stack_traces(), _monitor_calls_inline():
         _sync_await(pulumi.runtime.stack.run_pulumi_func(body))
-    return Run(project=project, stack=stack, registrations=list(monitor.registrations), outputs=outputs, warnings=warnings)
+    return Run(project=project, stack=stack, registrations=list(monitor.registrations), outputs=outputs, warnings=warnings, region=region)
 
 
 @contextlib.contextmanager

@@ -66,8 +66,12 @@ def fake_kubeconfig(cluster: str, region: str) -> dict[str, Any]:
 class FakeCloud(pulumi.runtime.Mocks):
     """Answers resource registrations and invokes the way AWS and EKS would, offline."""
 
-    def __init__(self, region: str = "us-east-1", stack_references: Mapping[str, Mapping[str, Any]] | None = None):
+    def __init__(
+        self, region: str = "us-east-1", stack_references: Mapping[str, Mapping[str, Any]] | None = None, vpc_id: str | None = None
+    ):
         self.region = region
+        self.vpc_id = vpc_id
+        """The existing VPC the stack names (network.vpcId), else None."""
         self.stack_references = dict(stack_references or {})
         """Outputs of other stacks by fully qualified name (an experiment's platform, from its plan):
         what a StackReference reads; the SECRET_OUTPUTS among them are read as secrets."""
@@ -311,7 +315,7 @@ def _get_subnet(cloud: FakeCloud, args: dict) -> dict:
     makes two plans of one stack differ where a real preview would not."""
     subnet_id = args.get("id") or f"subnet-{_hex('default')}"
     created = cloud.subnets.get(subnet_id) or {}
-    vpc_id = created.get("vpcId") or (cloud.vpcs[0] if cloud.vpcs else f"vpc-{_hex('default')}")
+    vpc_id = created.get("vpcId") or cloud.vpc_id or (cloud.vpcs[0] if cloud.vpcs else f"vpc-{_hex('default')}")
     return {"id": subnet_id, "vpcId": vpc_id, "availabilityZone": created.get("availabilityZone") or f"{cloud.region}a",
             "cidrBlock": created.get("cidrBlock") or "10.0.0.0/20", "arn": cloud._arn("aws:ec2", f"subnet/{subnet_id}"), "ownerId": ACCOUNT}
 

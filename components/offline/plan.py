@@ -53,6 +53,8 @@ class Plan:
     """The validated settings the plan ran with (not part of plan.json); feeds the efficiency report."""
     placeholders: list[Placeholder] = field(default_factory=list)
     """Example values to replace before ``pulumi up`` (``rlinf_eks.placeholders``; not part of plan.json)."""
+    region: str | None = None
+    """The AWS region of the stack (aws:region): plan.json's ``region``, where every AWS resource lives."""
 
     @property
     def not_planned(self) -> list[dict[str, Any]]:
@@ -66,9 +68,9 @@ class Plan:
             "project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs,
             "notPlanned": self.not_planned,
         }
-        if self.settings is not None:
+        if self.region is not None:
             # where every AWS resource of the stack lives (aws:region): a change moves them all
-            data["region"] = self.settings.region
+            data["region"] = self.region
         return data
 
     def dumps(self) -> str:
@@ -205,6 +207,7 @@ def make_plan(stack_config: StackConfig, platform: PlatformPlan | None = None) -
         secret_keys=stack_config.secret_keys,
         region=settings.region,
         stack_references=references,
+        vpc_id=settings.network.vpc_id,
     )
     notes = platform.notes if platform is not None and references else ()
     return plan_of_run(run, settings, notes)
@@ -218,7 +221,9 @@ def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = Non
 
     resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
     placeholders = find_placeholders(settings) if settings is not None else []
-    return Plan(run.project, run.stack, resources, dict(sorted(run.outputs.items())), [*notes, *run.warnings], settings, placeholders)
+    return Plan(
+        run.project, run.stack, resources, dict(sorted(run.outputs.items())), [*notes, *run.warnings], settings, placeholders, run.region
+    )
 
 
 def check_output(out: Path) -> None:
@@ -239,32 +244,35 @@ def check_output(out: Path) -> None:
         raise OutputError(f"{what}: {err.strerror or err}") from None
 
 
-def _cluster_version(data: dict[str, Any]) -> str | None:
+def _cluster(data: dict[str, Any]) -> tuple[Any, Any]:
+    """(name, version) of the plan's EKS cluster, (None, None) without one."""
     from ..plan_reader import EKS_CLUSTERS
 
-    return next((r["inputs"].get("version") for r in data.get("resources") or () if r.get("type") in EKS_CLUSTERS and r.get("inputs")), None)
+    inputs = next((r["inputs"] for r in data.get("resources") or () if r.get("type") in EKS_CLUSTERS and r.get("inputs")), {})
+    return inputs.get("name"), inputs.get("version")
 
 
 def downgrade_problems(plan: Plan, out: Path) -> list[str]:
-    """The previous plan of the same stack in ``out`` stands for what is deployed: a Kubernetes
-    minor below its cluster's is refused (EKS moves only forward; ``pulumi up`` would fail at the
-    cluster after changing everything before it). One problem line, or none."""
+    """The previous plan of the same stack in ``out`` (the one reviewed last, which a plan-first
+    workflow deploys): a Kubernetes minor below its cluster's is refused (EKS moves only forward;
+    ``pulumi up`` would fail at the cluster after changing everything before it), unless the
+    cluster itself is a new one (another name). One problem line, or none."""
     try:
         previous = json.loads((out / PLAN_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return []
     if not isinstance(previous, dict) or (previous.get("project"), previous.get("stack")) != (plan.project, plan.stack):
         return []
-    from .diff import minor
+    from .verdicts import minor
 
-    old, new = _cluster_version(previous), _cluster_version(plan.to_json())
-    if minor(old) is None or minor(new) is None or minor(new) >= minor(old):
+    (old_name, old), (new_name, new) = _cluster(previous), _cluster(plan.to_json())
+    if old_name != new_name or minor(old) is None or minor(new) is None or minor(new) >= minor(old):
         return []
     return [
         config_mod.errors.problem_line(
             "cluster.kubernetesVersion", new,
-            f"the last plan of this stack ({out / PLAN_FILE}) has {old}, and EKS cannot downgrade a cluster: keep {old} or later "
-            "(plan into another --out to compare, or build a new cluster)",
+            f"the last plan of this stack in {out} has {old}, and EKS cannot downgrade a cluster: keep {old} or later "
+            "(if that plan was never deployed, plan into another --out or remove it; or build a new cluster, cluster.name)",
         )
     ]
 

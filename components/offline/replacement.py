@@ -97,6 +97,9 @@ def forced(resource: dict[str, Any], input_paths: Iterable[str]) -> list[str]:
     return sorted({p for p in input_paths if any(contains(rule, p) for rule in rules)})
 
 
+_RULE_SOURCES = ("cidrIpv4", "cidrIpv6", "prefixListId", "referencedSecurityGroupId")
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -105,12 +108,15 @@ def conditional(resource: dict[str, Any], old_inputs: dict[str, Any], changed: I
     """The changed paths of an AWS resource that its provider replaces on only under a condition:
     (those whose condition holds, ``path: condition`` lines of those this diff cannot judge). FSx
     for Lustre's storage capacity is judged (it replaces when it shrinks, or on any change of a
-    SCRATCH_1 file system); the others are named with their condition."""
+    SCRATCH_1 file system), and so is a security group rule's source kind (a CIDR becoming a
+    referenced group replaces the rule; a new CIDR does not); the others are named with their
+    condition."""
     spec = AWS_FORCE_NEW.get(resource.get("type", ""))
     if spec is None:
         return [], []
     inputs = resource.get("inputs") or {}
-    holds, unknown = [], []
+    holds: list[str] = []
+    unknown: list[str] = []
     for path, condition in spec.conditional:
         hits = [p for p in changed if contains(path, p)]
         if not hits:
@@ -118,6 +124,11 @@ def conditional(resource: dict[str, Any], old_inputs: dict[str, Any], changed: I
         if path == "storageCapacity":
             old, new = _number(old_inputs.get(path)), _number(inputs.get(path))
             if inputs.get("deploymentType") == "SCRATCH_1" or (old is not None and new is not None and new < old):
+                holds += hits
+            continue
+        if path in _RULE_SOURCES:
+            # a security group rule's source kind: which of its alternatives is set
+            if {k for k in _RULE_SOURCES if old_inputs.get(k)} != {k for k in _RULE_SOURCES if inputs.get(k)}:
                 holds += hits
             continue
         unknown.append(f"{path}: {condition}")

@@ -64,7 +64,7 @@ def run_annotations(run: Run) -> dict[str, str]:
     """On the run's Job, JobSet or RayJob: what its checkpoints belong to, where they are and
     whether the trainer resumes from them (the diff reads them to say what a new run does)."""
     resume = "newest-complete-checkpoint" if run.launch.resume is not None else "none"
-    return {**SKIP_AWAIT, RUN_IDENTITY_ANNOTATION: run.identity, RUN_DIR_ANNOTATION: run.paths.root, RESUME_ANNOTATION: resume}
+    return {**SKIP_AWAIT, RUN_IDENTITY_ANNOTATION: run.identity, RUN_DIR_ANNOTATION: run.paths.location, RESUME_ANNOTATION: resume}
 
 
 def launch_scripts(run: Run) -> dict[str, str]:

@@ -143,7 +143,9 @@ def pod_failure_policy() -> k8s.batch.v1.PodFailurePolicyArgs:
     0. a pod of a node that went away (DisruptionTarget: drain, taint eviction, preemption,
        node shutdown): FailJob, so the JobSet restarts the gang (rule ``NodeFault``);
     1. the launcher's exit ``REPEATED_FAILURE`` (the trainer failed again from the same complete
-       checkpoint): FailJob, and the JobSet gives up (rule ``RepeatedFailure``);
+       checkpoint) or ``exit_codes.RUN_MISMATCH`` (the run directory holds another run's
+       checkpoints): FailJob, and the JobSet gives up (rule ``RepeatedFailure``): a restart would
+       fail the same way;
     2. the image check's exit ``exit_codes.IMAGE_BROKEN`` (the training image lacks what the image
        contract names): FailJob, and the JobSet gives up (rule ``ImageBroken``): a restart pulls
        the same image.
@@ -161,7 +163,7 @@ def pod_failure_policy() -> k8s.batch.v1.PodFailurePolicyArgs:
             k8s.batch.v1.PodFailurePolicyRuleArgs(
                 action="FailJob",
                 on_exit_codes=k8s.batch.v1.PodFailurePolicyOnExitCodesRequirementArgs(
-                    container_name=RAY_CONTAINER, operator="In", values=[REPEATED_FAILURE]
+                    container_name=RAY_CONTAINER, operator="In", values=[REPEATED_FAILURE, exit_codes.RUN_MISMATCH]
                 ),
             ),
             k8s.batch.v1.PodFailurePolicyRuleArgs(
@@ -178,7 +180,8 @@ def failure_policy(max_restarts: int) -> dict[str, Any]:
     """The JobSet's ``failurePolicy`` (camelCase: a custom resource). The rules, in order:
 
     - ``NodeFault``: RestartJobSetAndIgnoreMaxRestarts: a lost node is not the run's fault;
-    - ``RepeatedFailure``: FailJobSet: a restart would fail at the same step again;
+    - ``RepeatedFailure``: FailJobSet: a restart would fail at the same step again (or find the
+      other run's checkpoints again);
     - ``ImageBroken``: FailJobSet: the image check failed, and a restart pulls the same image;
     - ``Deadline``: FailJobSet on DeadlineExceeded: the whole-run deadline, or the watchdog's
       pre-running deadline (nodes that never came: a restart would wait for them again);

@@ -47,6 +47,12 @@ class RunPaths:
     s3_prefix: str
 
     @property
+    def location(self) -> str:
+        """Where the run's checkpoints are kept: the run directory on FSx, else the S3 prefix the
+        node-local directory is synced to (the same /rlinf-run on every run)."""
+        return self.root if self.shared else f"s3://<checkpoint bucket>/{self.s3_prefix}/"
+
+    @property
     def log_dir(self) -> str:
         return f"{self.root}/logs"
 
@@ -56,10 +62,11 @@ class RunPaths:
 
 
 def run_paths(settings: StackSettings, stack: str, shared: bool) -> RunPaths:
-    """``<mountPath>/<stack>[/<runName>]`` on the shared filesystem (the association maps it to
-    ``s3://<bucket>/<stack>[/<runName>]/``), else ``/rlinf-run`` synced to the same S3 prefix."""
+    """``<mountPath>/<stack>`` (or ``<mountPath>/<stack>-runs/<runName>``) on the shared filesystem
+    (the association maps it to the same S3 prefix), else ``/rlinf-run`` synced to that prefix."""
     name = settings.workload.run_name
-    prefix = f"{stack}/{name}" if name else stack
+    # beside the default run, never inside it: the default run's restore syncs its whole prefix
+    prefix = f"{stack}-runs/{name}" if name else stack
     if shared:
         mount = settings.storage.shared_filesystem.mount_path.rstrip("/")
         return RunPaths(f"{mount}/{prefix}", True, prefix)
