@@ -1,4 +1,4 @@
-"""Command line: ``python -m rlinf_eks plan|diff|image-contract ...``.
+"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify ...``.
 
 Exit status: 0 success, 1 a diff found changes (``diff``) or, under ``--strict``, policy violations
 or placeholder values (unless ``--allow-placeholders``), 2 bad input (stack config, arguments).
@@ -157,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("stack", nargs="?", default="single-node", help="stack name; default single-node")
     contract.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for plan")
     contract.set_defaults(func=_image_contract)
+
+    from .verify.cli import add_parser as add_verify
+
+    add_verify(commands)
 
     args = parser.parse_args(argv)
     return args.func(args)

@@ -363,6 +363,28 @@ def test_the_run_asks_what_its_planned_pods_request_and_the_queue_holds_what_its
     assert [(c["metadata"]["namespace"], c["metadata"]["name"]) for c in by_kind(objects, "PersistentVolumeClaim")] == [e.shared_claim]
 
 
+def pod_templates(stack: str) -> list[dict[str, Any]]:
+    """The GPU pods' templates of the stack's planned run: the Job's, the JobSet's, the RayJob's head and workers."""
+    templates = []
+    for obj in planned(stack).values():
+        if obj["kind"] == "Job" and "watchdog" not in obj["metadata"]["name"]:
+            templates.append(obj["spec"]["template"])
+        elif obj["kind"] == "JobSet":
+            templates += [job["template"]["spec"]["template"] for job in obj["spec"]["replicatedJobs"]]
+        elif obj["kind"] == "RayJob":
+            cluster = obj["spec"]["rayClusterSpec"]
+            templates += [cluster["headGroupSpec"]["template"], *(group["template"] for group in cluster["workerGroupSpecs"])]
+    return templates
+
+
+@pytest.mark.parametrize("stack", ["single-node", "multi-node-kuberay"])
+def test_every_planned_gpu_pod_requests_what_the_expectation_says_one_pod_asks(stack):
+    e = expect(stack)
+    templates = pod_templates(stack)
+    assert templates and all(pod_requests(t) == in_base_units(e.run.per_pod) for t in templates)
+    assert all(t["metadata"]["labels"][k] == v for t in templates for k, v in e.run.pod_labels.items())
+
+
 def test_the_single_node_stack_has_no_claim_no_jobset_and_a_one_pod_run():
     e = expect("single-node")
     assert e.shared_claim is None and e.run.pods == 1 and e.gpu.count == 1
@@ -505,8 +527,8 @@ def test_fewer_nodes_than_the_node_count_fails_naming_the_node_group_and_a_node_
     e, observed = expect("multi-node"), cluster_state("multi-node")
     del observed.nodes[1]["metadata"]["labels"]["role"]
     failure = failed_one(check_nodes(e, observed), "gpu-nodes.count")
-    assert "1 GPU nodes (role=gpu-training)" in failure.detail and "wants 2" in failure.detail
-    assert "lack role=gpu-training: ip-10-0-17-102.ec2.internal" in failure.detail
+    assert "1 GPU node (role=gpu-training)" in failure.detail and "wants 2" in failure.detail
+    assert "1 p5.48xlarge node without role=gpu-training: ip-10-0-17-102.ec2.internal" in failure.detail
     assert "the GPU node group of stack multi-node" in failure.remedy
 
 
@@ -559,7 +581,8 @@ def test_a_node_of_another_instance_type_fails():
 def test_a_not_ready_or_cordoned_node_fails():
     e, observed = expect("multi-node"), cluster_state("multi-node")
     set_condition(observed.nodes[0], "Ready", "False", "KubeletNotReady", "container runtime network not ready: NetworkReady=false")
-    observed.nodes[1]["spec"]["unschedulable"] = True
+    observed.nodes[1]["spec"]["unschedulable"] = True  # kubectl cordon: the field and its taint
+    observed.nodes[1]["spec"]["taints"].append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": "2026-12-01T09:00:00Z"})
     failure = failed_one([r for r in check_nodes(e, observed) if r.name != "gpu-nodes.taints"], "gpu-nodes.ready")
     assert "Ready=False (KubeletNotReady" in failure.detail and "ip-10-0-17-102.ec2.internal: cordoned" in failure.detail
 
@@ -691,7 +714,7 @@ def test_scale_from_zero_add_ons_pass_with_no_gpu_node():
     observed = cluster_state("autoscaled", nodes=0)
     results = check_addons(expect("autoscaled"), observed)
     all_pass(results)
-    assert "0/0 ready" in result(results, "daemonset.nvidia-device-plugin").detail
+    assert "0/0 ready; no GPU node to run on yet" in result(results, "daemonset.nvidia-device-plugin").detail
     assert "controller.cluster-autoscaler" in outcomes(results)
 
 
@@ -712,8 +735,8 @@ def test_an_experiments_add_ons_name_its_platform_for_the_cluster_and_itself_for
 def test_the_gang_fits_healthy_nodes_the_quota_and_the_priority_class_exists():
     results = check_admission(expect("multi-node"), cluster_state("multi-node"))
     all_pass(results)
-    assert "2 of 2 GPU node(s) have room for one pod each (cpu 190, memory 1883Gi" in result(results, "admission.nodes").detail
-    assert "holds cpu 380, memory 3766Gi, nvidia.com/gpu 16" in result(results, "admission.quota").detail
+    assert "2/2 GPU nodes have room for one pod each (cpu 190, memory 1883Gi" in result(results, "admission.nodes").detail
+    assert "covers the run's 2 pods: cpu 380 of 380, memory 3766Gi of 3766Gi, nvidia.com/gpu 16 of 16" in result(results, "admission.quota").detail
     assert {r.level for r in results} == {5}
 
 
@@ -722,7 +745,7 @@ def test_a_gang_that_does_not_fit_the_live_allocatable_fails():
     # someone else's pod holds four GPUs of the second node
     observed.pods.append(pod("team-b", "notebook-0", "ip-10-0-17-102.ec2.internal", requests={"cpu": "16", "memory": "128Gi", "nvidia.com/gpu": "4"}))
     failure = failed_one(check_admission(e, observed), "admission.nodes")
-    assert "1 of 2 GPU node(s) have room" in failure.detail and "the run needs 2" in failure.detail
+    assert "1/2 GPU nodes have room" in failure.detail and "the run needs 2" in failure.detail
     assert "ip-10-0-17-102.ec2.internal: cpu free" in failure.detail and "nvidia.com/gpu free 4 < 8" in failure.detail
     assert "--field-selector spec.nodeName=NODE" in failure.remedy
 
@@ -731,7 +754,7 @@ def test_a_node_smaller_than_the_catalog_says_fails_with_the_override_remedy():
     e, observed = expect("single-node"), cluster_state("single-node")
     observed.nodes[0]["status"]["allocatable"]["memory"] = "1900000000Ki"  # about 1812Gi: below the pod's 1884Gi
     failure = failed_one(check_admission(e, observed), "admission.nodes")
-    assert "memory free" in failure.detail and "< 1884Gi" in failure.detail and "gpuNodes.instanceOverrides" in failure.remedy
+    assert "memory free 1811.8Gi < 1884Gi" in failure.detail and "gpuNodes.instanceOverrides" in failure.remedy
 
 
 def test_the_runs_own_pods_and_terminated_pods_are_not_counted():
@@ -740,7 +763,7 @@ def test_the_runs_own_pods_and_terminated_pods_are_not_counted():
         observed.pods.append(pod("rlinf", f"training-training-0-{i}-x7k2p", node, labels=dict(e.run.pod_labels), requests=e.run.requests))
         observed.pods.append(pod("team-b", f"finished-{i}", node, requests={"nvidia.com/gpu": "8"}, phase="Succeeded", ready=False))
     nodes = result(check_admission(e, observed), "admission.nodes")
-    assert nodes.outcome == "pass" and "the run's own 2 pod(s) not counted" in nodes.detail
+    assert nodes.outcome == "pass" and "the run's own 2 pods not counted" in nodes.detail
 
 
 def test_a_not_ready_node_leaves_the_gang_short():

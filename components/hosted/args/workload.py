@@ -194,12 +194,12 @@ class WorkloadSettings(TypedDict):
     "Where the model comes from and how it is staged."
     run_name: NotRequired[str]
     (
-        "Names the run: its directory is <sharedFilesystem.mountPath>/<stack>/<runName> (synced to\n"
-        "s3://<bucket>/<stack>/<runName>/ without it). Set a new one to train another model or config\n"
+        "Names the run: its directory is <sharedFilesystem.mountPath>/<stack>-runs/<runName> (without\n"
+        "the shared filesystem, the node-local run directory is synced to s3://<bucket>/<stack>-runs/<runName>/). Set a new one to train another model or config\n"
         "of the same stack beside the old run, whose checkpoints stay where they are. Defaults to None:\n"
         "the run directory is <mountPath>/<stack>, and a run whose model, dialect or trainer config\n"
-        "differs from the one whose checkpoints are there stops at once (exit 94) instead of resuming\n"
-        "from them."
+        "differs from the one whose checkpoints are there stops at once (exit 94, not retried by the\n"
+        "manual launcher) instead of resuming from them."
     )
     inputs: NotRequired[dict[str, str]]
     (

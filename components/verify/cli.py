@@ -1,0 +1,182 @@
+"""``python -m rlinf_eks verify STACK``: the command around the ladder (:mod:`.runner`).
+
+Exit status: 0 ready (every check passed or was skipped), 1 not ready (a check failed, or no
+cluster answered), 2 bad usage (an unknown stack, bad settings, bad flags). ``--dry-run --out DIR``
+needs no cluster: it writes the objects a climb would create (and the RBAC a non-admin user needs)
+as manifests, to review like a plan. Whatever ends a climb (a failure, Ctrl-C, SIGTERM), the
+objects it created are deleted before the command exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from .model import LEVELS, CheckResult
+
+REMEDY_WIDTH = 100
+
+
+def add_parser(commands: Any) -> None:
+    verify = commands.add_parser(
+        "verify", help="prove a deployed stack's cluster ready, level by level (0 ready, 1 not ready, 2 bad usage)"
+    )
+    verify.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
+    verify.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, else the stack's kubeconfig output (pulumi), else ~/.kube/config")
+    verify.add_argument("--context", metavar="NAME", help="the kubeconfig context; default its current one")
+    verify.add_argument("--level", type=int, default=5, choices=sorted(LEVELS), help="run levels 0..N (default 5: all)")
+    verify.add_argument("--keep-going", action="store_true", help="run every level even after one failed")
+    verify.add_argument("--json", metavar="FILE", help="also write the report as JSON (for CI)")
+    verify.add_argument("--dry-run", action="store_true", help="no cluster: write the objects verify would create into --out")
+    verify.add_argument("--out", metavar="DIR", help="with --dry-run: the folder of the manifests (default build/<stack>-verify)")
+    verify.add_argument("--platform", metavar="DIR", help="an experiment stack: its platform's plan folder (as for plan)")
+    verify.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for plan")
+    verify.set_defaults(func=run)
+
+
+def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
+    from ..offline import plan as plan_mod
+    from ..offline.stack_config import load, project_root
+
+    root = project_root()
+    stack_config = load(root, args.stack, args.set)
+    folder = Path(args.platform) if args.platform else plan_mod.default_platform_folder(stack_config, root / "build" / args.stack)
+    platform = plan_mod.load_platform(folder) if folder is not None and (args.platform or folder.exists()) else None
+    return plan_mod.settings_of(stack_config, platform), root
+
+
+def _stack_kubeconfig(stack: str) -> Optional[str]:
+    """The stack's kubeconfig output, through the Pulumi CLI when it is installed, as a temporary
+    file (0600); None without the CLI or the output."""
+    pulumi = shutil.which("pulumi")
+    if pulumi is None:
+        return None
+    done = subprocess.run([pulumi, "stack", "output", "kubeconfig", "--show-secrets", "--stack", stack], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    handle, path = tempfile.mkstemp(prefix="rlinf-verify-", suffix=".kubeconfig")
+    with os.fdopen(handle, "w") as out:
+        out.write(done.stdout)
+    return path
+
+
+def kubeconfig_cluster(path: Optional[str], context: Optional[str]) -> Optional[str]:
+    """The EKS cluster a kubeconfig's context authenticates to (``aws eks get-token --cluster-name
+    X``, as ``aws eks update-kubeconfig`` and the stack's output write it), None when it says none."""
+    file = Path(path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or Path.home() / ".kube" / "config")
+    try:
+        config = yaml.safe_load(file.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    name = context or config.get("current-context")
+    ctx = next((c.get("context") or {} for c in config.get("contexts") or [] if c.get("name") == name), {})
+    user = next((u.get("user") or {} for u in config.get("users") or [] if u.get("name") == ctx.get("user")), {})
+    args = ((user.get("exec") or {}).get("args")) or []
+    for flag in ("--cluster-name", "-i"):
+        if flag in args and args.index(flag) + 1 < len(args):
+            return str(args[args.index(flag) + 1])
+    return None
+
+
+def render_table(results: list[CheckResult]) -> str:
+    """One row a check: level, check, result, time, then what was seen or what to do."""
+    rows = [("L", "check", "result", "time", "detail / remedy")]
+    for r in results:
+        text = r.detail if r.ok else f"{r.detail} -> {r.remedy}"
+        rows.append((str(r.level), r.name, r.outcome, f"{r.seconds:.1f}s", text))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4] for row in rows]
+    return "\n".join(lines)
+
+
+def report_json(stack: str, results: list[CheckResult], ready: bool, left: list[str]) -> dict[str, Any]:
+    return {"stack": stack, "ready": ready, "checks": [r.as_json() for r in results], "notDeleted": left}
+
+
+def _progress(line: str) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r\033[K{line}")
+        sys.stderr.flush()
+
+
+def _dry_run(ladder: Any, out: Path) -> int:
+    from ..offline.plan import manifest_file_name
+    from .runner import dry_run_objects
+
+    objects = dry_run_objects(ladder)
+    folder = out / "manifests"
+    folder.mkdir(parents=True, exist_ok=True)
+    for obj in objects:
+        (folder / manifest_file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
+    print(f"wrote {len(objects)} manifests in {folder} (GPU node names are stand-ins: gpu-node-0...)")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import ConfigError
+    from ..offline.plan import OutputError
+    from ..offline.stack_config import StackConfigError
+    from .client import Cluster, ClusterError
+    from .expect import expectation_of
+    from .runner import Ladder, climb, new_run_id
+
+    try:
+        settings, root = _settings(args)
+        ladder = Ladder(settings, args.stack, expectation_of(settings, args.stack), new_run_id(), progress=_progress)
+    except (ConfigError, StackConfigError, OutputError) as err:
+        print(f"error: stack {args.stack}: {err}", file=sys.stderr)
+        return 2
+    if not settings.workload.enabled and settings.platform.role != "platform":
+        print(f"error: stack {args.stack}: no workload to verify for", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        return _dry_run(ladder, Path(args.out) if args.out else root / "build" / f"{args.stack}-verify")
+    path = args.kubeconfig or (None if os.environ.get("KUBECONFIG") else _stack_kubeconfig(args.stack))
+    expected = settings.cluster.name or f"rlinf-{args.stack}"
+    if settings.platform.role == "experiment":
+        expected = None  # the platform's cluster: its name is the platform's
+    found = kubeconfig_cluster(path, args.context)
+    if expected and found and found != expected:
+        print(f"error: the kubeconfig is for EKS cluster {found}, stack {args.stack}'s is {expected}: pass --kubeconfig or --context", file=sys.stderr)
+        return 1
+    try:
+        cluster = Cluster(path, args.context)
+    except ClusterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    interrupted = False
+    results: list[CheckResult] = []
+    try:
+        results = climb(ladder, cluster, up_to=args.level, keep_going=args.keep_going)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        left = cluster.clean_up()
+        signal.signal(signal.SIGTERM, previous)
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\033[K")
+    ready = bool(results) and not interrupted and all(r.ok for r in results)
+    print(render_table(results))
+    if left:
+        print(f"could not delete: {', '.join(left)} (label {ladder.run_id}: delete them by hand)", file=sys.stderr)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report_json(args.stack, results, ready, left), indent=2) + "\n")
+    top = max((r.level for r in results), default=-1)
+    verdict = "interrupted" if interrupted else ("ready" if ready else "NOT READY")
+    print(f"{args.stack}: {verdict} (levels 0-{top} of 0-{args.level})")
+    return 0 if ready else 1

@@ -1,0 +1,221 @@
+"""The one module of verify that talks to a cluster, with the official ``kubernetes`` client:
+read what the checks look at into an :class:`~.model.Observed` (the API server's JSON, camelCase,
+as ``kubectl get -o json`` shows it), create the objects a level describes, wait for its Jobs,
+read each pod's exit status and log, and delete every object it created. No check lives here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .model import Observed
+
+KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+
+
+class ClusterError(RuntimeError):
+    """No cluster to verify: no kubeconfig, or a kubeconfig whose cluster does not answer."""
+
+
+@dataclass
+class PodOutcome:
+    """One pod of a verify Job: its Job, node, exit status (None: it never finished) and log."""
+
+    job: str
+    index: int
+    node: str
+    exit_code: Optional[int]
+    log: str
+    reason: str = ""
+
+
+@dataclass
+class Created:
+    kind: str
+    name: str
+    namespace: Optional[str]
+
+
+@dataclass
+class Cluster:
+    """A cluster reached through a kubeconfig (``path`` or the client's default: $KUBECONFIG,
+    ~/.kube/config) and its ``context``."""
+
+    path: Optional[str] = None
+    context: Optional[str] = None
+    created: list[Created] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
+        try:
+            config.load_kube_config(config_file=self.path, context=self.context)
+        except (ConfigException, FileNotFoundError, OSError) as err:
+            where = self.path or "$KUBECONFIG or ~/.kube/config"
+            raise ClusterError(f"no cluster to verify: {where}: {err}") from None
+        self.api = client.ApiClient()
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+        self.batch = client.BatchV1Api(self.api)
+        self.custom = client.CustomObjectsApi(self.api)
+        self.extensions = client.ApiextensionsV1Api(self.api)
+        self.auth = client.AuthenticationV1Api(self.api)
+        self.version = client.VersionApi(self.api)
+        self.networking = client.NetworkingV1Api(self.api)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _json(self, obj: Any) -> Any:
+        return self.api.sanitize_for_serialization(obj)
+
+    def _items(self, listing: Any) -> list[dict[str, Any]]:
+        return list(self._json(listing).get("items") or [])
+
+    def _custom(self, plural: str, namespace: Optional[str] = None) -> list[dict[str, Any]]:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            if namespace:
+                found = self.custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, namespace, plural)
+            else:
+                found = self.custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural)
+        except ApiException as err:
+            if err.status == 404:  # Kueue not installed: the L0 CRD check says so
+                return []
+            raise
+        return list(found.get("items") or [])
+
+    def observe_control_plane(self) -> Observed:
+        """/version, the caller (SelfSubjectReview) and the CRDs; an API that does not answer
+        leaves ``server_version`` None (the check says so)."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        observed = Observed()
+        try:
+            observed.server_version = self._json(self.version.get_code())
+        except (ApiException, HTTPError, OSError):
+            return observed
+        try:
+            review = self.auth.create_self_subject_review({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            observed.identity = self._json(review)
+        except ApiException:
+            observed.identity = None
+        observed.crds = self._items(self.extensions.list_custom_resource_definition())
+        return observed
+
+    def observe(self, observed: Observed, level: int, namespaces: list[str]) -> Observed:
+        """Add what ``level`` reads to ``observed``."""
+        if level >= 1 and not observed.nodes:
+            observed.nodes = self._items(self.core.list_node())
+        if level in (2, 5) and not observed.pods:
+            observed.pods = self._items(self.core.list_pod_for_all_namespaces())
+        if level == 2:
+            observed.daemonsets = self._items(self.apps.list_daemon_set_for_all_namespaces())
+            observed.deployments = self._items(self.apps.list_deployment_for_all_namespaces())
+            observed.namespaces = self._items(self.core.list_namespace())
+            observed.cluster_queues = self._custom("clusterqueues")
+            observed.local_queues = [q for ns in namespaces for q in self._custom("localqueues", ns)]
+            observed.service_accounts = [sa for ns in namespaces for sa in self._items(self.core.list_namespaced_service_account(ns))]
+            observed.claims = [c for ns in namespaces for c in self._items(self.core.list_namespaced_persistent_volume_claim(ns))]
+        if level == 5:
+            observed.cluster_queues = observed.cluster_queues or self._custom("clusterqueues")
+            observed.priority_classes = self._custom("workloadpriorityclasses")
+        return observed
+
+    # -- the objects of a level ------------------------------------------------------------------
+
+    def ensure_namespace(self, name: str, labels: dict[str, str]) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        except ApiException as err:
+            if err.status == 403:  # a user who may not create namespaces: an admin made it beforehand
+                self.core.read_namespace(name)
+                return
+            if err.status != 409:
+                raise
+            return
+        self.created.append(Created("Namespace", name, None))
+
+    def apply(self, objects: list[dict[str, Any]]) -> None:
+        """Create every object (ConfigMap, Service, NetworkPolicy, Job), remembering each."""
+        creators: dict[str, Callable[..., Any]] = {
+            "ConfigMap": self.core.create_namespaced_config_map,
+            "Service": self.core.create_namespaced_service,
+            "NetworkPolicy": self.networking.create_namespaced_network_policy,
+            "Job": self.batch.create_namespaced_job,
+        }
+        for obj in objects:
+            meta = obj["metadata"]
+            creators[obj["kind"]](meta["namespace"], obj)
+            self.created.append(Created(obj["kind"], meta["name"], meta["namespace"]))
+
+    def wait(self, namespace: str, run_label: str, jobs: list[str], deadline: float, progress: Callable[[str], None]) -> list[PodOutcome]:
+        """Wait until every Job of ``jobs`` finished or ``deadline`` (time.monotonic()) passed;
+        then each pod's outcome (a pod that never finished: exit None, with the scheduler's
+        reason when it was never placed)."""
+        started = time.monotonic()
+        while True:
+            done = 0
+            for name in jobs:
+                status = self._json(self.batch.read_namespaced_job_status(name, namespace)).get("status") or {}
+                if any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in status.get("conditions") or []):
+                    done += 1
+            progress(f"{done}/{len(jobs)} Jobs finished ({time.monotonic() - started:.0f}s)")
+            if done == len(jobs) or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        return self._outcomes(namespace, run_label, jobs)
+
+    def _outcomes(self, namespace: str, run_label: str, jobs: list[str]) -> list[PodOutcome]:
+        from kubernetes.client.exceptions import ApiException
+
+        outcomes = []
+        for pod in self._items(self.core.list_namespaced_pod(namespace, label_selector=run_label)):
+            meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+            job = (meta.get("labels") or {}).get("job-name", "")
+            if job not in jobs:
+                continue
+            index = int((meta.get("annotations") or {}).get("batch.kubernetes.io/job-completion-index", "0") or 0)
+            exit_code, reason = None, ""
+            for container in status.get("containerStatuses") or []:
+                terminated = (container.get("state") or {}).get("terminated")
+                if terminated:
+                    exit_code = terminated.get("exitCode")
+            if exit_code is None:
+                reason = next((c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "PodScheduled" and c.get("status") == "False"), "")
+            try:
+                log = self.core.read_namespaced_pod_log(meta["name"], namespace, tail_lines=400) if exit_code is not None else ""
+            except ApiException:
+                log = ""
+            outcomes.append(PodOutcome(job, index, spec.get("nodeName") or "", exit_code, log, reason))
+        return outcomes
+
+    def clean_up(self) -> list[str]:
+        """Delete every object this run created, newest first (a namespace takes what is in it);
+        returns what could not be deleted."""
+        from kubernetes.client.exceptions import ApiException
+
+        deleters: dict[str, Callable[..., Any]] = {
+            "ConfigMap": self.core.delete_namespaced_config_map,
+            "Service": self.core.delete_namespaced_service,
+            "NetworkPolicy": self.networking.delete_namespaced_network_policy,
+            "Job": lambda name, ns: self.batch.delete_namespaced_job(name, ns, propagation_policy="Background"),
+        }
+        left = []
+        for item in reversed(self.created):
+            try:
+                if item.kind == "Namespace":
+                    self.core.delete_namespace(item.name)
+                else:
+                    deleters[item.kind](item.name, item.namespace)
+            except ApiException as err:
+                if err.status != 404:
+                    left.append(f"{item.kind} {item.namespace + '/' if item.namespace else ''}{item.name} ({err.status})")
+        self.created.clear()
+        return left
