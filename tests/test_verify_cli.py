@@ -33,12 +33,15 @@ class FakeCluster:
     applied: list[dict] = field(default_factory=list)
     cleaned: bool = False
     interrupt_at: str = ""
+    fail_at: int = -1
 
     def observe_control_plane(self) -> Observed:
         s = self.state
         return Observed(server_version=s.server_version, identity=s.identity, crds=s.crds)
 
     def observe(self, observed: Observed, level: int, namespaces: list[str]) -> Observed:
+        if level == self.fail_at:
+            raise ConnectionResetError("the API server went away")
         for name in ("nodes", "pods", "daemonsets", "deployments", "namespaces", "cluster_queues", "local_queues", "service_accounts", "claims", "priority_classes"):
             setattr(observed, name, getattr(self.state, name))
         return observed
@@ -172,3 +175,29 @@ def test_the_dry_run_objects_of_every_workload_stack_are_valid():
 def _no_pulumi(monkeypatch):
     """verify asks the Pulumi CLI for the stack's kubeconfig when none is given: not here."""
     monkeypatch.setattr(verify_cli, "_stack_kubeconfig", lambda stack: None)
+
+
+def test_an_api_error_mid_climb_is_one_line_with_what_was_found_and_everything_deleted(tmp_path, capsys, monkeypatch):
+    fake = FakeCluster(cluster_state("multi-node"), fail_at=2)
+    monkeypatch.setattr("rlinf_eks.verify.client.Cluster", lambda path, context: fake)
+    monkeypatch.setattr(verify_cli, "kubeconfig_cluster", lambda path, context: None)
+    report = tmp_path / "r.json"
+    assert main(["verify", "multi-node", "--kubeconfig", "x", "--json", str(report)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == ["error: the cluster stopped answering: ConnectionResetError: the API server went away"]
+    assert "Traceback" not in captured.err and fake.cleaned
+    assert {c["level"] for c in json.loads(report.read_text())["checks"]} == {0, 1}  # what L0 and L1 found is kept
+    assert "multi-node: NOT READY (levels 0-1 of 0-5)" in captured.out
+
+
+def test_a_platform_has_no_run_to_smoke_so_levels_3_and_4_say_so():
+    results = climb(ladder("platform"), FakeCluster(cluster_state("platform")), keep_going=True)
+    three_four = [r for r in results if r.level in (3, 4)]
+    assert three_four and all(r.outcome == "skip" and "verify an experiment stack" in r.detail for r in three_four)
+
+
+def test_a_second_dry_run_rewrites_the_same_files(tmp_path, capsys):
+    assert main(["verify", "single-node", "--dry-run", "--out", str(tmp_path)]) == 0
+    first = sorted(p.name for p in (tmp_path / "manifests").iterdir())
+    assert main(["verify", "single-node", "--dry-run", "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in (tmp_path / "manifests").iterdir()) == first

@@ -61,7 +61,12 @@ def _stack_kubeconfig(stack: str) -> Optional[str]:
     pulumi = shutil.which("pulumi")
     if pulumi is None:
         return None
-    done = subprocess.run([pulumi, "stack", "output", "kubeconfig", "--show-secrets", "--stack", stack], capture_output=True, text=True, timeout=120)
+    try:
+        done = subprocess.run(
+            [pulumi, "stack", "output", "kubeconfig", "--show-secrets", "--stack", stack], capture_output=True, text=True, timeout=120
+        )
+    except (subprocess.TimeoutExpired, OSError):
+        return None
     if done.returncode != 0 or not done.stdout.strip():
         return None
     handle, path = tempfile.mkstemp(prefix="rlinf-verify-", suffix=".kubeconfig")
@@ -110,10 +115,12 @@ def _progress(line: str) -> None:
 
 
 def _dry_run(ladder: Any, out: Path) -> int:
-    from ..offline.plan import manifest_file_name
-    from .runner import dry_run_objects
+    import dataclasses
 
-    objects = dry_run_objects(ladder)
+    from ..offline.plan import manifest_file_name
+    from .runner import DRY_RUN_ID, dry_run_objects
+
+    objects = dry_run_objects(dataclasses.replace(ladder, run_id=DRY_RUN_ID))
     folder = out / "manifests"
     folder.mkdir(parents=True, exist_ok=True)
     for obj in objects:
@@ -126,9 +133,8 @@ def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..offline.plan import OutputError
     from ..offline.stack_config import StackConfigError
-    from .client import Cluster, ClusterError
     from .expect import expectation_of
-    from .runner import Ladder, climb, new_run_id
+    from .runner import Ladder, new_run_id
 
     try:
         settings, root = _settings(args)
@@ -141,7 +147,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.dry_run:
         return _dry_run(ladder, Path(args.out) if args.out else root / "build" / f"{args.stack}-verify")
-    path = args.kubeconfig or (None if os.environ.get("KUBECONFIG") else _stack_kubeconfig(args.stack))
+    from_pulumi = None if args.kubeconfig or os.environ.get("KUBECONFIG") else _stack_kubeconfig(args.stack)
+    try:
+        return _climb(args, settings, ladder, args.kubeconfig or from_pulumi)
+    finally:
+        if from_pulumi:
+            Path(from_pulumi).unlink(missing_ok=True)
+
+
+def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[str]) -> int:
+    from .client import Cluster, ClusterError
+    from .runner import climb
+
     expected = settings.cluster.name or f"rlinf-{args.stack}"
     if settings.platform.role == "experiment":
         expected = None  # the platform's cluster: its name is the platform's
@@ -158,25 +175,42 @@ def run(args: argparse.Namespace) -> int:
     def stop(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, stop)
-    interrupted = False
+    handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    stopped = ""
     results: list[CheckResult] = []
     try:
-        results = climb(ladder, cluster, up_to=args.level, keep_going=args.keep_going)
+        climb(ladder, cluster, up_to=args.level, keep_going=args.keep_going, results=results)
     except KeyboardInterrupt:
-        interrupted = True
+        stopped = "interrupted"
+    except ClusterError as err:
+        stopped = str(err)
+    except Exception as err:  # noqa: BLE001 - an API or network error ends the climb with one line, never a traceback
+        stopped = f"the cluster stopped answering: {type(err).__name__}: {_first_line(err)}"
     finally:
+        # a second Ctrl-C (or SIGTERM) must not stop the clean-up
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in handlers:
+            signal.signal(sig, signal.SIG_IGN)
         left = cluster.clean_up()
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, interrupt)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
         if sys.stderr.isatty():
             sys.stderr.write("\r\033[K")
-    ready = bool(results) and not interrupted and all(r.ok for r in results)
+    ready = bool(results) and not stopped and all(r.ok for r in results)
     print(render_table(results))
     if left:
-        print(f"could not delete: {', '.join(left)} (label {ladder.run_id}: delete them by hand)", file=sys.stderr)
+        print(f"could not delete: {', '.join(left)} (label rlinf-eks/verify-run={ladder.run_id}: delete them by hand)", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(report_json(args.stack, results, ready, left), indent=2) + "\n")
     top = max((r.level for r in results), default=-1)
-    verdict = "interrupted" if interrupted else ("ready" if ready else "NOT READY")
+    if stopped and stopped != "interrupted":
+        print(f"error: {stopped}", file=sys.stderr)
+    verdict = "interrupted" if stopped == "interrupted" else ("ready" if ready else "NOT READY")
     print(f"{args.stack}: {verdict} (levels 0-{top} of 0-{args.level})")
     return 0 if ready else 1
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else ""

@@ -13,6 +13,8 @@ from typing import Any, Callable, Optional
 from .model import Observed
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+TIMEOUT = 30
+"""Seconds any one API call may take (a blackholed endpoint would otherwise hang for minutes)."""
 
 
 class ClusterError(RuntimeError):
@@ -79,9 +81,9 @@ class Cluster:
 
         try:
             if namespace:
-                found = self.custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, namespace, plural)
+                found = self.custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, namespace, plural, _request_timeout=TIMEOUT)
             else:
-                found = self.custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural)
+                found = self.custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=TIMEOUT)
         except ApiException as err:
             if err.status == 404:  # Kueue not installed: the L0 CRD check says so
                 return []
@@ -96,31 +98,37 @@ class Cluster:
 
         observed = Observed()
         try:
-            observed.server_version = self._json(self.version.get_code())
+            observed.server_version = self._json(self.version.get_code(_request_timeout=TIMEOUT))
         except (ApiException, HTTPError, OSError):
             return observed
         try:
-            review = self.auth.create_self_subject_review({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            review = self.auth.create_self_subject_review(
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, _request_timeout=TIMEOUT
+            )
             observed.identity = self._json(review)
         except ApiException:
             observed.identity = None
-        observed.crds = self._items(self.extensions.list_custom_resource_definition())
+        try:
+            observed.crds = self._items(self.extensions.list_custom_resource_definition(_request_timeout=TIMEOUT))
+        except ApiException as err:
+            # /version answers anyone; an expired token or a user without rights stops here
+            raise ClusterError(f"the API server refused to list CRDs ({err.status} {err.reason}): check the kubeconfig's credentials") from None
         return observed
 
     def observe(self, observed: Observed, level: int, namespaces: list[str]) -> Observed:
         """Add what ``level`` reads to ``observed``."""
         if level >= 1 and not observed.nodes:
-            observed.nodes = self._items(self.core.list_node())
+            observed.nodes = self._items(self.core.list_node(_request_timeout=TIMEOUT))
         if level in (2, 5) and not observed.pods:
-            observed.pods = self._items(self.core.list_pod_for_all_namespaces())
+            observed.pods = self._items(self.core.list_pod_for_all_namespaces(_request_timeout=TIMEOUT))
         if level == 2:
-            observed.daemonsets = self._items(self.apps.list_daemon_set_for_all_namespaces())
-            observed.deployments = self._items(self.apps.list_deployment_for_all_namespaces())
-            observed.namespaces = self._items(self.core.list_namespace())
+            observed.daemonsets = self._items(self.apps.list_daemon_set_for_all_namespaces(_request_timeout=TIMEOUT))
+            observed.deployments = self._items(self.apps.list_deployment_for_all_namespaces(_request_timeout=TIMEOUT))
+            observed.namespaces = self._items(self.core.list_namespace(_request_timeout=TIMEOUT))
             observed.cluster_queues = self._custom("clusterqueues")
             observed.local_queues = [q for ns in namespaces for q in self._custom("localqueues", ns)]
-            observed.service_accounts = [sa for ns in namespaces for sa in self._items(self.core.list_namespaced_service_account(ns))]
-            observed.claims = [c for ns in namespaces for c in self._items(self.core.list_namespaced_persistent_volume_claim(ns))]
+            observed.service_accounts = [sa for ns in namespaces for sa in self._items(self.core.list_namespaced_service_account(ns, _request_timeout=TIMEOUT))]
+            observed.claims = [c for ns in namespaces for c in self._items(self.core.list_namespaced_persistent_volume_claim(ns, _request_timeout=TIMEOUT))]
         if level == 5:
             observed.cluster_queues = observed.cluster_queues or self._custom("clusterqueues")
             observed.priority_classes = self._custom("workloadpriorityclasses")
@@ -129,14 +137,23 @@ class Cluster:
     # -- the objects of a level ------------------------------------------------------------------
 
     def ensure_namespace(self, name: str, labels: dict[str, str]) -> None:
+        """Create the namespace (remembered for clean-up), or use the one there; one still being
+        deleted by an earlier verify is waited for (a minute) and created anew."""
         from kubernetes.client.exceptions import ApiException
 
+        for _ in range(30):
+            try:
+                phase = (self._json(self.core.read_namespace(name, _request_timeout=TIMEOUT)).get("status") or {}).get("phase")
+            except ApiException:
+                break
+            if phase != "Terminating":
+                return
+            time.sleep(2)
         try:
             self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
         except ApiException as err:
-            if err.status == 403:  # a user who may not create namespaces: an admin made it beforehand
-                self.core.read_namespace(name)
-                return
+            if err.status == 403:  # a user who may not create namespaces: an admin makes it beforehand
+                raise ClusterError(f"may not create the namespace {name}: have an admin create it (verify --dry-run writes it)") from None
             if err.status != 409:
                 raise
             return
@@ -152,7 +169,7 @@ class Cluster:
         }
         for obj in objects:
             meta = obj["metadata"]
-            creators[obj["kind"]](meta["namespace"], obj)
+            creators[obj["kind"]](meta["namespace"], obj, _request_timeout=TIMEOUT)
             self.created.append(Created(obj["kind"], meta["name"], meta["namespace"]))
 
     def wait(self, namespace: str, run_label: str, jobs: list[str], deadline: float, progress: Callable[[str], None]) -> list[PodOutcome]:
@@ -163,7 +180,7 @@ class Cluster:
         while True:
             done = 0
             for name in jobs:
-                status = self._json(self.batch.read_namespaced_job_status(name, namespace)).get("status") or {}
+                status = self._json(self.batch.read_namespaced_job_status(name, namespace, _request_timeout=TIMEOUT)).get("status") or {}
                 if any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in status.get("conditions") or []):
                     done += 1
             progress(f"{done}/{len(jobs)} Jobs finished ({time.monotonic() - started:.0f}s)")
@@ -176,7 +193,7 @@ class Cluster:
         from kubernetes.client.exceptions import ApiException
 
         outcomes = []
-        for pod in self._items(self.core.list_namespaced_pod(namespace, label_selector=run_label)):
+        for pod in self._items(self.core.list_namespaced_pod(namespace, label_selector=run_label, _request_timeout=TIMEOUT)):
             meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
             job = (meta.get("labels") or {}).get("job-name", "")
             if job not in jobs:
@@ -188,9 +205,11 @@ class Cluster:
                 if terminated:
                     exit_code = terminated.get("exitCode")
             if exit_code is None:
+                waiting = next(((c.get("state") or {}).get("waiting") for c in status.get("containerStatuses") or [] if (c.get("state") or {}).get("waiting")), None)
                 reason = next((c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "PodScheduled" and c.get("status") == "False"), "")
+                reason = reason or (f"{waiting.get('reason')}: {waiting.get('message', '')}" if waiting else "")
             try:
-                log = self.core.read_namespaced_pod_log(meta["name"], namespace, tail_lines=400) if exit_code is not None else ""
+                log = self.core.read_namespaced_pod_log(meta["name"], namespace, tail_lines=400, _request_timeout=TIMEOUT) if exit_code is not None else ""
             except ApiException:
                 log = ""
             outcomes.append(PodOutcome(job, index, spec.get("nodeName") or "", exit_code, log, reason))
@@ -209,13 +228,16 @@ class Cluster:
         }
         left = []
         for item in reversed(self.created):
+            where = f"{item.kind} {item.namespace + '/' if item.namespace else ''}{item.name}"
             try:
                 if item.kind == "Namespace":
-                    self.core.delete_namespace(item.name)
+                    self.core.delete_namespace(item.name, _request_timeout=TIMEOUT)
                 else:
                     deleters[item.kind](item.name, item.namespace)
             except ApiException as err:
                 if err.status != 404:
-                    left.append(f"{item.kind} {item.namespace + '/' if item.namespace else ''}{item.name} ({err.status})")
+                    left.append(f"{where} ({err.status})")
+            except Exception as err:  # noqa: BLE001 - a network error must not stop the other deletes
+                left.append(f"{where} ({type(err).__name__})")
         self.created.clear()
         return left

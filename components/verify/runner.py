@@ -18,7 +18,7 @@ from ..workload.run import Run, resolve_run
 from . import admission, addons, control_plane, fabric, nodes, smoke
 from .client import Cluster, PodOutcome
 from .expect import Expectation
-from .model import CheckResult, Observed, skipped
+from .model import LEVELS, CheckResult, Observed, skipped
 
 VERIFY_NAMESPACE = "rlinf-verify"
 NAMESPACE_LABELS = {"app.kubernetes.io/managed-by": smoke.MANAGED_BY, "app.kubernetes.io/part-of": "rlinf-eks"}
@@ -107,21 +107,32 @@ def run_fabric(ladder: Ladder, cluster: Cluster, node_names: list[str]) -> list[
 
 
 def _timed(level: int, work: Callable[[], list[CheckResult]]) -> list[CheckResult]:
+    """The level's checks, each carrying the level's time (the checks of a level run together)."""
     started = time.monotonic()
     results = work()
-    seconds = (time.monotonic() - started) / max(len(results), 1)
+    seconds = time.monotonic() - started
     return [dataclasses.replace(r, seconds=seconds) for r in results]
 
 
-def climb(ladder: Ladder, cluster: Cluster, *, up_to: int = 5, keep_going: bool = False) -> list[CheckResult]:
+def climb(
+    ladder: Ladder, cluster: Cluster, *, up_to: int = 5, keep_going: bool = False, results: list[CheckResult] | None = None
+) -> list[CheckResult]:
     """Every check of levels 0..``up_to``, level by level; stops after the first level with a
-    failure unless ``keep_going``. The caller cleans up (``cluster.clean_up()``)."""
+    failure unless ``keep_going``. ``results`` (default a new list) receives each level's checks
+    as they finish, so an interrupted climb still reports what it found. The caller cleans up
+    (``cluster.clean_up()``)."""
     expect = ladder.expect
     observed = Observed()
-    results: list[CheckResult] = []
+    results = [] if results is None else results
 
     def gpu_node_names() -> list[str]:
-        return [nodes.node_name(n) for n in nodes.gpu_nodes(expect, observed) if nodes.is_ready(n)]
+        # Ready and schedulable: a cordoned node would leave its Job Pending until the deadline
+        return [nodes.node_name(n) for n in nodes.gpu_nodes(expect, observed) if nodes.is_ready(n) and not nodes.is_cordoned(n)]
+
+    def no_run(level: int, name: str) -> list[CheckResult] | None:
+        if expect.run is None:
+            return [skipped(level, name, "a platform has no training image or run: verify an experiment stack for this level")]
+        return None
 
     def level_0() -> list[CheckResult]:
         nonlocal observed
@@ -137,15 +148,21 @@ def climb(ladder: Ladder, cluster: Cluster, *, up_to: int = 5, keep_going: bool 
         return addons.check_addons(expect, observed)
 
     def level_3() -> list[CheckResult]:
+        if (skip := no_run(3, "smoke")) is not None:
+            return skip
         names = gpu_node_names()
         if not names:
             return [skipped(3, "smoke", "no Ready GPU node to run on (scale-from-zero with none up, or L1 said why)")]
         return run_smoke(ladder, cluster, names)
 
     def level_4() -> list[CheckResult]:
+        if (skip := no_run(4, "fabric.all-reduce")) is not None:
+            return skip
         names = gpu_node_names()
         if not names:
             return [skipped(4, "fabric.all-reduce", "no Ready GPU node to run on")]
+        if len(names) > 1 and not ladder.settings.shared_filesystem:
+            return [skipped(4, "fabric.all-reduce", "no shared filesystem to exchange the all-reduce's ssh key through (as the run's preflight)")]
         return run_fabric(ladder, cluster, names)
 
     def level_5() -> list[CheckResult]:
@@ -155,7 +172,7 @@ def climb(ladder: Ladder, cluster: Cluster, *, up_to: int = 5, keep_going: bool 
     for level, work in enumerate((level_0, level_1, level_2, level_3, level_4, level_5)):
         if level > up_to:
             break
-        ladder.progress(f"L{level} {work.__name__}")
+        ladder.progress(f"L{level} {LEVELS[level]}")
         found = _timed(level, work)
         results += found
         if not keep_going and not all(r.ok for r in found):
@@ -166,6 +183,10 @@ def climb(ladder: Ladder, cluster: Cluster, *, up_to: int = 5, keep_going: bool 
 def dry_run_nodes(expect: Expectation) -> list[str]:
     """Stand-in node names for a dry run (no cluster): the stack's GPU node count, at least one."""
     return [f"gpu-node-{i}" for i in range(max(expect.gpu.count, 1))]
+
+
+DRY_RUN_ID = "dry-run"
+"""The run id of a dry run's objects: fixed, so that a second dry run rewrites the same files."""
 
 
 def dry_run_objects(ladder: Ladder) -> list[dict]:
