@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -91,16 +92,25 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _image_contract(args: argparse.Namespace) -> int:
     from .config import ConfigError
-    from .offline.plan import settings_of
+    from .offline import plan as plan_mod
     from .offline.stack_config import StackConfigError, load, project_root
     from .workload.image_contract import contract_for
     from .workload.run import resolve_run
 
     try:
-        stack_config = load(project_root(), args.stack, args.set)
-        settings = settings_of(stack_config)
+        root = project_root()
+        stack_config = load(root, args.stack, args.set)
+        # an experiment reads its nodes from its platform's plan, as `plan` does
+        folder = Path(args.platform) if args.platform else plan_mod.default_platform_folder(stack_config, root / "build" / args.stack)
+        platform = plan_mod.load_platform(folder) if folder is not None and (args.platform or folder.exists()) else None
+        settings = plan_mod.settings_of(stack_config, platform)
     except (ConfigError, StackConfigError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
+        return 2
+    if not settings.workload.enabled:
+        role = "a platform (platform.role: platform)" if settings.platform.role == "platform" else "a stack whose workload is disabled"
+        print(f"error: stack {args.stack}: {role} runs no training pods, so no image contract: ask it of a stack that runs one "
+              "(an experiment on this platform)", file=sys.stderr)  # fmt: skip
         return 2
     print(contract_for(resolve_run(settings, args.stack)).render())
     return 0
@@ -156,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     contract.add_argument("stack", nargs="?", default="single-node", help="stack name; default single-node")
     contract.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for plan")
+    contract.add_argument("--platform", metavar="DIR", help="an experiment stack: its platform's plan folder (as for plan)")
     contract.set_defaults(func=_image_contract)
 
     from .verify.cli import add_parser as add_verify
@@ -176,8 +187,13 @@ def cli() -> None:
     ``os._exit`` once its output is flushed (bench/RESULTS.md has the figures).
     """
     gc.disable()
-    status = main()
-    sys.stdout.flush()
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader stopped early (`plan | head`): no traceback, the status of a process SIGPIPE ended
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 128 + signal.SIGPIPE
     sys.stderr.flush()
     os._exit(status)
 
