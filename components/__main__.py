@@ -24,9 +24,7 @@ def _plan(args: argparse.Namespace) -> int:
         stack_config = load(root, args.stack, args.set)
         out = Path(args.out) if args.out else root / "build" / args.stack
         plan_mod.check_output(out)
-        folder = Path(args.platform) if args.platform else plan_mod.default_platform_folder(stack_config, out)
-        platform = plan_mod.load_platform(folder) if folder is not None and (args.platform or folder.exists()) else None
-        plan = plan_mod.make_plan(stack_config, platform)
+        plan = plan_mod.make_plan(stack_config, plan_mod.platform_for(stack_config, args.platform, out))
         refused = plan_mod.downgrade_problems(plan, out)
         if refused:
             raise ConfigError(refused)
@@ -101,9 +99,7 @@ def _image_contract(args: argparse.Namespace) -> int:
         root = project_root()
         stack_config = load(root, args.stack, args.set)
         # an experiment reads its nodes from its platform's plan, as `plan` does
-        folder = Path(args.platform) if args.platform else plan_mod.default_platform_folder(stack_config, root / "build" / args.stack)
-        platform = plan_mod.load_platform(folder) if folder is not None and (args.platform or folder.exists()) else None
-        settings = plan_mod.settings_of(stack_config, platform)
+        settings = plan_mod.settings_of(stack_config, plan_mod.platform_for(stack_config, args.platform, root / "build" / args.stack))
     except (ConfigError, StackConfigError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
         return 2

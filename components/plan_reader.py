@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 from .scheduling import EFA_RESOURCE, GPU_RESOURCE, HUGEPAGES_2MI_RESOURCE
@@ -358,21 +359,36 @@ def pod_templates(obj: Mapping[str, Any]) -> Iterator[PodTemplate]:
 
 # --- requests -----------------------------------------------------------------------------------
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-}
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"),
+}  # fmt: skip
+_QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
+
+
+def exact_quantity(value: Any) -> Decimal:
+    """A Kubernetes resource quantity (``"191450m"``, ``"5Gi"``, ``"2097152Ki"``, ``"1e3"``, ``"8"``,
+    or a JSON number) as an exact Decimal in base units (cores, bytes, devices); ValueError
+    otherwise. The one parser of quantities: :func:`quantity` is its float view."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
+        raise ValueError(f"not a Kubernetes quantity: {value!r}")
+    if not isinstance(value, str):
+        return Decimal(str(value))
+    match = _QUANTITY.fullmatch(value.strip())
+    if not match:
+        raise ValueError(f"not a Kubernetes quantity: {value!r}")
+    number, exponent, suffix = match.groups()
+    amount = Decimal(number)
+    if exponent:
+        return amount.scaleb(int(exponent[1:]))
+    suffix = suffix or ""
+    return amount * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
 
 
 def quantity(value: Any) -> float:
     """A Kubernetes resource quantity (``"190"``, ``"500m"``, ``"1900Gi"``, 8) as a plain number."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    match = _QUANTITY.match(str(value).strip())
-    if not match or match.group(2) not in _SUFFIX:
-        raise ValueError(f"not a Kubernetes quantity: {value!r}")
-    return float(match.group(1)) * _SUFFIX[match.group(2)]
+    return float(exact_quantity(value))
 
 
 def container_requests(container: Mapping[str, Any], *, skip_unknown: bool = False) -> dict[str, float]:

@@ -209,6 +209,15 @@ def _change_lines(change: Change, indent: str) -> list[str]:
     return [f"{indent}- `{change.path}`: text changed", f"{pad}{fence}diff", *(pad + line for line in shown), f"{pad}{fence}"]
 
 
+def _boxes(kind: str, *boxes: tuple[str, list[str]]) -> list[str]:
+    """GitHub alert boxes (``> [!CAUTION]``), one per non-empty list, each under its heading."""
+    lines: list[str] = []
+    for heading, items in boxes:
+        if items:
+            lines += [f"> [!{kind}]", f"> {heading}", *(f"> - {item}" for item in items), ""]
+    return lines
+
+
 def render_markdown(diff: PlanDiff) -> str:
     """The diff as Markdown text, readable in a PR comment, a job summary or a terminal."""
     lines = [f"### Offline infrastructure diff: `{diff.base}` → `{diff.new}`", ""]
@@ -221,28 +230,20 @@ def render_markdown(diff: PlanDiff) -> str:
         + (f", {len(diff.outputs)} output changes" if diff.outputs else "")
     )
     lines.append("")
-    for heading, items in (
+    lines += _boxes(
+        "CAUTION",
         ("Refused: `pulumi up` fails on these changes:", diff.refused),
         ("Data at risk: these changes replace or delete a store that holds data:", diff.data_risks),
-    ):
-        if items:
-            lines.append("> [!CAUTION]")
-            lines.append(f"> {heading}")
-            lines.extend(f"> - {item}" for item in items)
-            lines.append("")
+    )
     for line in diff.cost:
         lines.append(f"**Cost:** {line}")
     if diff.cost:
         lines.append("")
-    for heading, warnings in (
+    lines += _boxes(
+        "WARNING",
         ("Changes that replace or roll the nodes or the cluster:", diff.gpu_or_cluster_warnings),
         ("Changes that replace the training run:", diff.other_warnings),
-    ):
-        if warnings:
-            lines.append("> [!WARNING]")
-            lines.append(f"> {heading}")
-            lines.extend(f"> - {w}" for w in warnings)
-            lines.append("")
+    )
     for note in diff.notes:
         lines.append(f"_Note: {note}_")
     if diff.notes:

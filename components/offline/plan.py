@@ -163,6 +163,13 @@ def default_platform_folder(stack_config: StackConfig, out: Path) -> Path | None
     return out.parent / experiment.platform_stack(stack_config.values).rsplit("/", 1)[-1]
 
 
+def platform_for(stack_config: StackConfig, given: str | None, out: Path) -> PlatformPlan | None:
+    """The platform plan an experiment reads: the folder ``given`` (``--platform``), else the
+    default one beside ``out`` when it exists; None for other stacks."""
+    folder = Path(given) if given else default_platform_folder(stack_config, out)
+    return load_platform(folder) if folder is not None and (given or folder.exists()) else None
+
+
 def settings_of(stack_config: StackConfig, platform: PlatformPlan | None = None) -> config_mod.StackSettings:
     """Validate the stack's config exactly as the program will (raises ConfigError); an
     experiment's with its platform's outputs (StackConfigError without them)."""

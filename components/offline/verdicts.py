@@ -53,7 +53,7 @@ COMPONENT_REPLACES: dict[str, tuple[str, ...]] = {
 _ROLLS: dict[str, tuple[str, ...]] = {
     NODE_GROUP: ("version", "releaseVersion", "launchTemplate.version"),
 }
-_GPU_OR_CLUSTER = (NODE_GROUP, LAUNCH_TEMPLATE, *EKS_CLUSTERS, PLACEMENT_GROUP)
+GPU_OR_CLUSTER = (NODE_GROUP, LAUNCH_TEMPLATE, *EKS_CLUSTERS, PLACEMENT_GROUP)
 _DATA_STORES = (*BUCKETS, LUSTRE)
 # Changes that recreate the training run itself (a Job or JobSet of the manual launcher, the RayJob).
 _RESTARTS: dict[str, tuple[str, ...]] = {JOB: ("spec",), JOBSET: ("spec",), RAY_JOB: ("spec",)}
@@ -328,14 +328,14 @@ def warnings_of(rc: ResourceChange, resource: dict[str, Any] | None = None, old:
         if rc.type == NODE_GROUP:
             name, effect, _ = _NODE_GROUP_WORDS[_node_group_role(old or resource)]
             return [f"deletes {name} ({effect})"]
-        if rc.type in _GPU_OR_CLUSTER:
+        if rc.type in GPU_OR_CLUSTER:
             return ["deleted: the GPU nodes or the cluster go away"]
         return []
     if rc.kind not in ("update", "replace"):
         return []
     inputs = input_paths(rc)
     warnings: list[str] = []
-    if rc.replaced_by and rc.type in _GPU_OR_CLUSTER:
+    if rc.replaced_by and rc.type in GPU_OR_CLUSTER:
         what = "this resource"
         if rc.type == NODE_GROUP:
             name, effect, _ = _NODE_GROUP_WORDS[_node_group_role(resource)]
@@ -365,5 +365,3 @@ def warnings_of(rc: ResourceChange, resource: dict[str, Any] | None = None, old:
         warnings.append("a new launch template version: the GPU node group rolls its nodes")
     return warnings
 
-
-GPU_OR_CLUSTER = _GPU_OR_CLUSTER

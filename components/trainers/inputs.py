@@ -5,6 +5,7 @@ and the rules that keep a run from reading a file no pod has."""
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
@@ -38,7 +39,7 @@ class ChosenInput:
     def name(self) -> str:
         return self.spec.name
 
-    @property
+    @functools.cached_property
     def source(self) -> Optional[ModelSource]:
         """The parsed source; None for a path the pod has (nothing to stage)."""
         return None if self.value.startswith("/") or self.by_override else parse_model_source(self.value)
@@ -139,7 +140,8 @@ def input_problems(settings: StackSettings, stack: Optional[str]) -> list[str]:
                 "point the trainer at other files with workload.trainer.overrides"
             )
             problems.append(problem_line(key_path("workload", "inputs", name), value, f"no such input: {where}"))
-    for item in chosen_inputs(settings):
+    chosen = chosen_inputs(settings)
+    for item in chosen:
         if item.origin == "recipe" or item.by_override:  # the recipe's are tested; the overrides' are below
             continue
         source = item.source
@@ -161,7 +163,7 @@ def input_problems(settings: StackSettings, stack: Optional[str]) -> list[str]:
                 problem_line(item.origin, item.value, f"becomes {item.path('/inputs')!r} on the trainer's command line ({reads}), which Hydra "
                              "would misread: keep to letters, digits and ._/@+%:- in names (a ',' splits a list in two)")
             )
-    keys = {key for item in chosen_inputs(settings) for key in item.spec.hydra_keys}
+    keys = {key for item in chosen for key in item.spec.hydra_keys}
     for index, override in enumerate(trainer.overrides):
         key, _, value = override.lstrip("+").partition("=")
         if override.startswith("~") and key.lstrip("~") in keys:

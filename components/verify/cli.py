@@ -50,8 +50,7 @@ def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
 
     root = project_root()
     stack_config = load(root, args.stack, args.set)
-    folder = Path(args.platform) if args.platform else plan_mod.default_platform_folder(stack_config, root / "build" / args.stack)
-    platform = plan_mod.load_platform(folder) if folder is not None and (args.platform or folder.exists()) else None
+    platform = plan_mod.platform_for(stack_config, args.platform, root / "build" / args.stack)
     return plan_mod.settings_of(stack_config, platform), root
 
 

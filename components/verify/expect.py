@@ -30,15 +30,15 @@ Helm names an object ``<release>`` when the release name contains the chart's na
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, Decimal
 from typing import Mapping, Optional
 
 from .. import autoscaler, catalog, device_plugins, jobset, kuberay, kueue
 from ..config import StackSettings
 from ..identity import SERVICE_ACCOUNT
 from ..observability import prometheus
+from ..plan_reader import exact_quantity
 from ..quota import NETWORK_LAYER_LABELS, NETWORK_TOPOLOGY_TYPES, Resources, node_share, queue_plan, quantity
 from ..scheduling import EFA_RESOURCE, GPU_NODE_LABELS, GPU_RESOURCE, HUGEPAGES_2MI_RESOURCE, node_labels, node_taints
 from ..storage import SHARED_CLAIM
@@ -385,35 +385,8 @@ def expectation_of(settings: StackSettings, stack: str) -> Expectation:
 
 # --- Kubernetes quantities ------------------------------------------------------------------------
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"),
-}  # fmt: skip
-_QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
-
-
-def parse_quantity(value: object) -> Decimal:
-    """A Kubernetes quantity (``"191450m"``, ``"5Gi"``, ``"2097152Ki"``, ``"1e3"``, ``"8"``, or a
-    JSON number) as an exact Decimal in base units (cores, bytes, devices). ValueError otherwise."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a quantity: {value!r}")
-    if isinstance(value, (int, float, Decimal)):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        raise ValueError(f"not a quantity: {value!r}")
-    match = _QUANTITY.fullmatch(value.strip())
-    if not match:
-        raise ValueError(f"not a Kubernetes quantity: {value!r}")
-    number, exponent, suffix = match.groups()
-    try:
-        amount = Decimal(number)
-    except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
-        raise ValueError(f"not a Kubernetes quantity: {value!r}") from None
-    if exponent:
-        return amount.scaleb(int(exponent[1:]))
-    suffix = suffix or ""
-    return amount * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
+# The one parser of Kubernetes quantities is the plan reader's (exact, in base units).
+parse_quantity = exact_quantity
 
 
 def quantities(resources: Mapping[str, object] | None) -> dict[str, Decimal]:

@@ -9,6 +9,7 @@ nothing here is derived twice. Whether the run has the shared filesystem is the 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -73,12 +74,12 @@ def run_paths(settings: StackSettings, stack: str, shared: bool) -> RunPaths:
     return RunPaths(LOCAL_RUN_DIR, False, prefix)
 
 
-def run_identity(settings: StackSettings) -> str:
+def run_identity(settings: StackSettings, inputs: Optional[tuple[ChosenInput, ...]] = None) -> str:
     """What a run's checkpoints belong to: the dialect, the trainer config and the model (its
-    source or path). Recorded in the run directory; a run of another identity never resumes from
-    them (launch.sh, driver.sh) and the diff says so."""
+    source or path; ``inputs``: the run's, when already chosen). Recorded in the run directory; a
+    run of another identity never resumes from them (launch.sh, driver.sh) and the diff says so."""
     trainer = settings.workload.trainer
-    model = next((item.value for item in chosen_inputs(settings) if item.name == "model"), None)
+    model = next((item.value for item in inputs or chosen_inputs(settings) if item.name == "model"), None)
     return f"{trainer.dialect} {config_name_of(trainer)} model={model or 'the config default'}"
 
 
@@ -142,9 +143,9 @@ def inputs_root(settings: StackSettings, shared: bool) -> str:
     return f"{settings.storage.shared_filesystem.mount_path.rstrip('/')}/models" if shared else MODEL_ROOT_LOCAL
 
 
-def input_staging(settings: StackSettings, shared: bool) -> Optional[Staging]:
-    """The staging of every input the stack names a source for, or None when nothing is staged."""
-    staged = tuple(item for item in chosen_inputs(settings) if item.source is not None)
+def input_staging(settings: StackSettings, shared: bool, inputs: tuple[ChosenInput, ...]) -> Optional[Staging]:
+    """The staging of every input of ``inputs`` with a source, or None when nothing is staged."""
+    staged = tuple(item for item in inputs if item.source is not None)
     if not staged:
         return None
     return Staging(inputs_root(settings, shared), shared, settings.workload.model.size_gib, staged)
@@ -165,10 +166,10 @@ class Run:
     inputs: tuple[ChosenInput, ...] = ()
     """Every input of the run (its recipe's), staged or already in the pod."""
 
-    @property
+    @functools.cached_property
     def identity(self) -> str:
         """What its checkpoints belong to (:func:`run_identity`)."""
-        return run_identity(self.settings)
+        return run_identity(self.settings, self.inputs)
 
     @property
     def shared(self) -> bool:
@@ -190,7 +191,8 @@ def resolve_run(settings: StackSettings, stack: str, *, wandb: bool = False) -> 
     shared = settings.shared_filesystem
     paths = run_paths(settings, stack, shared)
     shape = pod_shape(settings, sync=not shared)
-    staging = input_staging(settings, shared)
+    inputs = chosen_inputs(settings)
+    staging = input_staging(settings, shared, inputs)
     launch = launch_for(
         settings,
         nnodes=settings.gpu_nodes.node_count,
@@ -201,4 +203,4 @@ def resolve_run(settings: StackSettings, stack: str, *, wandb: bool = False) -> 
         inputs_root=inputs_root(settings, shared),
         wandb=wandb,
     )
-    return Run(settings, paths, shape, staging, pod_names(settings.workload.uses_jobset), launch, chosen_inputs(settings))
+    return Run(settings, paths, shape, staging, pod_names(settings.workload.uses_jobset), launch, inputs)
