@@ -22,7 +22,7 @@ def _plan(args: argparse.Namespace) -> int:
     try:
         root = project_root()
         stack_config = load(root, args.stack, args.set)
-        out = Path(args.out) if args.out else root / "build" / args.stack
+        out = Path(args.out) if args.out else root / "build" / stack_config.stack
         plan_mod.check_output(out)
         plan = plan_mod.make_plan(stack_config, plan_mod.platform_for(stack_config, args.platform, out))
         refused = plan_mod.downgrade_problems(plan, out)
@@ -99,7 +99,7 @@ def _image_contract(args: argparse.Namespace) -> int:
         root = project_root()
         stack_config = load(root, args.stack, args.set)
         # an experiment reads its nodes from its platform's plan, as `plan` does
-        settings = plan_mod.settings_of(stack_config, plan_mod.platform_for(stack_config, args.platform, root / "build" / args.stack))
+        settings = plan_mod.settings_of(stack_config, plan_mod.platform_for(stack_config, args.platform, root / "build" / stack_config.stack))
     except (ConfigError, StackConfigError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
         return 2
@@ -108,7 +108,7 @@ def _image_contract(args: argparse.Namespace) -> int:
         print(f"error: stack {args.stack}: {role} runs no training pods, so no image contract: ask it of a stack that runs one "
               "(an experiment on this platform)", file=sys.stderr)  # fmt: skip
         return 2
-    print(contract_for(resolve_run(settings, args.stack)).render())
+    print(contract_for(resolve_run(settings, stack_config.stack)).render())
     return 0
 
 
@@ -121,15 +121,17 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .offline.stack_config import add_edit_arguments
+
     parser = argparse.ArgumentParser(prog="python -m rlinf_eks", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     plan = commands.add_parser("plan", help="run a stack's program under Pulumi mocks and write plan.json and manifests/")
-    plan.add_argument("stack", nargs="?", default="single-node", help="stack name (stacks/Pulumi.<stack>.yaml); default single-node")
+    plan.add_argument("stack", nargs="?", default="single-node", help="stack name (stacks/Pulumi.<stack>.yaml) or a stack file's path (path/to/Pulumi.<stack>.yaml); default single-node")
     plan.add_argument("--out", help="output folder; default build/<stack>")
-    plan.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
-        help="as `pulumi config set --path KEY VALUE` on a copy of the stack's config, e.g. gpuNodes.nodeCount=4",
+    add_edit_arguments(
+        plan, help_set="as `pulumi config set --path KEY VALUE` on a copy of the stack's config, e.g. gpuNodes.nodeCount=4; "
+        'a key holding ".", ":" or "=" is quoted: tags["team:owner"]=ml',
     )
     plan.add_argument(
         "--platform", metavar="DIR",
@@ -160,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     contract = commands.add_parser(
         "image-contract", help="print what the stack's pods need inside workload.image (tools, Ray, trainer paths, EFA)"
     )
-    contract.add_argument("stack", nargs="?", default="single-node", help="stack name; default single-node")
-    contract.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for plan")
+    contract.add_argument("stack", nargs="?", default="single-node", help="stack name or a stack file's path (as for plan); default single-node")
+    add_edit_arguments(contract)
     contract.add_argument("--platform", metavar="DIR", help="an experiment stack: its platform's plan folder (as for plan)")
     contract.set_defaults(func=_image_contract)
 

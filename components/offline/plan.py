@@ -173,6 +173,19 @@ def platform_for(stack_config: StackConfig, given: str | None, out: Path) -> Pla
 def settings_of(stack_config: StackConfig, platform: PlatformPlan | None = None) -> config_mod.StackSettings:
     """Validate the stack's config exactly as the program will (raises ConfigError); an
     experiment's with its platform's outputs (StackConfigError without them)."""
+    if not stack_config.problems:
+        return _settings_of(stack_config, platform)
+    # the edits that could not be applied, with every problem of the rest: one round of fixes
+    try:
+        _settings_of(stack_config, platform)
+    except config_mod.ConfigError as err:
+        raise config_mod.ConfigError([*stack_config.problems, *err.problems]) from None
+    except StackConfigError as err:
+        raise config_mod.ConfigError([*stack_config.problems, str(err)]) from None
+    raise config_mod.ConfigError(stack_config.problems)
+
+
+def _settings_of(stack_config: StackConfig, platform: PlatformPlan | None) -> config_mod.StackSettings:
     from .. import experiment
     from ..loading import RULES
 

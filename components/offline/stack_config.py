@@ -7,6 +7,7 @@ meaning of ``pulumi config set --path KEY VALUE``.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import re
@@ -30,6 +31,9 @@ class StackConfig:
     stack: str
     values: dict[str, Any]  # "namespace:key" -> structured value
     secret_keys: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+    """The ``--set``/``--unset`` edits that could not be applied, one line each: reported together
+    with the settings' own problems (``rlinf_eks.offline.plan.settings_of``)."""
 
     def flat(self) -> dict[str, str]:
         """The values as the Pulumi engine passes them: strings, objects as JSON."""
@@ -48,6 +52,10 @@ def project_root(start: Path | None = None) -> Path:
 def available_stacks(root: Path) -> list[str]:
     config_dir = root / _project_file(root).get("stackConfigDir", ".")
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in config_dir.glob("Pulumi.*.yaml"))
+
+
+def _shown_path(path: Path, root: Path) -> Path:
+    return path.relative_to(root) if path.is_relative_to(root) else path
 
 
 def _project_file(root: Path) -> dict[str, Any]:
@@ -178,11 +186,114 @@ def _non_string_key(node: Any, path: str = "") -> str | None:
 
 
 def _qualify(key: str, project: str) -> str:
-    return key if ":" in key else f"{project}:{key}"
+    """``ns:path`` for a key path; a ':' inside a quoted key (``tags["team:a"]``) is no namespace."""
+    head = re.split(r"[.\[]", key, maxsplit=1)[0]
+    return key if ":" in head else f"{project}:{key}"
+
+
+@dataclass(frozen=True)
+class Unset:
+    """An ``--unset KEY`` edit: remove KEY, as ``pulumi config rm --path KEY``; the setting falls back
+    to the project default or the setting's own default."""
+
+    key: str
+
+    def flag(self) -> str:
+        return f"--unset {self.key!r}"
+
+
+class _UnsetAction(argparse.Action):
+    def __call__(self, parser: Any, namespace: Any, value: Any, option: Any = None) -> None:
+        getattr(namespace, self.dest).append(Unset(value))
+
+
+def add_edit_arguments(parser: argparse.ArgumentParser, *, help_set: str = "as for plan") -> None:
+    """``--set KEY=VALUE`` and ``--unset KEY``, kept in the order given (in ``args.set``)."""
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=help_set)
+    parser.add_argument(
+        "--unset", action=_UnsetAction, dest="set", metavar="KEY",
+        help="as `pulumi config rm --path KEY`: the key falls back to its default, e.g. workload.env.NCCL_DEBUG",
+    )
+
+
+def split_assignment(item: str) -> tuple[str, str]:
+    """KEY and VALUE of a ``--set KEY=VALUE``: the first '=' outside a quoted key, so that
+    ``tags["a=b"]=x`` sets the tag ``a=b`` (tag keys may hold '=', ':', '/', '.', '+', '@')."""
+    at, depth = 0, False
+    while at < len(item):
+        char = item[at]
+        if depth and char == "\\":
+            at += 2
+            continue
+        if char == '"':
+            depth = not depth
+        elif char == "=" and not depth:
+            return item[:at], item[at + 1 :]
+        at += 1
+    if "=" in item:  # a quote left open: the path's own parser says where
+        key, _, value = item.partition("=")
+        return key, value
+    raise StackConfigError("expected KEY=VALUE, such as gpuNodes.nodeCount=2 (--unset KEY removes a key)")
+
+
+def edit(values: dict[str, Any], item: "str | Unset", project: str) -> None:
+    """Apply one ``--set KEY=VALUE`` or ``--unset KEY`` to ``values`` (namespaced keys)."""
+    key, raw = (item.key, None) if isinstance(item, Unset) else split_assignment(item)
+    if not key:
+        raise StackConfigError("the key is empty; such as gpuNodes.nodeCount")
+    qualified = _qualify(key, project)
+    problem = foreign_project_key(qualified, project)
+    if problem:
+        raise StackConfigError(problem)
+    if raw is None:
+        unset_path(values, qualified)
+    else:
+        set_path(values, qualified, parse_scalar(raw))
+
+
+_STACK_FILE = re.compile(r"Pulumi\.(?P<stack>[^/\\]+)\.ya?ml")
+
+
+def is_stack_path(stack: str) -> bool:
+    """Whether a STACK argument names a stack file (``path/to/Pulumi.x.yaml``) rather than a stack."""
+    return "/" in stack or stack.endswith((".yaml", ".yml"))
+
+
+def stack_name(stack: str) -> str:
+    """The stack a STACK argument names: ``x`` for ``x`` and for ``path/to/Pulumi.x.yaml``."""
+    if not is_stack_path(stack):
+        return stack
+    match = _STACK_FILE.fullmatch(Path(stack).name)
+    if match is None:
+        raise StackConfigError(
+            f"{stack!r}: a stack file is named Pulumi.<stack>.yaml (the Pulumi CLI finds it by that name), such as "
+            "stacks/Pulumi.my-run.yaml; or give a stack name, such as single-node"
+        )
+    return match.group("stack")
+
+
+def stack_file_of(root: Path, stack: str) -> tuple[str, Path]:
+    """The stack name and file of a STACK argument: a name (``stacks/Pulumi.<name>.yaml`` of the
+    project) or the path of a stack file anywhere, as ``pulumi -C`` with ``--config-file`` reads one."""
+    name = stack_name(stack)
+    if is_stack_path(stack):
+        path = Path(stack).expanduser()
+        if not path.is_file():
+            raise StackConfigError(f"{stack!r}: no such stack file" + (" (it is a folder)" if path.is_dir() else ""))
+        return name, path.resolve()
+    path = root / _project_file(root).get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        known = ", ".join(available_stacks(root)) or "none"
+        raise StackConfigError(
+            f"unknown stack {stack!r}: no {path.relative_to(root)} (stacks: {known}; or give a stack file's path, "
+            "such as path/to/Pulumi.my-run.yaml)"
+        )
+    return name, path
 
 
 def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
-    """The full config of ``stack``: project defaults, the stack file, then ``sets``."""
+    """The full config of ``stack`` (a stack name or a stack file's path): project defaults, the
+    stack file, then ``sets``."""
     project_file = _project_file(root)
     project = project_file.get("name", PROJECT)
     values: dict[str, Any] = {}
@@ -192,20 +303,17 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
         elif not isinstance(decl, dict):
             values[_qualify(key, project)] = decl
 
-    path = root / project_file.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        known = ", ".join(available_stacks(root)) or "none"
-        raise StackConfigError(f"unknown stack {stack!r}: no {path.relative_to(root)} (stacks: {known})")
+    stack, path = stack_file_of(root, stack)
     stack_file = _read_yaml(path, root)
     if stack_file.get("config") is None:
         raise StackConfigError(
-            f"{path.relative_to(root)}: has no config: key (keys: {', '.join(map(str, stack_file)) or 'none'}); the settings "
+            f"{_shown_path(path, root)}: has no config: key (keys: {', '.join(map(str, stack_file)) or 'none'}); the settings "
             "live under it, such as config: {rlinf-eks:workload: {image: ...}}"
         )
     stack_values = stack_file["config"]
     if not isinstance(stack_values, dict):
         raise StackConfigError(
-            f"{path.relative_to(root)}: config must map keys to values (such as rlinf-eks:gpuNodes: {{nodeCount: 2}}), "
+            f"{_shown_path(path, root)}: config must map keys to values (such as rlinf-eks:gpuNodes: {{nodeCount: 2}}), "
             f"got {type(stack_values).__name__} {stack_values!r:.60}"
         )
     secret_keys: set[str] = set()
@@ -217,19 +325,13 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
             secret_keys.add(qualified)
         values[qualified] = value
 
+    problems: list[str] = []
     for item in sets or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise StackConfigError(f"--set {item!r}: expected KEY=VALUE, such as gpuNodes.nodeCount=2")
         try:
-            qualified = _qualify(key, project)
-            problem = foreign_project_key(qualified, project)
-            if problem:
-                raise StackConfigError(problem)
-            set_path(values, qualified, parse_scalar(raw))
+            edit(values, item, project)
         except StackConfigError as err:
-            raise StackConfigError(f"--set {item!r}: {err}") from None
-    return StackConfig(project=project, stack=stack, values=values, secret_keys=secret_keys)
+            problems.append(f"{item.flag()}: {err}" if isinstance(item, Unset) else f"--set {item!r}: {err}")
+    return StackConfig(project=project, stack=stack, values=values, secret_keys=secret_keys, problems=problems)
 
 
 def parse_scalar(raw: str) -> Any:
@@ -306,6 +408,24 @@ def set_path(values: dict[str, Any], qualified_key: str, value: Any) -> None:
             child = [] if isinstance(nxt, int) else {}
             _assign(node, here, child, qualified_key)
         node = child
+
+
+def unset_path(values: dict[str, Any], qualified_key: str) -> None:
+    """Remove ``ns:top.a.b[0]`` from ``values`` (a list item: the items after it move up). A key
+    that is not set is no error, as ``pulumi config rm`` says nothing of it either."""
+    namespace, _, path = qualified_key.partition(":")
+    segments = parse_path(path)
+    node: Any = values
+    keys: list[str | int] = [f"{namespace}:{segments[0]}", *segments[1:]]
+    for here in keys[:-1]:
+        if not _has(node, here):
+            return
+        node = node[here]
+    last = keys[-1]
+    if isinstance(node, list) and isinstance(last, str):
+        raise StackConfigError(f"{_list_at(qualified_key)} is a list: remove an item by its index, such as [0]")
+    if _has(node, last):
+        del node[last]
 
 
 def _list_at(qualified_key: str) -> str:

@@ -28,10 +28,12 @@ REMEDY_WIDTH = 100
 
 
 def add_parser(commands: Any) -> None:
+    from ..offline.stack_config import add_edit_arguments
+
     verify = commands.add_parser(
         "verify", help="prove a deployed stack's cluster ready, level by level (0 ready, 1 not ready, 2 bad usage)"
     )
-    verify.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
+    verify.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml) or a stack file's path")
     verify.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, else the stack's kubeconfig output (pulumi), else ~/.kube/config")
     verify.add_argument("--context", metavar="NAME", help="the kubeconfig context; default its current one")
     verify.add_argument("--level", type=int, default=5, choices=sorted(LEVELS), help="run levels 0..N (default 5: all)")
@@ -40,7 +42,7 @@ def add_parser(commands: Any) -> None:
     verify.add_argument("--dry-run", action="store_true", help="no cluster: write the objects verify would create into --out")
     verify.add_argument("--out", metavar="DIR", help="with --dry-run: the folder of the manifests (default build/<stack>-verify)")
     verify.add_argument("--platform", metavar="DIR", help="an experiment stack: its platform's plan folder (as for plan)")
-    verify.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for plan")
+    add_edit_arguments(verify)
     verify.set_defaults(func=run)
 
 
@@ -50,7 +52,7 @@ def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
 
     root = project_root()
     stack_config = load(root, args.stack, args.set)
-    platform = plan_mod.platform_for(stack_config, args.platform, root / "build" / args.stack)
+    platform = plan_mod.platform_for(stack_config, args.platform, root / "build" / stack_config.stack)
     return plan_mod.settings_of(stack_config, platform), root
 
 
@@ -131,12 +133,13 @@ def _dry_run(ladder: Any, out: Path) -> int:
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..offline.plan import OutputError
-    from ..offline.stack_config import StackConfigError
+    from ..offline.stack_config import StackConfigError, stack_name
     from .expect import expectation_of
     from .runner import Ladder, new_run_id
 
     try:
         settings, root = _settings(args)
+        args.stack_file, args.stack = args.stack, stack_name(args.stack)  # the rest names the stack
         ladder = Ladder(settings, args.stack, expectation_of(settings, args.stack), new_run_id(), progress=_progress)
     except (ConfigError, StackConfigError, OutputError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)

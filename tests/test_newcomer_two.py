@@ -1,0 +1,127 @@
+"""Issue 34, a newcomer's afternoon (round 2): each case typed the way a user types it, read the
+way a user reads it. Bad input exits 2 before anything is written, with every problem at once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rlinf_eks.__main__ import main
+from rlinf_eks.offline.stack_config import StackConfigError, Unset, load, split_assignment
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(monkeypatch, capsys, argv: list[str], out: Path) -> tuple[int, str, str]:
+    monkeypatch.chdir(ROOT)
+    status = main([*argv, "--out", str(out)]) if argv[0] in ("plan",) else main(argv)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return status, captured.out, captured.err
+
+
+def _refused(monkeypatch, capsys, tmp_path, argv: list[str]) -> list[str]:
+    status, _, err = _run(monkeypatch, capsys, argv, tmp_path / "out")
+    assert status == 2, err
+    assert err.startswith("error: ") and not (tmp_path / "out").exists()
+    return [line.strip() for line in err.splitlines()[1:]]
+
+
+# --- plan PATH/TO/Pulumi.x.yaml ------------------------------------------------------------------
+
+
+def test_a_stack_file_outside_stacks_plans_as_its_stack(monkeypatch, capsys, tmp_path):
+    mine = tmp_path / "elsewhere" / "Pulumi.my-run.yaml"
+    mine.parent.mkdir()
+    shutil.copy(ROOT / "stacks" / "Pulumi.single-node.yaml", mine)
+    status, out, err = _run(monkeypatch, capsys, ["plan", str(mine), "--quiet"], tmp_path / "out")
+    assert status == 0, err
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert plan["stack"] == "my-run"
+    assert load(ROOT, str(mine)).values == load(ROOT, "single-node").values
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ("elsewhere/mine.yaml", "a stack file is named Pulumi.<stack>.yaml"),
+        ("elsewhere/Pulumi.gone.yaml", "no such stack file"),
+    ],
+)
+def test_a_stack_file_path_that_cannot_be_read_says_why(monkeypatch, capsys, tmp_path, given, message):
+    status, _, err = _run(monkeypatch, capsys, ["plan", str(tmp_path / given)], tmp_path / "out")
+    assert status == 2 and message in err and err.startswith("error: ")
+
+
+def test_image_contract_and_verify_take_a_stack_file_path(monkeypatch, capsys, tmp_path):
+    mine = tmp_path / "Pulumi.my-run.yaml"
+    shutil.copy(ROOT / "stacks" / "Pulumi.single-node.yaml", mine)
+    status, out, err = _run(monkeypatch, capsys, ["image-contract", str(mine)], tmp_path)
+    assert status == 0 and "EFA" in out, err
+    status, out, err = _run(monkeypatch, capsys, ["verify", str(mine), "--dry-run", "--out", str(tmp_path / "v")], tmp_path)
+    assert status == 0, err
+    assert (tmp_path / "v" / "manifests").is_dir()
+
+
+# --- --set takes every key a stack file can hold ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "item, key, value",
+    [
+        ('tags["team:owner"]=ml', 'tags["team:owner"]', "ml"),
+        ('tags["a=b"]=c=d', 'tags["a=b"]', "c=d"),
+        ('gpuNodes.labels["example.com/team"]=ml', 'gpuNodes.labels["example.com/team"]', "ml"),
+        ("workload.env.X=", "workload.env.X", ""),
+    ],
+)
+def test_the_first_equals_sign_outside_a_quoted_key_ends_the_key(item, key, value):
+    assert split_assignment(item) == (key, value)
+
+
+def test_tag_keys_with_colons_dots_and_equals_signs_are_set(tmp_path):
+    cfg = load(ROOT, "single-node", ['tags["team:owner"]=ml', 'tags["cost.center=x"]=42', 'gpuNodes.labels["example.com/team"]=ml'])
+    assert not cfg.problems
+    assert cfg.values["rlinf-eks:tags"]["team:owner"] == "ml"
+    assert cfg.values["rlinf-eks:tags"]["cost.center=x"] == 42
+    assert cfg.values["rlinf-eks:gpuNodes"]["labels"]["example.com/team"] == "ml"
+
+
+def test_unset_removes_a_key_so_its_default_applies():
+    cfg = load(ROOT, "single-node", ["workload.env.NCCL_DEBUG=INFO", Unset("workload.env.NCCL_DEBUG"), Unset("gpuNodes.nodeCount")])
+    assert "NCCL_DEBUG" not in cfg.values["rlinf-eks:workload"].get("env", {})
+    assert "nodeCount" not in cfg.values["rlinf-eks:gpuNodes"]
+    # a key that is not set is no error (as `pulumi config rm`), an index of a list is removed
+    cfg = load(ROOT, "single-node", [Unset("workload.never.set"), "cluster.adminRoleArns[0]=a", Unset("cluster.adminRoleArns[0]")])
+    assert not cfg.problems and cfg.values["rlinf-eks:cluster"]["adminRoleArns"] == []
+
+
+def test_unset_on_the_command_line_names_the_required_key_it_removed(monkeypatch, capsys, tmp_path):
+    lines = _refused(monkeypatch, capsys, tmp_path, ["plan", "--unset", "workload.image"])
+    assert lines == ["- workload.image: required key is missing"]
+
+
+# --- every problem at once -----------------------------------------------------------------------
+
+
+def test_every_problem_of_the_edits_and_the_settings_is_reported_at_once(monkeypatch, capsys, tmp_path):
+    lines = _refused(
+        monkeypatch, capsys, tmp_path,
+        ["plan", "--set", "gpuNodes..x=1", "--set", "gpuNodes.instanceType=p9", "--unset", "tags.a[x",
+         "--set", "cluster.kubernetesVersion=1.2"],
+    )  # fmt: skip
+    assert len(lines) == 4, lines
+    assert lines[0].startswith("- --set 'gpuNodes..x=1': 'gpuNodes..x' is a malformed key path")
+    assert lines[1].startswith("- --unset 'tags.a[x': 'tags.a[x' is a malformed key path")
+    assert any(line.startswith("- gpuNodes.instanceType='p9'") for line in lines[2:])
+    assert any(line.startswith("- cluster.kubernetesVersion='1.2'") for line in lines[2:])
+
+
+def test_a_set_without_an_equals_sign_says_how_to_unset(monkeypatch, capsys, tmp_path):
+    lines = _refused(monkeypatch, capsys, tmp_path, ["plan", "--set", "gpuNodes.nodeCount"])
+    assert lines == ["- --set 'gpuNodes.nodeCount': expected KEY=VALUE, such as gpuNodes.nodeCount=2 (--unset KEY removes a key)"]
+    with pytest.raises(StackConfigError):
+        split_assignment('tags["a=b"]')
