@@ -230,7 +230,7 @@ def split_assignment(item: str) -> tuple[str, str]:
         elif char == "=" and not depth:
             return item[:at], item[at + 1 :]
         at += 1
-    if "=" in item:  # a quote left open: the path's own parser says where
+    if depth and "=" in item:  # a quote left open: the path's own parser says where
         key, _, value = item.partition("=")
         return key, value
     raise StackConfigError("expected KEY=VALUE, such as gpuNodes.nodeCount=2 (--unset KEY removes a key)")
