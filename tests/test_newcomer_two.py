@@ -125,3 +125,39 @@ def test_a_set_without_an_equals_sign_says_how_to_unset(monkeypatch, capsys, tmp
     assert lines == ["- --set 'gpuNodes.nodeCount': expected KEY=VALUE, such as gpuNodes.nodeCount=2 (--unset KEY removes a key)"]
     with pytest.raises(StackConfigError):
         split_assignment('tags["a=b"]')
+
+
+# --- a YAML number or boolean where text is meant ------------------------------------------------
+
+
+def _stack_file(tmp_path: Path, extra: str) -> Path:
+    """single-node's stack file with ``extra`` lines put under its ``rlinf-eks:workload:``."""
+    text = (ROOT / "stacks" / "Pulumi.single-node.yaml").read_text()
+    assert "  rlinf-eks:workload:\n" in text
+    path = tmp_path / "Pulumi.mine.yaml"
+    path.write_text(text.replace("  rlinf-eks:workload:\n", "  rlinf-eks:workload:\n" + extra, 1))
+    return path
+
+
+def test_a_yaml_number_where_text_is_meant_says_to_quote_the_text_as_written(monkeypatch, capsys, tmp_path):
+    mine = _stack_file(tmp_path, "    runName: 007\n    env:\n      RATIO: 1.50\n      SEED: 1234\n")
+    status, _, err = _run(monkeypatch, capsys, ["plan", str(mine)], tmp_path / "out")
+    assert status == 2
+    assert 'workload.runName=7: text is meant here, but YAML reads 007 as a number: quote it in the stack file (runName: "007")' in err
+    assert 'workload.env.RATIO=1.5: text is meant here, but YAML reads 1.50 as a number: quote it in the stack file (RATIO: "1.50")' in err
+    assert 'workload.env.SEED=1234: text is meant here, but YAML reads 1234 as a number: quote it in the stack file (SEED: "1234")' in err
+
+
+def test_yes_no_on_off_are_text_as_the_pulumi_cli_reads_them(tmp_path):
+    mine = _stack_file(tmp_path, "    env:\n      A: yes\n      B: off\n      C: true\n")
+    env = load(ROOT, str(mine)).values["rlinf-eks:workload"]["env"]
+    assert env == {"A": "yes", "B": "off", "C": True}
+
+
+def test_a_nested_batch_key_from_set_says_to_quote_the_whole_hydra_key(monkeypatch, capsys, tmp_path):
+    lines = _refused(monkeypatch, capsys, tmp_path, ["plan", "--set", "workload.trainer.batch.actor.global_batch_size=64"])
+    assert lines == [
+        "- workload.trainer.batch.actor={'global_batch_size': 64}: a batch key is the whole Hydra key, such as "
+        "actor.global_batch_size: quote it on the command line, --set 'workload.trainer.batch[\"actor.global_batch_size\"]=64' "
+        "(a stack file may write it unquoted: batch: {actor.global_batch_size: 64})"
+    ]

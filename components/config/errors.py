@@ -49,6 +49,14 @@ def key_path(*parts: str | int) -> str:
     return path
 
 
+def quote_it(key: Any, value: bool | int | float) -> str:
+    """The fix for a YAML number or boolean where text is meant: the text, quoted."""
+    text = getattr(value, "written", None) or ("true" if value is True else "false" if value is False else str(value))
+    what = "true/false" if isinstance(value, bool) else "a number"
+    key_text = f"[{key}]" if isinstance(key, int) else key
+    return f'text is meant here, but YAML reads {text} as {what}: quote it in the stack file ({key_text}: "{text}")'
+
+
 def problem_line(path: str, value: Any, message: str) -> str:
     """One problem: the camelCase key path, the value and what is wrong or valid."""
     return f"{path}={shown(value)}: {message}"
@@ -163,6 +171,8 @@ def describe_errors(items: Iterable[Mapping[str, Any]], data: Mapping[str, Any],
             message = "must be an integer" + (", not a boolean" if isinstance(value, bool) else " (unquoted, no decimal point)")
         elif item["type"] == "bool_type":
             message = "must be true or false (a YAML boolean, unquoted)"
+        elif item["type"] == "string_type" and isinstance(value, (bool, int, float)):
+            message = quote_it(loc[-1] if loc else "value", value)
         if item["type"] == "literal_error":
             message = message.replace("Input should be", "must be one of")
         problems.append(f"{prefix}={shown(value)}: {message}")

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from .errors import key_path, raise_all, rule_error
+from .errors import key_path, raise_all, rule_error, shown
 from .model_source import INPUT_SOURCE_FORMS, MODEL_SOURCE_FORMS, ModelSource, parse_model_source
 from .types import AbsolutePath, Bool, ChartVersion, Float, Int, Namespace, SettingsModel, dns_label
 
@@ -52,6 +52,27 @@ class TrainerSettings(SettingsModel):
     """Extra Hydra overrides, appended after the generated ones."""
     batch: dict[str, Int] = Field(default_factory=dict)
     """Batch and environment sizes (trainer keys to integers) checked against world-size rules."""
+
+    @field_validator("batch", mode="before")
+    @classmethod
+    def _whole_keys(cls, value: Any) -> Any:
+        """``--set workload.trainer.batch.actor.global_batch_size=64`` nests ``actor``; a batch key is
+        the whole Hydra key, quoted on the command line."""
+        if not isinstance(value, dict):
+            return value
+        nested = [(key, inner) for key, inner in value.items() if isinstance(inner, dict)]
+        if not nested:
+            return value
+        lines = []
+        for key, inner in nested:
+            whole = _leaves(key, inner)
+            example = next(iter(whole.items()), (key, 1))
+            lines.append(
+                f"{key}={shown(inner)}: a batch key is the whole Hydra key, such as "
+                f"{example[0]}: quote it on the command line, --set 'workload.trainer.{key_path('batch', example[0])}={example[1]}' "
+                f"(a stack file may write it unquoted: batch: {{{example[0]}: {example[1]}}})"
+            )
+        raise PydanticCustomError("rules", "{text}", {"text": "\n".join(lines)})
 
     @field_validator("overrides")
     @classmethod
@@ -341,3 +362,10 @@ class WorkloadSettings(SettingsModel):
     def uses_jobset(self) -> bool:
         """The manual launcher renders a JobSet (and needs its controller) when it restarts."""
         return self.enabled and self.launcher == "manual" and self.restart.max_restarts > 0
+
+
+def _leaves(prefix: str, node: Any) -> dict[str, Any]:
+    """``{"actor": {"global_batch_size": 64}}`` as ``{"actor.global_batch_size": 64}``."""
+    if not isinstance(node, dict):
+        return {prefix: node}
+    return {key: value for name, inner in node.items() for key, value in _leaves(f"{prefix}.{name}", inner).items()}

@@ -93,12 +93,64 @@ def _read_yaml(path: Path, root: Path) -> dict[str, Any]:
 
 
 class _StackFileLoader(yaml.SafeLoader):
-    """PyYAML's safe loader reading a timestamp as the Pulumi CLI does: Go's YAML libraries hand
-    an unquoted timestamp or date to an untyped value as its text, so ``startTime:
-    2027-01-11T11:30:00Z`` and ``built: 2026-01-01`` reach the program as those strings."""
+    """PyYAML's safe loader reading values as the Pulumi CLI does: Go's YAML libraries hand an
+    unquoted timestamp or date to an untyped value as its text, so ``startTime:
+    2027-01-11T11:30:00Z`` and ``built: 2026-01-01`` reach the program as those strings, and
+    ``yes``/``no``/``on``/``off`` as text too. Numbers keep the text they were written as
+    (WrittenFloat) for the problem lines."""
+
+
+class WrittenFloat(float):
+    """A number as read from a stack file, with its text: ``1.30`` reads as 1.3, and a problem
+    line (a number where text is meant) shows the text to quote."""
+
+    written: str
+
+    def __new__(cls, value: float, written: str) -> "WrittenFloat":
+        number = super().__new__(cls, value)
+        number.written = written
+        return number
+
+    def __reduce__(self) -> Any:
+        return (WrittenFloat, (float(self), self.written))
+
+
+class WrittenInt(int):
+    """An integer whose text is not its digits (``007``, ``1_000``, ``0x1f``), as WrittenFloat."""
+
+    written: str
+
+    def __new__(cls, value: int, written: str) -> "WrittenInt":
+        number = super().__new__(cls, value)
+        number.written = written
+        return number
+
+    def __reduce__(self) -> Any:
+        return (WrittenInt, (int(self), self.written))
+
+
+def _float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    return WrittenFloat(loader.construct_yaml_float(node), node.value)
+
+
+def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    number = loader.construct_yaml_int(node)
+    return number if str(number) == node.value else WrittenInt(number, node.value)
+
+
+# YAML 1.1's yes/no/on/off, which PyYAML reads as booleans, are text to the Pulumi CLI (go-yaml v3
+# reads them as booleans only into a typed bool, and config values are untyped): only true/false are.
+_YAML_1_2_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+
+
+def _bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    return _YAML_1_2_BOOLS.get(node.value, node.value)
 
 
 _StackFileLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+_StackFileLoader.add_constructor("tag:yaml.org,2002:float", _float)
+_StackFileLoader.add_constructor("tag:yaml.org,2002:int", _int)
+_StackFileLoader.add_constructor("tag:yaml.org,2002:bool", _bool)
 
 # Values a Pulumi config (JSON) cannot hold: the JSON encoder refuses NaN and infinities, and
 # binary data, sets and ordered pair lists have no JSON form.
