@@ -26,6 +26,7 @@ from .config import (
     pulumi_config,
     validate_sections,
 )
+from .config.eks_versions import version_problems
 from .quota import QUEUE_RULES
 from .trainers import TRAINER_RULES
 
@@ -51,6 +52,9 @@ def parse(data: Mapping[str, Any], stack: Optional[str] = None, *, now: Optional
     problems = sections.problems + broken_rules(RULES, sections, stack)
     if "gpuNodes" not in sections.failed:
         problems += capacity_block_time_problems(sections.settings.gpu_nodes, now or clock())
+    if "cluster" not in sections.failed:
+        cluster = sections.settings.cluster
+        problems += version_problems(cluster.kubernetes_version, not cluster.existing, now or clock())
     if problems:
         raise ConfigError(problems)
     return sections.settings

@@ -34,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from .config.eks_versions import STANDARD_SUPPORT_ENDS
+
 KARPENTER = "karpenter-2026-02-09"
 SKYPILOT = "skypilot-catalog-pre-2025-06"
 DSTACK = "dstack-pr-4110-2026-08-06"
@@ -200,18 +202,9 @@ SERVICE_SOURCES: Mapping[str, str] = {
     "us-east-1 and us-west-2",
 }
 
-# End of standard support per EKS minor version (AWS_EKS_CALENDAR). After it a cluster is billed
-# at the extended-support rate until upgraded.
-EKS_STANDARD_SUPPORT_ENDS: Mapping[str, str] = {
-    "1.28": "2024-11-26",
-    "1.29": "2025-03-23",
-    "1.30": "2025-07-23",
-    "1.31": "2025-11-26",
-    "1.32": "2026-03-23",
-    "1.33": "2026-07-29",
-    "1.34": "2026-12-02",
-    "1.35": "2027-03-27",
-}
+# End of standard support per EKS minor version (AWS_EKS_CALENDAR): the calendar lives with the
+# settings (rlinf_eks.config.eks_versions), which refuse a version EKS no longer creates.
+EKS_STANDARD_SUPPORT_ENDS: Mapping[str, str] = STANDARD_SUPPORT_ENDS
 EKS_STANDARD_PER_HOUR = 0.10
 EKS_EXTENDED_PER_HOUR = 0.60
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -81,6 +82,11 @@ def pending_shared(path: Path, what: str, source: str) -> Path:
     if path.exists():
         return path
     pytest.skip(f"{what} is not among the shared data yet ({path}): {source} belongs there")
+
+
+BEFORE_1_28_ENDED = datetime(2025, 1, 1, tzinfo=timezone.utc)
+"""A time when EKS still created clusters of every version the settings accept (1.28's extended
+support ended 2025-11-26): for the tests of how an older cluster's objects are rendered."""
 
 
 def settings(**sections: Any) -> config_mod.StackSettings:

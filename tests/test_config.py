@@ -113,7 +113,7 @@ BAD = [
     ("existing cluster without a name", {"cluster": {"existing": True}}, ["cluster.name", "must be named"]),
     ("existing cluster in a new VPC", {"cluster": {"existing": True, "name": "c"}}, ["network.vpcId", "existing cluster"]),
     ("public endpoint open to the world", {"cluster": {"endpointPublicAccessCidrs": ["0.0.0.0/0"]}}, ["cluster.endpointPublicAccessCidrs", "allowPublicEndpointFromAnywhere"]),
-    ("endpoint CIDR shape", {"cluster": {"endpointPublicAccessCidrs": ["my-office"]}}, ["cluster.endpointPublicAccessCidrs", "'my-office' is not a CIDR"]),
+    ("endpoint CIDR shape", {"cluster": {"endpointPublicAccessCidrs": ["my-office"]}}, ["cluster.endpointPublicAccessCidrs", "[0]='my-office': not a CIDR block"]),
     ("kubernetes version", {"cluster": {"kubernetesVersion": "1.20"}}, ["cluster.kubernetesVersion='1.20'", "1.35", "quoted in YAML"]),
     ("VPC CNI too old for efa-only", {"cluster": {"vpcCniVersion": "v1.18.1-eksbuild.1"}}, ["cluster.vpcCniVersion", "v1.18.5"]),
     ("log type", {"cluster": {"logTypes": ["everything"]}}, ["cluster.logTypes[0]='everything'"]),

@@ -161,3 +161,74 @@ def test_a_nested_batch_key_from_set_says_to_quote_the_whole_hydra_key(monkeypat
         "actor.global_batch_size: quote it on the command line, --set 'workload.trainer.batch[\"actor.global_batch_size\"]=64' "
         "(a stack file may write it unquoted: batch: {actor.global_batch_size: 64})"
     ]
+
+
+# --- values that planned and then failed on AWS ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "version, refused",
+    [("1.28", True), ("1.31", True), ("1.32", False), ("1.34", False), ("1.35", False)],
+)
+def test_a_new_cluster_of_a_version_past_extended_support_is_refused(monkeypatch, capsys, tmp_path, version, refused):
+    # tests load stacks at TEST_NOW, 2026-12-01: 1.31's extended support ended 2026-11-26
+    status, _, err = _run(monkeypatch, capsys, ["plan", "--quiet", "--set", f"cluster.kubernetesVersion={version}"], tmp_path / "out")
+    if refused:
+        assert status == 2
+        assert f"cluster.kubernetesVersion='{version}': EKS no longer creates {version} clusters: its extended support ended" in err
+        assert "use 1.35 (EKS creates 1.32, 1.33, 1.34, 1.35 on 2026-12-01" in err
+    else:
+        assert status == 0, err
+
+
+def test_extended_support_ends_a_year_after_standard_support():
+    from rlinf_eks.config.eks_versions import creatable, extended_support_ends
+
+    assert extended_support_ends("1.31") == "2026-11-26" and extended_support_ends("1.99") is None
+    assert creatable("2026-11-26") == ["1.32", "1.33", "1.34", "1.35"]
+    assert creatable("2026-11-25")[0] == "1.31"
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("availabilityZone", "us-east-1z", "us-east-1 has no zone 'z': its zones are us-east-1a, us-east-1b, us-east-1c, us-east-1d, us-east-1e, us-east-1f"),
+        ("network.availabilityZones[0]", "us-east-1g", "us-east-1 has no zone 'g'"),
+    ],
+)
+def test_a_zone_the_region_does_not_have_is_refused(monkeypatch, capsys, tmp_path, key, value, message):
+    lines = _refused(monkeypatch, capsys, tmp_path, ["plan", "--set", f"{key}={value}"])
+    assert any(line.startswith(f"- {key}='{value}': {message}") for line in lines), lines
+
+
+def test_the_zone_table_knows_the_gpu_regions_and_their_newest_zones():
+    from rlinf_eks.config.aws_zones import AZ_LETTERS, zone_problem
+
+    assert zone_problem("eu-west-2d", "eu-west-2") is None  # euw2-az4, opened 2026-08
+    assert zone_problem("eu-north-1d", "eu-north-1") is not None
+    assert {"us-east-1", "us-east-2", "us-west-2", "eu-north-1", "ap-northeast-1", "eu-west-2"} <= set(AZ_LETTERS)
+
+
+@pytest.mark.parametrize(
+    "cidr, message",
+    [
+        ("10.0.0.0/8", "inside 10.0.0.0/8, which no internet address has"),
+        ("192.168.1.0/24", "inside 192.168.0.0/16"),
+        ("100.64.0.0/16", "inside 100.64.0.0/10"),
+        ("198.51.100.7/24", "has host bits set: the block is 198.51.100.0/24, or 198.51.100.7/32 for that one address"),
+        ("8.8.8.8", "an address, not a CIDR block: write 8.8.8.8/32"),
+        ("2001:db8::/32", "an IPv6 block"),
+        ("nope", "not a CIDR block"),
+    ],
+)
+def test_a_public_endpoint_cidr_that_cannot_match_is_refused(monkeypatch, capsys, tmp_path, cidr, message):
+    lines = _refused(monkeypatch, capsys, tmp_path, ["plan", "--set", f"cluster.endpointPublicAccessCidrs[0]={cidr}"])
+    assert lines[0].startswith(f"- cluster.endpointPublicAccessCidrs[0]='{cidr}': {message}"), lines
+
+
+def test_halves_of_the_internet_need_the_same_opt_in_as_the_whole(monkeypatch, capsys, tmp_path):
+    sets = ["--set", "cluster.endpointPublicAccessCidrs[0]=0.0.0.0/1", "--set", "cluster.endpointPublicAccessCidrs[1]=128.0.0.0/1"]
+    lines = _refused(monkeypatch, capsys, tmp_path, ["plan", *sets])
+    assert "0.0.0.0/1, 128.0.0.0/1 opens the API endpoint to the internet" in lines[0]
+    status, _, err = _run(monkeypatch, capsys, ["plan", "--quiet", *sets, "--set", "cluster.allowPublicEndpointFromAnywhere=true"], tmp_path / "o2")
+    assert status == 0, err

@@ -21,7 +21,7 @@ from tests.schemas import KUBERAY_SCHEMAS, KUEUE_SCHEMAS, builtin_errors, crd_er
 
 EFA_TYPES = sorted(name for name, row in catalog.CATALOG.items() if row.efa_capable)
 # The Cluster Autoscaler's minor version must match the cluster's (a stack rule).
-AUTOSCALER_TAGS = {"1.31": "v1.31.1", "1.33": "v1.33.0", "1.34": "v1.34.2"}
+AUTOSCALER_TAGS = {"1.32": "v1.32.1", "1.33": "v1.33.0", "1.34": "v1.34.2"}  # EKS creates 1.32 and newer on TEST_NOW
 DIALECT_BACKENDS = [("verl-ppo", "hf"), ("verl-ppo", "vllm"), ("rlinf-embodied", "hf"), ("rlinf-reasoning", "vllm"), ("rlinf-reasoning", "sglang")]
 
 

@@ -59,7 +59,9 @@ def test_set_values_are_typed_like_the_cli(raw, value):
 
 
 def test_set_of_a_version_or_a_fraction_plans_as_the_cli_would_store_it():
-    cfg = load(ROOT, "vllm-rollout", ["cluster.kubernetesVersion=1.30", "workload.rollout.gpuMemoryUtilization=0.6"])
+    cfg = load(ROOT, "vllm-rollout", ["cluster.kubernetesVersion=1.30", "cluster.existing=true", "cluster.name=c",
+                                      "network.vpcId=vpc-0123456789abcdef0", "network.privateSubnetIds[0]=subnet-0123456789abcdef0",
+                                      "network.privateSubnetIds[1]=subnet-0123456789abcdef1", "network.gpuSubnetId=subnet-0123456789abcdef0", "workload.rollout.gpuMemoryUtilization=0.6"])
     s = settings_from_config(cfg.values, "vllm-rollout")
     assert s.cluster.kubernetes_version == "1.30"
     assert s.workload.rollout.gpu_memory_utilization == 0.6

@@ -65,7 +65,7 @@ def test_fsx_is_billed_per_gb_month_of_its_throughput_tier():
         ("1.34", BEFORE_1_34_ENDS, 0.10, "standard support until 2026-12-02"),
         ("1.34", AFTER_1_34_ENDS, 0.60, "extended support: standard support of 1.34 ended 2026-12-02"),
         ("1.35", AFTER_1_34_ENDS, 0.10, "standard support until 2027-03-27"),
-        ("1.31", BEFORE_1_34_ENDS, 0.60, "extended support"),
+        ("1.32", BEFORE_1_34_ENDS, 0.60, "extended support"),
     ],
 )
 def test_the_control_plane_costs_six_times_more_in_extended_support(version, on, rate, tier):
@@ -75,7 +75,7 @@ def test_the_control_plane_costs_six_times_more_in_extended_support(version, on,
 
     config = load(ROOT, "autoscaled")  # a structured value: `--set` would read 1.30 as a number
     config.values["rlinf-eks:cluster"] = {**config.values["rlinf-eks:cluster"], "kubernetesVersion": version}
-    config.values["rlinf-eks:autoscaler"] = {"enabled": True, "imageTag": {"1.31": "v1.31.1", "1.34": "v1.34.2", "1.35": "v1.35.0"}[version]}
+    config.values["rlinf-eks:autoscaler"] = {"enabled": True, "imageTag": {"1.32": "v1.32.1", "1.34": "v1.34.2", "1.35": "v1.35.0"}[version]}
     plan = make_plan(config)
     cost = efficiency_report(plan, plan.settings, on_date=on)["cost"]
     plane = _items(cost)["controlPlane"]

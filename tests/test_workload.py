@@ -9,11 +9,11 @@ from typing import Any, Optional
 import pulumi
 import pytest
 
-from rlinf_eks import catalog, scheduling
+from rlinf_eks import catalog, loading, scheduling
 from rlinf_eks.config import StackSettings
 from rlinf_eks.offline.engine import SECRET
 from rlinf_eks.workload import RlinfTraining
-from tests.harness import has_inputs, of_type, one, run_component, settings, with_shared_filesystem
+from tests.harness import BEFORE_1_28_ENDED, has_inputs, of_type, one, run_component, settings, with_shared_filesystem
 from tests.schemas import builtin_errors
 
 JOB = "kubernetes:batch/v1:Job"
@@ -78,7 +78,7 @@ def manifests(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
         dict(gpuNodes={"nodeCount": 2}),
         dict(gpuNodes={"nodeCount": 2}, preflight={"enabled": True}),
         dict(gpuNodes={"nodeCount": 1, "instanceType": "g6e.48xlarge"}),
-        dict(gpuNodes={"nodeCount": 1}, cluster={"kubernetesVersion": "1.30"}),
+        dict(gpuNodes={"nodeCount": 1}, cluster={"kubernetesVersion": "1.33"}),
         dict(gpuNodes={"nodeCount": 1, "instanceType": "g5.2xlarge", "efa": False}, workload={"image": "x/y:1", "mlflowTrackingUri": "http://mlflow:5000"}),
     ],
 )
@@ -116,7 +116,8 @@ def test_given_n_nodes_when_manual_then_an_indexed_job_of_n_pods_succeeds_with_i
     assert job["options"]["deleteBeforeReplace"]
 
 
-def test_given_kubernetes_1_30_when_manual_then_no_success_policy_is_sent():
+def test_given_kubernetes_1_30_when_manual_then_no_success_policy_is_sent(monkeypatch):
+    monkeypatch.setattr(loading, "clock", lambda: BEFORE_1_28_ENDED)
     job = one(render(settings(cluster={"kubernetesVersion": "1.30"})), JOB, "rlinf-job")
     assert "successPolicy" not in job["inputs"]["spec"]
 
@@ -358,7 +359,8 @@ def test_given_a_grace_period_when_rendered_then_the_pod_gets_it():
 
 
 @pytest.mark.parametrize("version, native", [("1.34", True), ("1.29", True), ("1.28", False)])
-def test_given_no_shared_filesystem_when_rendered_then_the_sync_is_a_native_sidecar_where_the_cluster_has_them(version, native):
+def test_given_no_shared_filesystem_when_rendered_then_the_sync_is_a_native_sidecar_where_the_cluster_has_them(version, native, monkeypatch):
+    monkeypatch.setattr(loading, "clock", lambda: BEFORE_1_28_ENDED)
     # a regular sync container is stopped together with the trainer: on SIGTERM it uploads while
     # the checkpoint is still being written, and it keeps the Job pod Running when the trainer's
     # container dies without writing its exit code. A native sidecar is stopped after the trainer.

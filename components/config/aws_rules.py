@@ -9,6 +9,7 @@ import re
 import unicodedata
 
 from .. import aws_names
+from .aws_zones import zone_problem
 
 # Kubernetes label syntax (apimachinery validation IsQualifiedName / IsValidLabelValue): an
 # optional DNS-subdomain prefix (<= 253) and a name of <= 63 alphanumerics, '-', '_', '.', starting
@@ -117,8 +118,11 @@ def bucket_problem(name: str) -> str | None:
 
 
 def az_problem(zone: str, region: str) -> str | None:
-    """An AZ is its region and a letter (us-east-1a); a Local Zone is <region>-<zone>-<n><letter>."""
-    if re.fullmatch(re.escape(region) + r"[a-z]", zone) or re.fullmatch(re.escape(region) + r"-[a-z]+-\d+[a-z]", zone):
+    """An AZ is its region and a letter the region has (us-east-1a; aws_zones); a Local Zone is
+    <region>-<zone>-<n><letter>."""
+    if re.fullmatch(re.escape(region) + r"[a-z]", zone):
+        return zone_problem(zone, region)
+    if re.fullmatch(re.escape(region) + r"-[a-z]+-\d+[a-z]", zone):
         return None
     if zone in aws_names.REGIONS:
         return f"{zone} is a region, not an Availability Zone: use {zone}a (and aws:region {zone})"

@@ -65,11 +65,9 @@ class ClusterSettings(SettingsModel):
     @field_validator("endpoint_public_access_cidrs")
     @classmethod
     def _cidrs(cls, value: list[str]) -> list[str]:
-        for cidr in value:
-            try:
-                ipaddress.ip_network(cidr)
-            except ValueError:
-                raise PydanticCustomError("cidr", "{text}", {"text": f"{cidr!r} is not a CIDR block such as 203.0.113.0/24"}) from None
+        problems = [f"[{index}]={cidr!r}: {problem}" for index, cidr in enumerate(value) if (problem := public_cidr_problem(cidr))]
+        if problems:
+            raise PydanticCustomError("rules", "{text}", {"text": "\n".join(problems)})
         return value
 
     @field_validator("admin_role_arns")
@@ -94,11 +92,13 @@ class ClusterSettings(SettingsModel):
 
     @model_validator(mode="after")
     def _rules(self) -> "ClusterSettings":
-        if "0.0.0.0/0" in self.endpoint_public_access_cidrs and not self.allow_public_endpoint_from_anywhere:
+        wide = [cidr for cidr in self.endpoint_public_access_cidrs if _prefix(cidr) < _WIDE_PREFIX]
+        if wide and not self.allow_public_endpoint_from_anywhere:
             raise rule_error(
                 "endpointPublicAccessCidrs",
                 self.endpoint_public_access_cidrs,
-                "0.0.0.0/0 opens the API endpoint to the internet; set allowPublicEndpointFromAnywhere: true to mean it",
+                f"{', '.join(wide)} opens the API endpoint to the internet (a block wider than /{_WIDE_PREFIX}); "
+                "set allowPublicEndpointFromAnywhere: true to mean it",
             )
         if self.deploy_from_vpc and self.endpoint_public_access_cidrs:
             raise rule_error(
@@ -115,3 +115,45 @@ class ClusterSettings(SettingsModel):
             if problem:
                 raise rule_error("name", self.name, problem)
         return self
+
+
+# Ranges no address on the internet has: the public endpoint sees the public address a request
+# leaves from (after NAT), so a CIDR inside one of them never matches (RFC 1918, shared address
+# space RFC 6598, loopback, link-local, "this network", multicast, reserved).
+_NEVER_PUBLIC = tuple(
+    ipaddress.ip_network(block)
+    for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+                  "0.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4")
+)  # fmt: skip
+def _prefix(cidr: str) -> int:
+    return ipaddress.ip_network(cidr, strict=False).prefixlen
+
+
+# A public endpoint open to this many addresses or more is open to the internet (0.0.0.0/1 and
+# 128.0.0.0/1 together are 0.0.0.0/0): it needs allowPublicEndpointFromAnywhere like 0.0.0.0/0.
+_WIDE_PREFIX = 8
+
+
+def public_cidr_problem(cidr: str) -> Optional[str]:
+    """Why ``cidr`` cannot work as a public-endpoint source (EKS publicAccessCidrs), or None.
+
+    EKS reads IPv4 CIDR blocks here: its API reference (VpcConfigRequest.publicAccessCidrs) says
+    IPv6 blocks cannot be added to an IPv4 cluster, and this project's clusters are IPv4."""
+    try:
+        network = ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return "not a CIDR block such as 203.0.113.0/24 (your address as /32: curl -s https://checkip.amazonaws.com)"
+    if network.version == 6:
+        return "an IPv6 block: EKS takes IPv4 public-access CIDRs for an IPv4 cluster (EKS API, VpcConfigRequest.publicAccessCidrs)"
+    if "/" not in cidr:
+        return f"an address, not a CIDR block: write {network}"
+    if str(network) != cidr:
+        return f"has host bits set: the block is {network}, or {cidr.split('/')[0]}/32 for that one address"
+    never = next((block for block in _NEVER_PUBLIC if network.subnet_of(block)), None)
+    if never is not None:
+        return (
+            f"inside {never}, which no internet address has: the public endpoint sees the public address your traffic "
+            "leaves from (after NAT), so this never matches; from inside the VPC or over VPN/Direct Connect use "
+            "cluster.deployFromVpc: true (the private endpoint)"
+        )
+    return None

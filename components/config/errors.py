@@ -154,7 +154,8 @@ def describe_errors(items: Iterable[Mapping[str, Any]], data: Mapping[str, Any],
             prefix = "aws:region"  # the one key outside the project namespace
         if item["type"] in ("rule", "rules"):
             for line in item["msg"].split("\n"):
-                problems.append(f"{prefix + '.' if prefix else ''}{line}")
+                joint = "" if not prefix or line.startswith("[") else "."
+                problems.append(f"{prefix}{joint}{line}")
             continue
         if item["type"] == "extra_forbidden":
             model = _model_at(loc[:-1], root)
