@@ -54,6 +54,9 @@ def _plan(args: argparse.Namespace) -> int:
         print(inputs)
         print()
 
+    if plan.unchecked:
+        print("\n".join(["Not checked offline (`pulumi up` is the first to test them):", *(f"  {line}" for line in plan.unchecked)]))
+        print()
     faults = render_faults(plan.settings, plan.stack)
     if faults:
         print(faults)

@@ -55,6 +55,9 @@ class Plan:
     """Example values to replace before ``pulumi up`` (``rlinf_eks.placeholders``; not part of plan.json)."""
     region: str | None = None
     """The AWS region of the stack (aws:region): plan.json's ``region``, where every AWS resource lives."""
+    unchecked: list[str] = field(default_factory=list)
+    """The values only the account, the registry or the network can judge (rlinf_eks.config.unchecked):
+    plan.json's ``unchecked``, printed under "Not checked offline"."""
 
     @property
     def not_planned(self) -> list[dict[str, Any]]:
@@ -71,6 +74,8 @@ class Plan:
         if self.region is not None:
             # where every AWS resource of the stack lives (aws:region): a change moves them all
             data["region"] = self.region
+        if self.unchecked:
+            data["unchecked"] = self.unchecked
         return data
 
     def dumps(self) -> str:
@@ -212,6 +217,8 @@ def experiment_platform(stack_config: StackConfig, platform: PlatformPlan | None
 def make_plan(stack_config: StackConfig, platform: PlatformPlan | None = None) -> Plan:
     """Validate, then run the program under mocks and collect the plan. An experiment needs its
     platform's plan: the mocks answer its StackReference with the platform's outputs."""
+    from .. import loading
+    from ..config.unchecked import unchecked
     from ..program import run_program
 
     settings = settings_of(stack_config, platform)
@@ -230,7 +237,9 @@ def make_plan(stack_config: StackConfig, platform: PlatformPlan | None = None) -
         vpc_id=settings.network.vpc_id,
     )
     notes = platform.notes if platform is not None and references else ()
-    return plan_of_run(run, settings, notes)
+    plan = plan_of_run(run, settings, notes)
+    plan.unchecked = unchecked(settings, loading.clock())
+    return plan
 
 
 def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = None, notes: Sequence[str] = ()) -> Plan:
