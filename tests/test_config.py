@@ -236,7 +236,7 @@ def test_the_bad_input_table_is_large():
         {"network": {"cidr": "10.0.0.0/20"}},
         {"workload": {"image": "i", "rollout": {"gpuMemoryUtilization": 1}}},
         {"gpuNodes": {"instanceType": "p4d.24xlarge", "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0"}},
-        {"kuberay": {"version": "1.7.0-rc.1"}},
+        {"kuberay": {"enabled": True, "version": "1.7.0-rc.1"}},
     ],
 )
 def test_values_at_the_edge_of_the_rules_are_accepted(good):

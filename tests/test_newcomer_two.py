@@ -254,3 +254,58 @@ def test_a_region_missing_from_the_zone_table_is_said_not_checked():
 
     lines = unchecked(settings(region="us-gov-west-1", availabilityZone="us-gov-west-1a"), TEST_NOW)
     assert any(line.startswith("availabilityZone=us-gov-west-1a: region us-gov-west-1 is not in the zone table") for line in lines), lines
+
+
+# --- settings that plan but cannot work, or have no effect --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sets, line",
+    [
+        (["workload.env.NCCL_NET=Socket"], "- workload.env.NCCL_NET='Socket': pinned on EFA nodes so that NCCL runs over EFA or fails"),
+        (["workload.env.FI_EFA_USE_DEVICE_RDMA=no"], "- workload.env.FI_EFA_USE_DEVICE_RDMA='no': libfabric's EFA settings are pinned"),
+        (["workload.env.TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=60"], "- workload.env.TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC="),
+        (["workload.env.HF_TOKEN=hf_x"], "- workload.env.HF_TOKEN='hf_x': a secret: pulumi config set --secret rlinf-eks:hfToken"),
+        (["workload.trainer.overrides[0]=trainer.nnodes=2"],
+         "- workload.trainer.overrides[0]='trainer.nnodes=2': trainer.nnodes is generated from gpuNodes.nodeCount: set that instead"),
+        (["workload.trainer.overrides[0]=trainer.default_local_dir=/tmp/x"],
+         "- workload.trainer.overrides[0]='trainer.default_local_dir=/tmp/x': trainer.default_local_dir is generated from workload.runName"),
+        (["workload.trainer.overrides[0]=~actor_rollout_ref.rollout"],
+         "- workload.trainer.overrides[0]='~actor_rollout_ref.rollout': actor_rollout_ref.rollout.name is generated from workload.rollout.backend"),
+        (["gpuNodes.maxNodes=4"], "- gpuNodes.maxNodes=4: has no effect: nothing scales the GPU node group (autoscaler.enabled is false)"),
+        (["autoscaler.imageTag=v1.35.0"], "- autoscaler.imageTag='v1.35.0': has no effect: autoscaler.enabled is false; remove it"),
+        (["workload.rayjob.cluster=selector"], "- workload.rayjob.cluster='selector': has no effect: workload.launcher is manual, not kuberay"),
+        (["observability.prometheus.retentionDays=30"], "- observability.prometheus.retentionDays=30: has no effect: the observability backend is cloudwatch"),
+    ],
+)
+def test_a_setting_that_cannot_work_or_has_no_effect_is_refused(monkeypatch, capsys, tmp_path, sets, line):
+    lines = _refused(monkeypatch, capsys, tmp_path, ["plan", *(a for s in sets for a in ("--set", s))])
+    assert any(got.startswith(line) for got in lines), lines
+
+
+def test_a_platform_refuses_run_settings_it_would_ignore_and_keeps_what_it_reads(monkeypatch, capsys, tmp_path):
+    lines = _refused(monkeypatch, capsys, tmp_path, ["plan", "platform", "--set", "workload.image=x/y:1", "--set", "workload.namespace=ml"])
+    assert lines == ["- workload.image='x/y:1': a platform runs no training, so this is ignored: give it to an experiment stack on this platform"]
+
+
+def test_every_variable_the_run_sets_itself_is_pinned():
+    from rlinf_eks.config.workload import PINNED_ENV
+    from rlinf_eks.workload.env import network_env, nccl_timeout_env
+    from tests.harness import settings
+
+    s = settings(gpuNodes={"instanceType": "p5.48xlarge"})
+    for name in [*network_env(s), *nccl_timeout_env(s)]:
+        assert name in PINNED_ENV or name.startswith("FI_EFA_"), name
+
+
+@pytest.mark.parametrize("dialect", ["verl-ppo", "rlinf-embodied", "rlinf-reasoning"])
+def test_every_pinned_trainer_key_is_one_the_launch_generates(dialect):
+    from rlinf_eks.trainers import launch_for
+    from rlinf_eks.trainers.pinned import PINNED, override_key
+    from tests.harness import settings
+
+    backend = {"verl-ppo": "vllm", "rlinf-embodied": "hf", "rlinf-reasoning": "vllm"}[dialect]
+    s = settings(workload={"image": "x/y:1", "trainer": {"dialect": dialect}, "rollout": {"backend": backend}})
+    launch = launch_for(s, nnodes=1, gpus_per_node=8, log_dir="/l", checkpoint_dir="/c", inputs_root="/i")
+    generated = {override_key(item) for item in launch.argv if "=" in item}
+    assert set(PINNED[dialect]) <= generated, set(PINNED[dialect]) - generated

@@ -25,6 +25,11 @@ AUTOSCALER_TAGS = {"1.32": "v1.32.1", "1.33": "v1.33.0", "1.34": "v1.34.2"}  # E
 DIALECT_BACKENDS = [("verl-ppo", "hf"), ("verl-ppo", "vllm"), ("rlinf-embodied", "hf"), ("rlinf-reasoning", "vllm"), ("rlinf-reasoning", "sglang")]
 
 
+def _queue(enabled: bool, topology: str) -> dict[str, Any]:
+    # a disabled queue's settings would have no effect: a stack rule refuses them
+    return {"enabled": True, "topology": topology} if enabled else {"enabled": False}
+
+
 def _autoscaler(enabled: bool, minor: str) -> dict[str, Any]:
     return {"enabled": True, "imageTag": AUTOSCALER_TAGS[minor]} if enabled else {"enabled": False}
 
@@ -69,7 +74,7 @@ def stack_configs(draw) -> dict[str, Any]:
         "autoscaler": _autoscaler(autoscale, minor),
         "workload": workload,
         "preflight": {"enabled": draw(st.booleans())},
-        "queue": {"enabled": draw(st.booleans()), "topology": draw(st.sampled_from(["preferred", "off"]))},
+        "queue": _queue(draw(st.booleans()), draw(st.sampled_from(["preferred", "off"]))),
     }
 
 

@@ -155,6 +155,6 @@ def validate_sections(data: Mapping[str, Any]) -> Sections:
     items += [{"type": "extra_forbidden", "loc": (key,), "msg": "Extra inputs are not permitted"} for key in unknown]
     if "workload" not in values and "workload" not in failed:
         # a platform has no run: an empty, disabled workload (its defaults: namespace, versions)
-        values["workload"] = WorkloadSettings.model_construct(enabled=False, image="")
+        values["workload"] = WorkloadSettings.model_construct(_fields_set=set(), enabled=False, image="")
     settings = StackSettings.model_construct(**values)
     return Sections(settings, describe_errors(items, data, StackSettings), frozenset(failed))

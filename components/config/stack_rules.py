@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from .aws_rules import az_problem, cluster_name_problem, tag_problem
 from .errors import ConfigError, problem_line
+from .no_effect import no_effect_problems
 from .stack import Sections, StackSettings, validate_sections
 
 Check = Callable[[StackSettings, Optional[str]], list[str]]
@@ -211,5 +212,6 @@ NODE_RULES: tuple[StackRule, ...] = (
     StackRule(("gpuNodes", "autoscaler"), _scale_to_zero),
     StackRule(("gpuNodes", "storage", "workload"), _multi_node_checkpoints),
     StackRule(("gpuNodes", "storage", "workload"), _node_local_model),
+    StackRule(("platform", "workload", "gpuNodes", "autoscaler", "kuberay", "preflight", "queue", "observability", "cluster"), no_effect_problems),
 )
 """Config's rules of the GPU nodes with the other sections, after the trainers' rules."""

@@ -83,6 +83,31 @@ class TrainerSettings(SettingsModel):
         return value
 
 
+_EFA_PIN = (
+    "pinned on EFA nodes so that NCCL runs over EFA or fails, never silently over TCP sockets "
+    "(rlinf_eks.workload.env); to run without EFA set gpuNodes.efa: false"
+)
+PINNED_ENV: dict[str, str] = {
+    "NCCL_NET": _EFA_PIN,
+    "FI_PROVIDER": _EFA_PIN,
+    "FI_EFA_*": "libfabric's EFA settings are pinned by the run (fork safety, GPUDirect RDMA where the instance has it)",
+    "NCCL_SOCKET_IFNAME": "pinned to the pod's interface eth0 (the VPC CNI's)",
+    "GLOO_SOCKET_IFNAME": "pinned to the pod's interface eth0 (the VPC CNI's)",
+    "RLINF_COMM_NET_DEVICES": "pinned to the pod's interface eth0 (the VPC CNI's)",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": "pinned: a failed or timed-out collective tears the process down, so the restart policy can act (Faults)",
+    "TORCH_NCCL_ENABLE_MONITORING": "pinned: a stuck NCCL watchdog kills the process, so the restart policy can act (Faults)",
+    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "set workload.ncclHeartbeatTimeoutSeconds instead (the Faults section reads it)",
+    "RLINF_RUN_DIR": "the run's directory: set workload.runName instead",
+    "RLINF_NODE_RANK": "set by the launcher from the pod's index",
+    "MLFLOW_TRACKING_URI": "set workload.mlflowTrackingUri instead",
+    "HF_TOKEN": "a secret: pulumi config set --secret rlinf-eks:hfToken (a plain value lands in the pod spec)",
+    "WANDB_API_KEY": "a secret: pulumi config set --secret rlinf-eks:wandbApiKey (a plain value lands in the pod spec)",
+}
+"""Variables the run sets itself (rlinf_eks.workload.env): workload.env may not set them, as the pod,
+the plan's Faults section and the secrets would then disagree. The value is what to do instead.
+(PYTHONPATH is not pinned: it is appended after the trainer's checkout.)"""
+
+
 class RayJobSettings(SettingsModel):
     """KubeRay RayJob options (launcher kuberay)."""
 
@@ -297,6 +322,12 @@ class WorkloadSettings(SettingsModel):
             raise PydanticCustomError(
                 "env", "{text}", {"text": f"{', '.join(map(repr, bad))}: environment variable names are letters, digits, '_', '-' or '.', not starting with a digit"}
             )
+        pinned = [
+            f"{name}={value[name]!r}: {PINNED_ENV['FI_EFA_*' if name.startswith('FI_EFA_') else name]}"
+            for name in value if name in PINNED_ENV or name.startswith("FI_EFA_")
+        ]  # fmt: skip
+        if pinned:
+            raise PydanticCustomError("rules", "{text}", {"text": "\n".join(pinned)})
         return value
 
     @model_validator(mode="after")

@@ -31,6 +31,7 @@ from ..config.errors import problem_line
 from . import verl_ppo, rlinf_embodied, rlinf_reasoning  # noqa: F401, I001 (each registers its dialect, in this order)
 from .base import DIALECTS, Resume, TrainerDialect, TrainerLaunch, World, config_name_of
 from .inputs import ChosenInput, chosen_inputs, config_recipe, input_problems
+from .pinned import pinned_problems
 from .recipe import recipe_of
 
 __all__ = [
@@ -86,6 +87,7 @@ TRAINER_RULES: tuple[StackRule, ...] = (
     StackRule(("workload",), _config_name),
     StackRule(("workload",), input_problems),
     StackRule(("workload", "gpuNodes"), _world_size),
+    StackRule(("workload",), pinned_problems),
 )
 """The trainers' stack rules; rlinf_eks.loading runs them after config's STACK_RULES."""
 

@@ -1,0 +1,73 @@
+"""Settings given in a stack that would have no effect: a section configured while its switch is
+off, a maximum with nothing that scales, a platform's run settings (it has no run). Each is a
+problem line naming the key, so that a stack never plans with a value that silently does nothing.
+
+A key counts as given when the stack file or ``--set`` wrote it (pydantic's ``model_fields_set``),
+not when it holds its default.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from pydantic import BaseModel
+
+from .errors import problem_line
+from .stack import StackSettings
+
+PLATFORM_WORKLOAD_KEYS = frozenset({"namespace", "ray_version", "restart"})
+"""What a platform reads of ``workload``: the runs' namespace, the Ray version its KubeRay operator
+serves, and the JobSet controller's version (workload.restart.jobsetVersion)."""
+
+
+def given(model: BaseModel, *, besides: Iterable[str] = ()) -> list[str]:
+    """The keys (camelCase) a stack gave in ``model``, less ``besides`` (snake_case names)."""
+    skip, fields = set(besides), type(model).model_fields
+    return [fields[name].alias or name for name in fields if name in model.model_fields_set and name not in skip]
+
+
+def _off(section: str, model: BaseModel, switch: str, why: str) -> list[str]:
+    return [problem_line(f"{section}.{key}", getattr(model, _snake(model, key)), f"has no effect: {why}; remove it") for key in given(model, besides=[switch])]
+
+
+def _snake(model: BaseModel, key: str) -> str:
+    return next(name for name, field in type(model).model_fields.items() if (field.alias or name) == key)
+
+
+def no_effect_problems(s: StackSettings, stack: Optional[str]) -> list[str]:
+    """Every given setting that would have no effect on this stack."""
+    problems: list[str] = []
+    if s.platform.role == "platform":
+        problems += [
+            problem_line(f"workload.{key}", getattr(s.workload, _snake(s.workload, key)),
+                         "a platform runs no training, so this is ignored: give it to an experiment stack on this platform")
+            for key in given(s.workload, besides=PLATFORM_WORKLOAD_KEYS)
+        ]  # fmt: skip
+    return problems + _sections(s)
+
+
+def _sections(s: StackSettings) -> list[str]:
+    problems: list[str] = []
+    gpu = s.gpu_nodes
+    if gpu.max_nodes is not None and not s.autoscaler.enabled:
+        problems.append(
+            problem_line("gpuNodes.maxNodes", gpu.max_nodes,
+                         f"has no effect: nothing scales the GPU node group (autoscaler.enabled is false), so it stays at "
+                         f"nodeCount {gpu.node_count}; enable the autoscaler or remove maxNodes")
+        )  # fmt: skip
+    if not s.autoscaler.enabled:
+        problems += _off("autoscaler", s.autoscaler, "enabled", "autoscaler.enabled is false")
+    if not s.kuberay.enabled:
+        problems += _off("kuberay", s.kuberay, "enabled", "kuberay.enabled is false")
+    if not s.preflight.enabled:
+        problems += _off("preflight", s.preflight, "enabled", "preflight.enabled is false")
+    if not s.queue.enabled:
+        problems += _off("queue", s.queue, "enabled", "queue.enabled is false")
+    if s.observability_backend != "prometheus" and "prometheus" in s.observability.model_fields_set:
+        problems += _off("observability.prometheus", s.observability.prometheus, "",
+                         f"the observability backend is {s.observability_backend}, not prometheus")  # fmt: skip
+    if s.workload.enabled and s.workload.launcher != "kuberay" and "rayjob" in s.workload.model_fields_set:
+        problems += _off("workload.rayjob", s.workload.rayjob, "", f"workload.launcher is {s.workload.launcher}, not kuberay")
+    if s.workload.enabled and s.workload.launcher != "manual" and "manual" in s.workload.model_fields_set:
+        problems += _off("workload.manual", s.workload.manual, "", f"workload.launcher is {s.workload.launcher}, not manual")
+    return problems
