@@ -161,3 +161,16 @@ def test_a_hand_built_plan_in_an_unsold_region_has_no_cost_but_a_short_reason():
     report = efficiency_of(hand_built_plan(), instance=P5, region="eu-central-1")
     assert report["cost"]["perHourWhileTraining"] is None
     assert report["cost"]["price"]["reason"] == "p5.48xlarge: not sold On-Demand in eu-central-1 per instances.vantage.sh (2026-01-21)"
+
+
+def test_the_diff_says_an_unknown_total_in_its_short_phrase():
+    from rlinf_eks.offline.diff import cost_change
+
+    base = {"cost": {"totalPerHourWhileTraining": 55.9, "totalPerHourIdle": 55.9}}
+    _, report = _stack_text("eu-west-1")
+    lines = cost_change(base, report)
+    assert lines == [f"unknown {when}: {report['cost']['totalUnknownSummary']}" for when in ("while training", "idle")]
+    assert all(len(line) < SHORT for line in lines)
+    # a report written before the summary existed still gets a short line
+    old = {"cost": {"totalPerHourWhileTraining": None, "totalPerHourIdle": None, "totalUnknownReason": "x" * 600}}
+    assert cost_change(base, old) == ["unknown while training: no sourced price", "unknown idle: no sourced price"]
