@@ -39,7 +39,7 @@ from .pricing_table import (
 )
 
 __all__ = ["SOURCES", "KARPENTER", "KARPENTER_GOV", "VANTAGE", "SKYPILOT", "PriceRow", "PRICES", "REGIONS",
-           "SYSTEM_PRICES", "ServicePrice", "on_demand_price", "priced_regions", "instance_hour"]
+           "SYSTEM_PRICES", "ServicePrice", "on_demand_price", "priced_regions", "priced_types_by_region", "instance_hour"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,16 @@ REGIONS: tuple[str, ...] = tuple(dict.fromkeys(row.region for row in _ROWS))
 def priced_regions(instance_type: str) -> tuple[str, ...]:
     """The regions where ``instance_type`` has a sourced price."""
     return tuple(row.region for row in _ROWS if row.instance_type == instance_type and row.known)
+
+
+def priced_types_by_region() -> dict[str, list[str]]:
+    """Per region of the table, the GPU types it prices, in the catalog's order: the table the
+    README shows (regions pricing none are left out)."""
+    table: dict[str, list[str]] = {}
+    for row in _ROWS:
+        if row.known:
+            table.setdefault(row.region, []).append(row.instance_type)
+    return table
 
 
 def on_demand_price(instance_type: str, region: str) -> PriceRow:

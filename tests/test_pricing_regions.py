@@ -174,3 +174,10 @@ def test_the_diff_says_an_unknown_total_in_its_short_phrase():
     # a report written before the summary existed still gets a short line
     old = {"cost": {"totalPerHourWhileTraining": None, "totalPerHourIdle": None, "totalUnknownReason": "x" * 600}}
     assert cost_change(base, old) == ["unknown while training: no sourced price", "unknown idle: no sourced price"]
+
+
+def test_the_per_region_table_for_the_readme_is_the_price_table():
+    table = pricing.priced_types_by_region()
+    assert table["us-east-1"][:3] == ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"]
+    assert "p5e.48xlarge" not in {t for types in table.values() for t in types}
+    assert {(t, r) for r, types in table.items() for t in types} == {key for key, row in pricing.PRICES.items() if row.known}

@@ -200,7 +200,9 @@ def stack_cost_of(
     """Every hourly charge of the registered resources, one item per kind, and the totals.
 
     One rule for what has no price: the item's ``perHour*`` are null and ``price.reason`` says
-    why; a total is null when any item is, and ``totalUnknownReason`` names those items."""
+    why in one short line; a total is null when any item is, ``totalUnknownReason`` joins those
+    items' reasons and ``totalUnknownSummary`` names them in a phrase short enough for the
+    terminal (:func:`unknown_summary`)."""
     items = _gpu_node_items(region, gpu_groups, gpu_price, gpu_nodes)
     clusters = of_type(resources, *EKS_CLUSTERS)
     for cluster in clusters:
