@@ -17,7 +17,7 @@ Sources (as the ``source`` column of a row names them):
   updated: 2026-01-21"). After the June 2025 P4/P5 cut: its us-east-1 figures equal Karpenter's of
   2026-02-09, its us-gov-west-1 figures Karpenter's GovCloud list of 2026-07-20, and its
   p5en.48xlarge figures for us-east-2, us-west-1, us-west-2 and eu-north-1 the ``dstack offer``
-  output of 2026-08-06 (dstackai/dstack PR #4110). A type it lists in no price for a region is
+  output of 2026-08-06 (dstackai/dstack PR #4110). A type it gives no price for in a region is
   taken as not sold On-Demand there; it missed p6-b200.48xlarge in GovCloud, which Karpenter's
   GovCloud list has, so GovCloud rows come from that list instead.
 - ``skypilot-catalog-001367d``: skypilot-org/skypilot-catalog ``catalogs/v7/aws/vms.csv`` at
