@@ -3,30 +3,17 @@ table, one row per type and region), and below, the hourly prices of the rest (E
 system nodes, NAT gateways, public IPv4, FSx for Lustre, gp3 volumes, KMS keys).
 
 Linux, shared tenancy, USD per instance-hour. Every row names its source and the date that source
-carries; a price this project could not source is ``None`` with the reason, never an estimate.
+carries (the sources and their figures are in :mod:`rlinf_eks.pricing_table`); a price this
+project could not source is ``None`` with a one-line reason, never an estimate.
 
 AWS cut the On-Demand prices of P4d, P4de, P5 and P5en by up to 45% in June 2025; only sources
-dated after the cut are used for those types. G-family prices did not change with that cut.
+dated after the cut are used for those types. G-family and m6i prices did not change with it.
 
-Sources (as the ``source`` column names them):
-
-- ``karpenter-2026-02-09``: aws/karpenter-provider-aws
-  ``pkg/providers/pricing/zz_generated.pricing_aws.go`` ("generated at 2026-02-09T13:43:35Z for
-  us-east-1"), Karpenter's snapshot of the AWS Price List API. us-east-1 only.
-- ``skypilot-catalog-pre-2025-06``: skypilot-org/skypilot-catalog ``catalogs/v7/aws/vms.csv``,
-  commit 27f67dd4e1bc0d35fa0ec075180ad54b230882c4 (the ``Price`` column, per region). The file
-  carries no date; it still lists p5.48xlarge at 98.32 USD, so it predates the June 2025 cut and
-  is used for G-family rows only (where it agrees with the 2026-02-09 us-east-1 figures).
-- ``dstack-pr-4110-2026-08-06``: dstackai/dstack pull request #4110 ("Add AWS p5en.48xlarge"),
-  ``dstack offer`` output pasted on 2026-08-06 listing p5en.48xlarge On-Demand per region.
-- ``karpenter-us-gov-2026-07-20``: aws/karpenter-provider-aws
-  ``pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go`` at commit
-  6fc13b5236fd04fd16ff3f9dc7490d0813994099 ("generated at 2026-07-20T13:44:38Z"), the AWS Price
-  List API's GovCloud (US) regions: p4d, p5 and p5en are listed in us-gov-west-1 only.
-
-Other regions where EC2 sells P4d, P5 or P5en (us-east-2, us-west-2, eu-*, ap-*, ...) have no row:
-no price dated after the June 2025 cut could be sourced for them, so the plan says "unknown" and
-why, and :func:`priced_regions` says where each type is priced.
+Where the table has rows: us-east-1 (Karpenter's price list), the commercial regions where
+instances.vantage.sh prices at least one catalog GPU type (:data:`REGIONS`), and GovCloud
+(Karpenter's GovCloud list). In those regions a GPU type the source does not price has a row
+that says it is not sold On-Demand there, per that source; :func:`priced_regions` says where a
+type is priced. A region outside the table says no price was sourced for it.
 """
 
 from __future__ import annotations
@@ -35,26 +22,25 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from .config.eks_versions import STANDARD_SUPPORT_ENDS
+from .pricing_table import (
+    GPU_TYPES,
+    KARPENTER,
+    KARPENTER_GOV,
+    KARPENTER_GOV_PRICES,
+    KARPENTER_US_EAST_1,
+    M6I_SIZES,
+    SKYPILOT,
+    SKYPILOT_M6I,
+    SOURCE_DATES,
+    SOURCE_NAMES,
+    SOURCES,
+    VANTAGE,
+    VANTAGE_GPU_PRICES,
+    VANTAGE_REGIONS,
+)
 
-KARPENTER = "karpenter-2026-02-09"
-SKYPILOT = "skypilot-catalog-pre-2025-06"
-DSTACK = "dstack-pr-4110-2026-08-06"
-KARPENTER_GOV = "karpenter-us-gov-2026-07-20"
-
-SOURCES: Mapping[str, str] = {
-    KARPENTER: "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go, generated 2026-02-09T13:43:35Z (AWS Price List API, us-east-1)",
-    SKYPILOT: "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @27f67dd4e1bc (undated; before the June 2025 P4/P5 price cut)",
-    DSTACK: "dstackai/dstack PR #4110, `dstack offer` output of 2026-08-06",
-    KARPENTER_GOV: "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go @6fc13b5236fd, "
-    "generated 2026-07-20T13:44:38Z (AWS Price List API, GovCloud)",
-}
-
-_SOURCE_DATES: Mapping[str, str] = {
-    KARPENTER: "2026-02-09",
-    SKYPILOT: "before 2025-06",
-    DSTACK: "2026-08-06",
-    KARPENTER_GOV: "2026-07-20",
-}
+__all__ = ["SOURCES", "KARPENTER", "KARPENTER_GOV", "VANTAGE", "SKYPILOT", "PriceRow", "PRICES", "REGIONS",
+           "SYSTEM_PRICES", "ServicePrice", "on_demand_price", "priced_regions", "priced_types_by_region", "instance_hour"]
 
 
 @dataclass(frozen=True)
@@ -65,14 +51,14 @@ class PriceRow:
     region: str
     usd_per_hour: Optional[float]
     source: Optional[str]
-    """A key of SOURCES; None when nothing could be sourced."""
+    """A key of SOURCES: where the price (or the word that the type is not sold) comes from."""
     reason: Optional[str] = None
-    """Why ``usd_per_hour`` is None."""
+    """Why ``usd_per_hour`` is None: one short line."""
 
     @property
     def as_of(self) -> Optional[str]:
         """The date the source carries (an ISO date, or a bound such as "before 2025-06")."""
-        return _SOURCE_DATES.get(self.source) if self.source else None
+        return SOURCE_DATES.get(self.source) if self.source else None
 
     @property
     def known(self) -> bool:
@@ -86,91 +72,63 @@ class PriceRow:
             "source": SOURCES.get(self.source) if self.source else None,
             "asOf": self.as_of,
             "reason": self.reason,
+            # where else the type has a price: the detail a short reason leaves out
+            "pricedIn": None if self.known else list(priced_regions(self.instance_type)),
         }
 
 
-_NO_CUT_PRICE_WEST = (
-    "no us-west-2 price dated after the June 2025 P4/P5 cut could be sourced "
-    "(the only us-west-2 figure found predates the cut)"
-)
-_CAPACITY_BLOCKS_ONLY = (
-    "not sold On-Demand: the 2026-02-09 us-east-1 price list has no p5e.48xlarge, and the catalog "
-    "lists it with no On-Demand price in any region (EC2 Capacity Blocks for ML only)"
-)
-_NOT_IN_SNAPSHOT = "no us-west-2 price could be sourced (absent from the regional snapshot used)"
-_NOT_IN_GOV_LIST = "not in the us-gov-west-1 price list of 2026-07-20 (not sold On-Demand there at that date)"
+CAPACITY_BLOCKS_ONLY = "p5e.48xlarge"
+"""Sold as EC2 Capacity Blocks for ML only: no source lists an On-Demand price in any region."""
 
-# fmt: off
-_ROWS: tuple[PriceRow, ...] = (
-    # us-east-1
-    PriceRow("p4d.24xlarge",     "us-east-1", 21.957642, KARPENTER),
-    PriceRow("p4de.24xlarge",    "us-east-1", 27.447050, KARPENTER),
-    PriceRow("p5.48xlarge",      "us-east-1", 55.04,     KARPENTER),
-    PriceRow("p5e.48xlarge",     "us-east-1", None,      None, _CAPACITY_BLOCKS_ONLY),
-    PriceRow("p5en.48xlarge",    "us-east-1", 63.296,    KARPENTER),
-    PriceRow("p6-b200.48xlarge", "us-east-1", 113.9328,  KARPENTER),
-    PriceRow("g6e.48xlarge",     "us-east-1", 30.13118,  KARPENTER),
-    PriceRow("g5.48xlarge",      "us-east-1", 16.288,    KARPENTER),
-    PriceRow("g6.48xlarge",      "us-east-1", 13.3504,   KARPENTER),
-    PriceRow("g5.8xlarge",       "us-east-1", 2.448,     KARPENTER),
-    PriceRow("g6e.8xlarge",      "us-east-1", 4.52856,   KARPENTER),
-    PriceRow("g5.2xlarge",       "us-east-1", 1.212,     KARPENTER),
-    # us-west-2
-    PriceRow("p4d.24xlarge",     "us-west-2", None,      None, _NO_CUT_PRICE_WEST),
-    PriceRow("p4de.24xlarge",    "us-west-2", None,      None, _NO_CUT_PRICE_WEST),
-    PriceRow("p5.48xlarge",      "us-west-2", None,      None, _NO_CUT_PRICE_WEST),
-    PriceRow("p5e.48xlarge",     "us-west-2", None,      None, _CAPACITY_BLOCKS_ONLY),
-    PriceRow("p5en.48xlarge",    "us-west-2", 63.296,    DSTACK),
-    PriceRow("p6-b200.48xlarge", "us-west-2", None,      None, _NOT_IN_SNAPSHOT),
-    PriceRow("g6e.48xlarge",     "us-west-2", 30.13118,  SKYPILOT),
-    PriceRow("g5.48xlarge",      "us-west-2", 16.288,    SKYPILOT),
-    PriceRow("g6.48xlarge",      "us-west-2", 13.3504,   SKYPILOT),
-    PriceRow("g5.8xlarge",       "us-west-2", 2.448,     SKYPILOT),
-    PriceRow("g6e.8xlarge",      "us-west-2", 4.52856,   SKYPILOT),
-    PriceRow("g5.2xlarge",       "us-west-2", 1.212,     SKYPILOT),
-    # us-gov-west-1 (AWS GovCloud (US-West))
-    PriceRow("p4d.24xlarge",     "us-gov-west-1", 26.3511,   KARPENTER_GOV),
-    PriceRow("p4de.24xlarge",    "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
-    PriceRow("p5.48xlarge",      "us-gov-west-1", 66.048,    KARPENTER_GOV),
-    PriceRow("p5e.48xlarge",     "us-gov-west-1", None,      None, _CAPACITY_BLOCKS_ONLY),
-    PriceRow("p5en.48xlarge",    "us-gov-west-1", 75.9552,   KARPENTER_GOV),
-    PriceRow("p6-b200.48xlarge", "us-gov-west-1", 136.71936, KARPENTER_GOV),
-    PriceRow("g6e.48xlarge",     "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
-    PriceRow("g5.48xlarge",      "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
-    PriceRow("g6.48xlarge",      "us-gov-west-1", 16.82734,  KARPENTER_GOV),
-    PriceRow("g5.8xlarge",       "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
-    PriceRow("g6e.8xlarge",      "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
-    PriceRow("g5.2xlarge",       "us-gov-west-1", None,      None, _NOT_IN_GOV_LIST),
-)
-# fmt: on
 
+def _gpu_row(instance_type: str, region: str, price: Optional[float], source: str) -> PriceRow:
+    if price is not None:
+        return PriceRow(instance_type, region, price, source)
+    if instance_type == CAPACITY_BLOCKS_ONLY:
+        return PriceRow(instance_type, region, None, source, f"{instance_type}: sold as Capacity Blocks only, not On-Demand")
+    return PriceRow(instance_type, region, None, source, f"{instance_type}: not sold On-Demand in {region} per {SOURCE_NAMES[source]}")
+
+
+def _rows() -> tuple[PriceRow, ...]:
+    rows = [_gpu_row(t, "us-east-1", KARPENTER_US_EAST_1.get(t), KARPENTER) for t in GPU_TYPES]
+    for region in VANTAGE_REGIONS:
+        rows += [_gpu_row(t, region, VANTAGE_GPU_PRICES[t].get(region), VANTAGE) for t in GPU_TYPES]
+    for region, prices in KARPENTER_GOV_PRICES.items():
+        rows += [_gpu_row(t, region, prices.get(t), KARPENTER_GOV) for t in GPU_TYPES]
+    return tuple(rows)
+
+
+_ROWS = _rows()
 PRICES: Mapping[tuple[str, str], PriceRow] = {(row.instance_type, row.region): row for row in _ROWS}
 REGIONS: tuple[str, ...] = tuple(dict.fromkeys(row.region for row in _ROWS))
+"""The regions the GPU table has rows for (a row may say the type is not sold there)."""
 
 
 def priced_regions(instance_type: str) -> tuple[str, ...]:
-    """The regions where ``instance_type`` has a sourced price (a region's row may say unknown)."""
+    """The regions where ``instance_type`` has a sourced price."""
     return tuple(row.region for row in _ROWS if row.instance_type == instance_type and row.known)
 
 
-def _where_priced(instance_type: str) -> str:
-    regions = priced_regions(instance_type)
-    return f"{instance_type} is priced in {', '.join(regions)} only" if regions else f"{instance_type} is priced in no region"
+def priced_types_by_region() -> dict[str, list[str]]:
+    """Per region of the table, the GPU types it prices, in the catalog's order: the table the
+    README shows (regions pricing none are left out)."""
+    table: dict[str, list[str]] = {}
+    for row in _ROWS:
+        if row.known:
+            table.setdefault(row.region, []).append(row.instance_type)
+    return table
 
 
 def on_demand_price(instance_type: str, region: str) -> PriceRow:
-    """The price row of ``instance_type`` in ``region``; a row with ``usd_per_hour=None`` and the
-    reason (with the regions where the type is priced) when the table has no price for it."""
+    """The price row of ``instance_type`` in ``region``, or a row with ``usd_per_hour=None`` and a
+    one-line reason: not sold there (per the region's source), Capacity Blocks only, a region
+    outside the table, or a type outside it. ``to_json()["pricedIn"]`` lists where it is priced."""
     row = PRICES.get((instance_type, region))
-    if row is not None and row.known:
-        return row
     if row is not None:
-        reason = f"{row.reason}; {_where_priced(instance_type)}"
-    elif not any(r.instance_type == instance_type for r in _ROWS):
-        reason = f"{instance_type} is not in the price table"
-    else:
-        reason = f"no prices sourced for region {region}; {_where_priced(instance_type)}"
-    return PriceRow(instance_type, region, None, None, reason)
+        return row
+    if instance_type not in GPU_TYPES:
+        return PriceRow(instance_type, region, None, None, f"{instance_type}: not in the price table")
+    return PriceRow(instance_type, region, None, None, f"{instance_type}: no price sourced for region {region}")
 
 
 # --- everything else a stack bills --------------------------------------------------------------
@@ -216,12 +174,13 @@ _FSX_PERSISTENT2_SSD_PER_GB_MONTH: Mapping[str, Mapping[int, float]] = {
 }
 _GP3_PER_GB_MONTH: Mapping[str, float] = {"us-east-1": 0.08, "us-west-2": 0.08}
 
-# System node instance types (standard families, untouched by the June 2025 P4/P5 cut), from the
-# us-east-1 snapshot only: no regional figure for them was checked.
+# System node instance types (m6i, general purpose: untouched by the June 2025 P4/P5 cut):
+# us-east-1 from Karpenter, GovCloud from Karpenter's GovCloud list, the other regions from the
+# SkyPilot catalog (pricing_table.SKYPILOT).
 _SYSTEM_ROWS: tuple[PriceRow, ...] = (
-    PriceRow("m6i.large", "us-east-1", 0.096, KARPENTER),
-    PriceRow("m6i.xlarge", "us-east-1", 0.192, KARPENTER),
-    PriceRow("m6i.2xlarge", "us-east-1", 0.384, KARPENTER),
+    tuple(PriceRow(t, "us-east-1", KARPENTER_US_EAST_1[t], KARPENTER) for t in M6I_SIZES)
+    + tuple(PriceRow(t, r, prices[t], KARPENTER_GOV) for r, prices in KARPENTER_GOV_PRICES.items() for t in M6I_SIZES)
+    + tuple(PriceRow(t, r, price, SKYPILOT) for r, sizes in SKYPILOT_M6I.items() for t, price in zip(M6I_SIZES, sizes))
 )
 SYSTEM_PRICES: Mapping[tuple[str, str], PriceRow] = {(row.instance_type, row.region): row for row in _SYSTEM_ROWS}
 
@@ -240,14 +199,16 @@ class ServicePrice:
     def to_json(self) -> dict[str, object]:
         return {
             "usdPerUnitHour": self.usd_per_unit_hour,
-            "source": SERVICE_SOURCES.get(self.source) or SOURCES.get(self.source) if self.source else None,
+            "source": (SERVICE_SOURCES.get(self.source) or SOURCES.get(self.source)) if self.source else None,
             "reason": self.reason,
             "detail": self.detail,
         }
 
 
 def _unpriced(what: str, region: str, regions: Mapping[str, object]) -> ServicePrice:
-    return ServicePrice(None, None, f"no {what} price sourced for {region}; priced regions: {', '.join(regions) or 'none'}")
+    """One short line; a long list of priced regions would make it long, so past two it is a count."""
+    where = ", ".join(regions) if len(regions) <= 2 else f"{len(regions)} regions"
+    return ServicePrice(None, None, f"no {what} price sourced for {region} (priced: {where or 'none'})")
 
 
 def eks_control_plane(version: str, on: str) -> ServicePrice:
@@ -298,11 +259,11 @@ def gp3_per_gb(region: str) -> ServicePrice:
 def instance_hour(instance_type: str, region: str) -> ServicePrice:
     """Per instance-hour On-Demand, of a GPU type (the catalog's table) or a system node type."""
     row = SYSTEM_PRICES.get((instance_type, region))
-    if row is None and instance_type not in {t for t, _ in PRICES}:
-        priced = ", ".join(f"{t} in {r}" for t, r in SYSTEM_PRICES)
-        return ServicePrice(None, None, f"no On-Demand price of {instance_type} sourced for {region}; priced: {priced}")
+    if row is None and instance_type not in GPU_TYPES:
+        priced = sorted({r for t, r in SYSTEM_PRICES if t == instance_type})
+        return _unpriced(f"On-Demand {instance_type}", region, dict.fromkeys(priced))
     row = row or on_demand_price(instance_type, region)
-    return ServicePrice(row.usd_per_hour, row.source, row.reason, f"as of {row.as_of}" if row.as_of else None)
+    return ServicePrice(row.usd_per_hour, row.source, row.reason, f"as of {row.as_of}" if row.known and row.as_of else None)
 
 
 # Billed by use, not by the hour: the report lists them, it cannot price them.

@@ -99,14 +99,17 @@ def test_scale_to_zero_idles_at_the_cost_of_everything_but_the_gpu_nodes():
 @pytest.mark.parametrize(
     "stack, sets, unknown",
     [
-        # no region priced at all: every item says so
+        # p5 is not sold in eu-west-1; its system nodes are priced, its volumes and NAT not
         ("single-node", ("aws:region=eu-west-1", "availabilityZone=eu-west-1a"),
-         {"gpuNodes", "gpuNodeVolumes", "systemNodes", "systemNodeVolumes", "natGateways"}),
-        # GPU nodes (and volumes, NAT) priced in us-west-2, the shared filesystem and the system
-        # nodes not: the total is still unknown
-        ("capacity-block", ("aws:region=us-west-2", "availabilityZone=us-west-2a"), {"sharedFilesystem", "systemNodes"}),
+         {"gpuNodes", "gpuNodeVolumes", "systemNodeVolumes", "natGateways"}),
+        # a region outside the price table: every regional item says so
+        ("single-node", ("aws:region=af-south-1", "availabilityZone=af-south-1a"),
+         {"gpuNodes", "gpuNodeVolumes", "systemNodeVolumes", "natGateways"}),
+        # GPU nodes, system nodes (and volumes, NAT) priced in us-west-2, the shared filesystem
+        # not: the total is still unknown
+        ("capacity-block", ("aws:region=us-west-2", "availabilityZone=us-west-2a"), {"sharedFilesystem"}),
     ],
-    ids=["eu-west-1", "us-west-2-fsx"],
+    ids=["eu-west-1", "af-south-1", "us-west-2-fsx"],
 )
 def test_an_item_without_a_price_says_why_and_makes_the_total_unknown(stack, sets, unknown):
     cost = _cost(stack, *sets)

@@ -318,6 +318,7 @@ def cost_change(base: dict[str, Any] | None, new: dict[str, Any] | None) -> list
             if round(now - old, 2) != 0:
                 lines.append(f"{_money(now - old)} {when} (${old:,.2f}/h → ${now:,.2f}/h)")
         elif old != now:
-            reason = new["cost"].get("totalUnknownReason") or base["cost"].get("totalUnknownReason") or "no sourced price"
-            lines.append(f"unknown {when}: {reason}")
+            # the short phrase (the reasons are in efficiency.json); a report from before it had none
+            summary = new["cost"].get("totalUnknownSummary") or base["cost"].get("totalUnknownSummary") or "no sourced price"
+            lines.append(f"unknown {when}: {summary}")
     return lines

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ..config import StackSettings
 
 __all__ = ["efficiency_of", "efficiency_report", "render_efficiency", "dumps", "pod_requests", "quantity", "training_pods",
-           "gpu_node_groups", "stack_cost_of", "NODE_GROUP_TYPES", "EKS_CLUSTERS"]
+           "gpu_node_groups", "stack_cost_of", "unknown_summary", "NODE_GROUP_TYPES", "EKS_CLUSTERS"]
 
 MIB = 1024 * 1024
 # The kinds whose GPU pods are the training run; a Deployment or DaemonSet that requests GPUs is
@@ -200,7 +200,9 @@ def stack_cost_of(
     """Every hourly charge of the registered resources, one item per kind, and the totals.
 
     One rule for what has no price: the item's ``perHour*`` are null and ``price.reason`` says
-    why; a total is null when any item is, and ``totalUnknownReason`` names those items."""
+    why in one short line; a total is null when any item is, ``totalUnknownReason`` joins those
+    items' reasons and ``totalUnknownSummary`` names them in a phrase short enough for the
+    terminal (:func:`unknown_summary`)."""
     items = _gpu_node_items(region, gpu_groups, gpu_price, gpu_nodes)
     clusters = of_type(resources, *EKS_CLUSTERS)
     for cluster in clusters:
@@ -222,10 +224,31 @@ def stack_cost_of(
         "items": items,
         **totals,
         "totalUnknownReason": "; ".join(f"{i['item']}: {i['price']['reason']}" for i in unknown) or None,
+        "totalUnknownSummary": unknown_summary([i["item"] for i in unknown]),
         "supportTierDate": on_date,
         "notes": notes,
         "usageBased": list(pricing.USAGE_BASED),
     }
+
+
+SUMMARY_WIDTH = 80
+
+
+def unknown_summary(items: list[str]) -> Optional[str]:
+    """The items without a price in one short phrase (at most ``SUMMARY_WIDTH`` characters):
+    ``no price for gpuNodes, natGateways``; past the width the rest are counted. The reasons are
+    in each item's ``price.reason`` and, joined, in ``totalUnknownReason``."""
+    if not items:
+        return None
+    shown: list[str] = []
+    for index, name in enumerate(items):
+        rest = len(items) - index - 1
+        candidate = ", ".join([*shown, name]) + (f" and {rest} more" if rest else "")
+        if shown and len("no price for " + candidate) > SUMMARY_WIDTH:
+            break
+        shown.append(name)
+    hidden = len(items) - len(shown)
+    return "no price for " + ", ".join(shown) + (f" and {hidden} more" if hidden else "")
 
 
 # --- node facts, placement, GPU cost ------------------------------------------------------------
@@ -447,14 +470,18 @@ def _usd_fine(value: Optional[float]) -> str:
 
 def _render_stack_cost(cost: Mapping[str, Any]) -> list[str]:
     if cost["totalPerHourWhileTraining"] is None:
-        lines = [f"  stack cost   unknown: {cost['totalUnknownReason']}"]
+        summary = cost.get("totalUnknownSummary") or "no sourced price"
+        lines = [f"  stack cost   unknown: {summary} (why: below)"]
     else:
         lines = [
             f"  stack cost   {_usd(cost['totalPerHourWhileTraining'])} while training, {_usd(cost['totalPerHourIdle'])} idle, "
             f"{_usd(cost['totalPerHourAtMax'])} at max, everything the stack bills by the hour:"
         ]
     for item in cost["items"]:
-        detail = item["price"]["detail"] or item["price"]["reason"] or ""
+        if item["price"]["usdPerUnitHour"] is None:
+            lines.append(f"    {item['item']:<18} unknown: {item['price']['reason'] or 'no sourced price'}")
+            continue
+        detail = item["price"]["detail"] or ""
         lines.append(
             f"    {item['item']:<18} {_usd_fine(item['perHourWhileTraining']):>13} while training, {_usd_fine(item['perHourIdle'])} idle"
             f"{'  (' + detail + ')' if detail else ''}"
