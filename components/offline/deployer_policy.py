@@ -62,6 +62,7 @@ EC2_CREATE, EC2_TAG, EC2_CHANGE, EC2_IN_VPC, EC2_LAUNCH = (
     "Ec2CreateOnlyTaggedWithTheStack", "Ec2TagOnlyWhileCreating", "Ec2ChangeOnlyTheStacksResources", "Ec2CreateInAVpc",
     "Ec2LaunchAndAttachInTheRegion",
 )  # fmt: skip
+EC2_CLUSTER_SG = "Ec2RulesOnTheClustersSecurityGroup"
 EKS, EKS_CATALOG = "EksOnlyTheStacksCluster", "EksAddonVersionsCatalog"
 IAM_CREATE, IAM_CHANGE, IAM_PASS = "IamCreateRolesTaggedWithTheStack", "IamChangeOnlyTheStacksRoles", "IamPassTheStacksRolesToItsServices"
 IAM_LINKED, IAM_OIDC = "IamServiceLinkedRolesOfItsServices", "IamOidcProviderOfTheRegion"
@@ -108,6 +109,8 @@ ACTIONS: dict[str, Grants] = {
     ),
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": Grants({
         EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress", "ec2:CreateTags", "ec2:DeleteTags"),
+        # the shared filesystem's rules on the cluster security group EKS made
+        EC2_CLUSTER_SG: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress"),
         READ: ("ec2:DescribeSecurityGroupRules",),
     }),
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": Grants({

@@ -132,6 +132,13 @@ SCOPES: dict[str, Scope] = {
         "their ids cannot be known in advance.",
         _tag("ResourceTag"),
     ),
+    "Ec2RulesOnTheClustersSecurityGroup": Scope(
+        lambda t: [t.arn("ec2", "security-group/*")],
+        "Rules on the cluster security group EKS makes (the shared filesystem admits its clients): EKS tags it "
+        "aws:eks:cluster-name, not with the stack's tags (EKS user guide, \"View Amazon EKS security group "
+        "requirements for clusters\").",
+        lambda t: {"StringEquals": {"aws:ResourceTag/aws:eks:cluster-name": t.cluster}},
+    ),
     "Ec2CreateInAVpc": Scope(
         lambda t: [t.arn("ec2", "vpc/*")],
         "A subnet, security group or route table is created in a VPC, which the create also authorizes: an existing "
