@@ -263,12 +263,12 @@ def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str
         if grants is None:
             continue
         if grants.names is not None:
-            names[grants.names[0]].add(name_pattern(r, grants.names[1]))
+            names.setdefault(grants.names[0], set()).add(name_pattern(r, grants.names[1]))
         pass_to.update(grants.pass_to)
         linked.update(grants.service_linked)
     return Target(
-        stack=stack, region=region, cluster=cluster, roles=tuple(sorted(names["roles"])), buckets=tuple(sorted(names["buckets"])),
-        pass_to=tuple(sorted(pass_to)), service_linked=tuple(sorted(linked)),
+        stack=stack, region=region, cluster=cluster, pass_to=tuple(sorted(pass_to)), service_linked=tuple(sorted(linked)),
+        **{kind: tuple(sorted(patterns)) for kind, patterns in names.items()},
     )
 
 
