@@ -254,3 +254,88 @@ def requests_for(world: World, call: Call, resource: Mapping[str, Any]) -> list[
     if rule is None:
         raise NoRule(f"{call.service} {call.operation}: no IAM resource rule in tests/iam_arns.py RULES (add its ARN format with the source)")
     return rule(world, call, resource)
+
+
+# --- the resource each type's read/update/delete actions act on --------------------------------------
+# (same sources as above): the planned resource's own ARN, or its parent's where the provider's
+# calls name the parent (a route names its route table, a rule its security group, a role policy
+# its role, a bucket setting its bucket), with that resource's tags as aws:ResourceTag.
+
+
+def _own_ec2(kind: str, key: str | None = None) -> Callable[[World, Mapping[str, Any]], Request]:
+    def rule(w: World, r: Mapping[str, Any]) -> Request:
+        id_ = r["inputs"][key] if key else (r["inputs"].get("name") or r["id"]) if kind == "placement-group" else r["id"]
+        return w.existing("", "ec2", f"{kind}/{id_}", id_)
+
+    return rule
+
+
+def _own_eks(w: World, r: Mapping[str, Any]) -> Request:
+    i, t = r["inputs"], r["type"]
+    if t == "eks:index:Cluster":
+        path = f"cluster/{i['name']}"
+    elif t == "aws:eks/nodeGroup:NodeGroup":
+        path = f"nodegroup/{i['clusterName']}/{i.get('nodeGroupName') or r['id'].split(':', 1)[-1]}/{EKS_UUID}"
+    elif t == "aws:eks/addon:Addon":
+        path = f"addon/{i['clusterName']}/{i['addonName']}/{EKS_UUID}"
+    else:
+        path = f"podidentityassociation/{i['clusterName']}/a-{EKS_UUID[:17].replace('-', '')}"
+    return Request("", w.arn("eks", path))
+
+
+def _own_role(key: str | None) -> Callable[[World, Mapping[str, Any]], Request]:
+    def rule(w: World, r: Mapping[str, Any]) -> Request:
+        name = r["inputs"][key] if key else (r["inputs"].get("name") or r["id"])
+        return w.existing("", "iam", f"role/{name}", name)
+
+    return rule
+
+
+def _own_bucket(key: str | None) -> Callable[[World, Mapping[str, Any]], Request]:
+    return lambda w, r: Request("", w.arn("s3", r["inputs"][key] if key else (r["inputs"].get("bucket") or r["id"])))
+
+
+OWN: dict[str, Callable[[World, Mapping[str, Any]], Request]] = {
+    "aws:ec2/vpc:Vpc": _own_ec2("vpc"),
+    "aws:ec2/subnet:Subnet": _own_ec2("subnet"),
+    "aws:ec2/internetGateway:InternetGateway": _own_ec2("internet-gateway"),
+    "aws:ec2/eip:Eip": _own_ec2("elastic-ip"),
+    "aws:ec2/natGateway:NatGateway": _own_ec2("natgateway"),
+    "aws:ec2/routeTable:RouteTable": _own_ec2("route-table"),
+    "aws:ec2/route:Route": _own_ec2("route-table", "routeTableId"),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": _own_ec2("route-table", "routeTableId"),
+    "aws:ec2/securityGroup:SecurityGroup": _own_ec2("security-group"),
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _own_ec2("security-group", "securityGroupId"),
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _own_ec2("security-group", "securityGroupId"),
+    "aws:ec2/placementGroup:PlacementGroup": _own_ec2("placement-group"),
+    "aws:ec2/launchTemplate:LaunchTemplate": _own_ec2("launch-template"),
+    "eks:index:Cluster": _own_eks,
+    "aws:eks/nodeGroup:NodeGroup": _own_eks,
+    "aws:eks/addon:Addon": _own_eks,
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": _own_eks,
+    "aws:iam/role:Role": _own_role(None),
+    "aws:iam/rolePolicy:RolePolicy": _own_role("role"),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": _own_role("role"),
+    "aws:kms/key:Key": lambda w, r: w.existing("", "kms", f"key/{r['id']}", r["id"]),
+    "aws:s3/bucket:Bucket": _own_bucket(None),
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": _own_bucket("bucket"),
+    "aws:s3/bucketPolicy:BucketPolicy": _own_bucket("bucket"),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": _own_bucket("bucket"),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": _own_bucket("bucket"),
+    "aws:s3/bucketVersioning:BucketVersioning": _own_bucket("bucket"),
+    "aws:fsx/lustreFileSystem:LustreFileSystem": lambda w, r: w.existing("", "fsx", f"file-system/{r['id']}", r["id"]),
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": lambda w, r: w.existing(
+        "", "fsx", f"association/{r['inputs']['fileSystemId']}/{r['id']}", r["id"]
+    ),
+    "aws:autoscaling/schedule:Schedule": lambda w, r: Request(
+        "", w.arn("autoscaling", f"autoScalingGroup:{ASG_ID}:autoScalingGroupName/{r['inputs']['autoscalingGroupName']}"),
+        {"aws:ResourceTag/eks:cluster-name": w.cluster},
+    ),
+}
+
+
+def own_resource(world: World, resource: Mapping[str, Any]) -> Request:
+    """The ARN and tags the type's read/update/delete actions act on (``action`` left empty)."""
+    if resource["type"] not in OWN:
+        raise NoRule(f"{resource['type']}: no own-ARN rule in tests/iam_arns.py OWN (add its ARN format with the source)")
+    return OWN[resource["type"]](world, resource)
