@@ -144,7 +144,9 @@ def _iam_create_role(w: World, call: Call, resource: Mapping[str, Any]) -> list[
 
 
 def _iam_on_role(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
-    return [w.existing(f"iam:{call.operation}", "iam", f"role/{call.params['RoleName']}", call.params["RoleName"])]
+    # AttachRolePolicy carries the policy's ARN as iam:PolicyARN
+    extra = {"iam:PolicyARN": call.params["PolicyArn"]} if "PolicyArn" in call.params else {}
+    return [w.existing(f"iam:{call.operation}", "iam", f"role/{call.params['RoleName']}", call.params["RoleName"], **extra)]
 
 
 def _iam_oidc(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:

@@ -120,6 +120,10 @@ def test_another_stacks_tagged_resources_are_denied(multi):
     assert allowed(policy, Request("iam:DeleteRole", role, ours))
     assert not allowed(policy, Request("iam:DeleteRole", role, theirs))  # same name pattern, other stack's tag
     assert not allowed(policy, Request("iam:DeleteRole", "arn:aws:iam::123456789012:role/admin", ours))  # not the plan's name
+    worker = "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"
+    assert allowed(policy, Request("iam:AttachRolePolicy", role, {**ours, "iam:PolicyARN": worker}))
+    assert not allowed(policy, Request("iam:AttachRolePolicy", role, {**ours, "iam:PolicyARN": "arn:aws:iam::aws:policy/AdministratorAccess"}))
+    assert not allowed(policy, Request("iam:AttachRolePolicy", role, {**theirs, "iam:PolicyARN": worker}))
     assert allowed(policy, Request("ec2:DeleteVpc", _ec2("vpc", "vpc-1"), ours))
     assert not allowed(policy, Request("ec2:DeleteVpc", _ec2("vpc", "vpc-1"), theirs))
     assert not allowed(policy, Request("ec2:DeleteVpc", _ec2("vpc", "vpc-1")))  # untagged: not the stack's

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .deployer_scopes import SCOPES, Target
+from .deployer_scopes import SCOPES, Target, partition_of
 
 POLICY_FILE = "deployer-policy.json"
 NOTES_FILE = "deployer-policy.md"
@@ -66,6 +66,7 @@ EC2_CLUSTER_SG = "Ec2RulesOnTheClustersSecurityGroup"
 EKS, EKS_CATALOG = "EksOnlyTheStacksCluster", "EksAddonVersionsCatalog"
 IAM_CREATE, IAM_CHANGE, IAM_PASS = "IamCreateRolesTaggedWithTheStack", "IamChangeOnlyTheStacksRoles", "IamPassTheStacksRolesToItsServices"
 IAM_LINKED, IAM_OIDC = "IamServiceLinkedRolesOfItsServices", "IamOidcProviderOfTheRegion"
+IAM_ATTACH = "IamAttachOnlyThePlansManagedPolicies"
 KMS_CREATE, KMS = "KmsCreateKeysTaggedWithTheStack", "KmsOnlyTheStacksKeys"
 S3, FSX_CREATE, FSX, ASG = "S3OnlyTheStacksBuckets", "FsxCreateTaggedWithTheStack", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups"
 
@@ -154,7 +155,7 @@ ACTIONS: dict[str, Grants] = {
                   "eks:CreateAddon", "eks:DescribeAddon", "eks:DeleteAddon"),
             EKS_CATALOG: ("eks:DescribeAddonVersions",),
             IAM_CREATE: ("iam:CreateRole", "iam:TagRole"),
-            IAM_CHANGE: (*_ROLE_CHANGE, "iam:AttachRolePolicy", "iam:DetachRolePolicy"),
+            IAM_CHANGE: _ROLE_CHANGE, IAM_ATTACH: ("iam:AttachRolePolicy", "iam:DetachRolePolicy"),
             IAM_PASS: ("iam:PassRole",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
             IAM_OIDC: ("iam:CreateOpenIDConnectProvider", "iam:GetOpenIDConnectProvider", "iam:DeleteOpenIDConnectProvider", "iam:TagOpenIDConnectProvider"),
             EC2_CREATE: ("ec2:CreateSecurityGroup",), EC2_IN_VPC: ("ec2:CreateSecurityGroup",), EC2_TAG: ("ec2:CreateTags",),
@@ -171,7 +172,10 @@ ACTIONS: dict[str, Grants] = {
         names=("roles", "name"),
     ),
     "aws:iam/rolePolicy:RolePolicy": Grants({IAM_CHANGE: ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy")}),
-    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": Grants({IAM_CHANGE: ("iam:AttachRolePolicy", "iam:ListAttachedRolePolicies", "iam:DetachRolePolicy")}),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": Grants(
+        {IAM_ATTACH: ("iam:AttachRolePolicy", "iam:DetachRolePolicy"), IAM_CHANGE: ("iam:ListAttachedRolePolicies",)},
+        names=("policies", "policyArn"),
+    ),
     "aws:kms/key:Key": Grants({
         KMS_CREATE: ("kms:CreateKey", "kms:TagResource"),
         KMS: ("kms:DescribeKey", "kms:GetKeyPolicy", "kms:GetKeyRotationStatus", "kms:ListResourceTags", "kms:PutKeyPolicy",
@@ -244,10 +248,13 @@ def aws_types(resources: Iterable[Mapping[str, Any]]) -> set[str]:
 
 def name_pattern(resource: Mapping[str, Any], key: str) -> str:
     """The name a resource gets: the one its inputs set, else Pulumi's autoname, the logical name
-    and a random suffix (``<name>-*``); a ``<key>Prefix`` input is a prefix."""
+    and a random suffix (``<name>-*``); a ``<key>Prefix`` input is a prefix. An ARN the plan does
+    not know yet (an output) is ``*``."""
     inputs = resource.get("inputs") or resource.get("sets") or {}
     if isinstance(inputs.get(key), str):
         return inputs[key]
+    if key.endswith("Arn"):
+        return "*"
     if isinstance(inputs.get(f"{key}Prefix"), str):
         return inputs[f"{key}Prefix"] + "*"
     return f"{resource['name']}-*"
@@ -268,7 +275,8 @@ def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str
         linked.update(grants.service_linked)
     return Target(
         stack=stack, region=region, cluster=cluster, pass_to=tuple(sorted(pass_to)), service_linked=tuple(sorted(linked)),
-        **{kind: tuple(sorted(patterns)) for kind, patterns in names.items()},
+        # pulumi-eks's children name their policies' partition "<partition>" (offline/eks_children.py)
+        **{kind: tuple(sorted(p.replace("<partition>", partition_of(region)) for p in patterns)) for kind, patterns in names.items()},
     )
 
 

@@ -66,6 +66,8 @@ class Target:
     """Role name patterns: a name the plan sets, or ``<logical name>-*`` for an autonamed role."""
     buckets: tuple[str, ...] = ()
     """Bucket name patterns, the same way."""
+    policies: tuple[str, ...] = ()
+    """The managed policies the plan attaches to its roles (``iam:PolicyARN``)."""
     pass_to: tuple[str, ...] = ()
     """The services the plan passes its roles to (``iam:PassedToService``)."""
     service_linked: tuple[str, ...] = ()
@@ -169,6 +171,13 @@ SCOPES: dict[str, Scope] = {
         "tells the stacks apart.",
         _tag("ResourceTag"),
         lambda t: bool(t.roles),
+    ),
+    "IamAttachOnlyThePlansManagedPolicies": Scope(
+        _roles,
+        "Attach and detach only the managed policies the plan attaches (iam:PolicyARN), on the stack's roles "
+        "(aws:ResourceTag): not, say, AdministratorAccess.",
+        lambda t: {"StringEquals": {f"aws:ResourceTag/{TAG_KEY}": t.stack}, "ArnLike": {"iam:PolicyARN": list(t.policies)}},
+        lambda t: bool(t.roles and t.policies),
     ),
     "IamPassTheStacksRolesToItsServices": Scope(
         _roles,
