@@ -21,7 +21,8 @@ Sources, the AWS Service Authorization Reference ("Actions, resources, and condi
   ``podidentityassociation/${ClusterName}/${Id}``; ``eks:DescribeAddonVersions`` has no resource.
 - IAM: ``role/${RoleNameWithPath}``, ``oidc-provider/${OidcProviderName}``; the role resource
   supports ``aws:ResourceTag/${TagKey}``; ``iam:CreateRole`` ``aws:RequestTag/${TagKey}``;
-  ``iam:PassRole`` ``iam:PassedToService``; ``iam:CreateServiceLinkedRole`` ``iam:AWSServiceName``.
+  ``iam:PassRole`` ``iam:PassedToService``; ``iam:CreateServiceLinkedRole`` ``iam:AWSServiceName``;
+  ``iam:AttachRolePolicy`` and ``iam:DetachRolePolicy`` ``iam:PolicyARN``.
   PassRole for EKS with ``iam:PassedToService`` ``eks.amazonaws.com``: the Step Functions
   developer guide, "IAM policies for Amazon EKS" (CreateCluster, CreateNodegroup).
 - AWS KMS: ``key/${KeyId}`` with ``aws:ResourceTag/${TagKey}``; ``kms:CreateKey`` has no resource
