@@ -661,8 +661,9 @@ def _pod_identity_association(i: Inputs) -> Iterator[Call]:
 
 # pulumi-eks's Cluster is a remote component: under mocks it has no children, so its inputs are
 # checked against the requests its children make (aws.eks.Cluster -> CreateCluster, the vpc-cni
-# and coredns addons -> CreateAddon). The cluster role is created inside it: a stand-in ARN.
-_PULUMI_EKS_ROLE = "arn:aws:iam::123456789012:role/pulumi-eks-cluster-role"
+# and coredns addons -> CreateAddon). The cluster role is created inside it: a stand-in ARN named as
+# pulumi-eks names it (servicerole.ts: the role "<cluster>-eksRole-role", autonamed).
+_PULUMI_EKS_ROLE = "arn:aws:iam::123456789012:role/{name}-eksRole-role-0a1b2c3"
 
 
 @translates(
@@ -685,7 +686,7 @@ def _pulumi_eks_cluster(i: Inputs) -> Iterator[Call]:
     request = {
         "name": i["name"],
         "version": i.get("version"),
-        "roleArn": i.get("serviceRole") or _PULUMI_EKS_ROLE,
+        "roleArn": i.get("serviceRole") or _PULUMI_EKS_ROLE.format(name=i.resource["name"]),
         "resourcesVpcConfig": _drop_none(vpc),
         "logging": {"clusterLogging": [{"types": i["enabledClusterLogTypes"], "enabled": True}]} if i.get("enabledClusterLogTypes") else None,
         "accessConfig": {"authenticationMode": i["authenticationMode"]} if "authenticationMode" in i else None,
@@ -1243,7 +1244,7 @@ def policy_problems(document: Any) -> list[str]:
             problems.append(f"{where}: an identity policy statement needs Resource (or NotResource)")
         for key in ("Resource", "NotResource"):
             for arn in _as_list(statement.get(key, [])):
-                if not (arn == "*" or (isinstance(arn, str) and re.fullmatch(r"arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12}|aws)?:.+", arn))):
+                if not (arn == "*" or (isinstance(arn, str) and re.fullmatch(r"arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12}|aws|\*)?:.+", arn))):
                     problems.append(f"{where}.{key}={arn!r}: not an ARN (arn:partition:service:region:account:resource) or *")
         for key in ("Principal", "NotPrincipal"):
             principal = statement.get(key)

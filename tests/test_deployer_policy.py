@@ -1,7 +1,9 @@
-"""DIR/deployer-policy.json: the least-privilege policy of the identity that runs `pulumi up`,
-derived from the plan's resource types; every action is a real one (botocore's models, as the IAM
-grammar test checks the stacks' own policies), every AWS resource type of every stack and variant
-has its actions, and the file is written with the plan."""
+"""DIR/deployer-policy.json: the policy of the identity that runs `pulumi up`, derived from the plan
+and scoped to the stack; every action is a real one (botocore's models, as the IAM grammar test
+checks the stacks' own policies), every AWS resource type of every stack and variant has its
+actions, every API request the plan implies is allowed on its resource's ARN (tests/iam_eval.py
+over tests/iam_arns.py), another stack's resources and other services are not, and the policy fits
+IAM's managed-policy limit (split into parts where it does not)."""
 
 from __future__ import annotations
 
@@ -12,36 +14,210 @@ import sys
 import pytest
 
 from rlinf_eks.offline import deployer_policy as dp
-from rlinf_eks.offline.plan import deployer_policy_of_plan
+from rlinf_eks.offline.deployer_scopes import SCOPES, Target, partition_of
+from rlinf_eks.offline.plan import _cluster_name, deployer_policy_of_plan
 from tests import aws_models as m
-from tests.harness import ROOT, STACKS, plan_stack
+from tests.harness import ALL_STACKS, ROOT, STACKS, plan_stack
+from tests.iam_arns import World, own_resource, requests_for
+from tests.iam_eval import Request, allowed, allowing, like
 from tests.test_aws_models import VARIANTS
+
+CASES = [(s, ()) for s in STACKS] + VARIANTS[::4]
+
+
+def _all_actions() -> set[str]:
+    grants = [*dp.ACTIONS.values(), dp.ALWAYS, *dp.INVOKES.values()]
+    return {a for g in grants for a in g.actions}
 
 
 def test_every_action_the_deployer_may_be_given_is_a_real_action():
-    actions = {a for group in dp.ACTIONS.values() for a in group} | set(dp.ALWAYS) | {a for g in dp.INVOKES.values() for a in g}
-    problems = [p for p in (m.action_problem(a) for a in sorted(actions)) if p]
+    problems = [p for p in (m.action_problem(a) for a in sorted(_all_actions())) if p]
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("stack, sets", [(s, ()) for s in STACKS] + VARIANTS[::4], ids=lambda v: v if isinstance(v, str) else ",".join(v) or "-")
+def test_every_scope_the_table_names_exists_and_says_why():
+    used = {scope for g in [*dp.ACTIONS.values(), dp.ALWAYS, *dp.INVOKES.values()] for scope in g.scopes}
+    assert used <= set(SCOPES)
+    assert all(sid.isalnum() and len(scope.why) > 40 for sid, scope in SCOPES.items())
+
+
+@pytest.mark.parametrize("stack, sets", CASES, ids=lambda v: v if isinstance(v, str) else ",".join(v) or "-")
 def test_every_plan_gets_a_well_formed_policy_covering_each_of_its_aws_resource_types(stack, sets):
     plan = plan_stack(stack, *sets)
     policy = deployer_policy_of_plan(plan)
     assert not m.policy_problems(json.dumps(policy))
     actions = {a for statement in policy["Statement"] for a in statement["Action"]}
     for t in dp.aws_types(plan.resources):
-        assert set(dp.ACTIONS[t]) <= actions, t
-    assert all(s["Effect"] == "Allow" and s["Resource"] == "*" for s in policy["Statement"])
+        assert dp.ACTIONS[t].actions <= actions, t
     assert not any(a.endswith(":*") or a == "*" for a in actions)  # no wildcard action
+    # Resource "*" only in the statements whose scope says why IAM accepts nothing else
+    star = {s["Sid"] for s in policy["Statement"] if "*" in s["Resource"]}
+    assert star <= {"ReadsWithoutResourceLevelPermissions", "EksAddonVersionsCatalog", "KmsCreateKeysTaggedWithTheStack"}
+    assert "Condition" in next(s for s in policy["Statement"] if s["Sid"] == "KmsCreateKeysTaggedWithTheStack") if "KmsCreateKeysTaggedWithTheStack" in star else True
+    reads = next(s for s in policy["Statement"] if s["Sid"] == "ReadsWithoutResourceLevelPermissions")["Action"]
+    assert all(a.split(":")[1].startswith(("Describe", "List", "GetCallerIdentity")) for a in reads), reads
+
+
+def _world(plan) -> World:
+    return World(plan.region or "us-east-1", plan.resources, _cluster_name(plan))
+
+
+def _denied(plan, policy) -> list[str]:
+    world = _world(plan)
+    out = []
+    for resource in plan.resources:
+        for call in m.calls_for(resource, world.region):
+            for request in requests_for(world, call, resource):
+                if not allowed(policy, request):
+                    out.append(f"{resource['type']} {resource['name']}: {call.operation} -> {request}")
+    return out
+
+
+@pytest.mark.parametrize("stack, sets", CASES, ids=lambda v: v if isinstance(v, str) else ",".join(v) or "-")
+def test_every_request_the_plan_implies_is_allowed_on_its_resource(stack, sets):
+    plan = plan_stack(stack, *sets)
+    assert _denied(plan, deployer_policy_of_plan(plan)) == []
+
+
+def test_the_requests_are_checked_against_arns_not_waved_through():
+    """Drop one statement: the requests it alone allows are denied (the check can fail)."""
+    plan = plan_stack("multi-node")
+    policy = deployer_policy_of_plan(plan)
+    for sid in ("EksOnlyTheStacksCluster", "Ec2CreateOnlyTaggedWithTheStack", "IamPassTheStacksRolesToItsServices", "S3OnlyTheStacksBuckets"):
+        without = {**policy, "Statement": [s for s in policy["Statement"] if s["Sid"] != sid]}
+        assert _denied(plan, without), sid
+
+
+# --- the policy keeps to its stack -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def multi():
+    plan = plan_stack("multi-node")
+    return plan, deployer_policy_of_plan(plan)
+
+
+def _ec2(kind: str, id_: str, region: str = "us-east-1") -> str:
+    return f"arn:aws:ec2:{region}:123456789012:{kind}/{id_}"
+
+
+def test_another_stacks_cluster_is_denied(multi):
+    _, policy = multi
+    assert allowed(policy, Request("eks:DeleteCluster", "arn:aws:eks:us-east-1:123456789012:cluster/rlinf-multi-node"))
+    for arn in (
+        "arn:aws:eks:us-east-1:123456789012:cluster/rlinf-single-node",
+        "arn:aws:eks:us-east-1:123456789012:cluster/rlinf-multi-node-2",
+        "arn:aws:eks:us-east-1:123456789012:nodegroup/rlinf-single-node/gpu-nodes/0ac1",
+        "arn:aws:eks:us-west-2:123456789012:cluster/rlinf-multi-node",  # another region
+    ):
+        assert not allowed(policy, Request("eks:DeleteCluster" if ":cluster/" in arn else "eks:DeleteNodegroup", arn)), arn
+
+
+def test_another_stacks_tagged_resources_are_denied(multi):
+    _, policy = multi
+    ours, theirs = {"aws:ResourceTag/stack": "multi-node"}, {"aws:ResourceTag/stack": "single-node"}
+    role = "arn:aws:iam::123456789012:role/gpu-node-role-4ad3f2c"
+    assert allowed(policy, Request("iam:DeleteRole", role, ours))
+    assert not allowed(policy, Request("iam:DeleteRole", role, theirs))  # same name pattern, other stack's tag
+    assert not allowed(policy, Request("iam:DeleteRole", "arn:aws:iam::123456789012:role/admin", ours))  # not the plan's name
+    worker = "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"
+    assert allowed(policy, Request("iam:AttachRolePolicy", role, {**ours, "iam:PolicyARN": worker}))
+    assert not allowed(policy, Request("iam:AttachRolePolicy", role, {**ours, "iam:PolicyARN": "arn:aws:iam::aws:policy/AdministratorAccess"}))
+    assert not allowed(policy, Request("iam:AttachRolePolicy", role, {**theirs, "iam:PolicyARN": worker}))
+    assert allowed(policy, Request("ec2:DeleteVpc", _ec2("vpc", "vpc-1"), ours))
+    assert not allowed(policy, Request("ec2:DeleteVpc", _ec2("vpc", "vpc-1"), theirs))
+    assert not allowed(policy, Request("ec2:DeleteVpc", _ec2("vpc", "vpc-1")))  # untagged: not the stack's
+    assert not allowed(policy, Request("kms:ScheduleKeyDeletion", "arn:aws:kms:us-east-1:123456789012:key/k", theirs))
+    assert not allowed(policy, Request("fsx:DeleteFileSystem", "arn:aws:fsx:us-east-1:123456789012:file-system/fs-1", theirs))
+    # creating with another stack's tag (or none) is denied
+    assert not allowed(policy, Request("ec2:CreateVpc", _ec2("vpc", "vpc-2"), {"aws:RequestTag/stack": "single-node"}))
+    assert not allowed(policy, Request("ec2:CreateSubnet", _ec2("subnet", "subnet-2")))
+    assert not allowed(policy, Request("iam:CreateRole", role, {"aws:RequestTag/stack": "single-node"}))
+    assert not allowed(policy, Request("kms:CreateKey", "*"))
+    assert not allowed(policy, Request("s3:DeleteBucket", "arn:aws:s3:::someone-elses-bucket"))
+    # tagging outside a create, or with another action, is denied
+    assert not allowed(policy, Request("ec2:CreateTags", _ec2("instance", "i-1"), {"ec2:CreateAction": "RunInstances"}))
+
+
+def test_pass_role_only_the_stacks_roles_to_its_services(multi):
+    _, policy = multi
+    role = "arn:aws:iam::123456789012:role/gpu-node-role-4ad3f2c"
+    assert allowed(policy, Request("iam:PassRole", role, {"iam:PassedToService": "eks.amazonaws.com"}))
+    for service in ("ec2.amazonaws.com", "lambda.amazonaws.com", "pods.eks.amazonaws.com"):  # multi-node has no pod identity
+        assert not allowed(policy, Request("iam:PassRole", role, {"iam:PassedToService": service})), service
+    assert not allowed(policy, Request("iam:PassRole", role))  # no service named
+    assert not allowed(policy, Request("iam:PassRole", "arn:aws:iam::123456789012:role/OrganizationAccountAccessRole", {"iam:PassedToService": "eks.amazonaws.com"}))
+    platform = deployer_policy_of_plan(plan_stack("platform"))
+    agent = "arn:aws:iam::123456789012:role/observability-agent-4c7e041"
+    assert allowed(platform, Request("iam:PassRole", agent, {"iam:PassedToService": "pods.eks.amazonaws.com"}))
+
+
+def test_the_arns_follow_the_region_and_its_partition():
+    assert [partition_of(r) for r in ("us-east-1", "cn-north-1", "us-gov-west-1", "eu-west-1")] == ["aws", "aws-cn", "aws-us-gov", "aws"]
+    target = Target(stack="s", region="cn-northwest-1", cluster="rlinf-s", roles=("r-*",), pass_to=("eks.amazonaws.com",))
+    policy = dp.deployer_policy([{"type": "eks:index:Cluster", "name": "rlinf-eks"}], target=target)
+    arns = {a for s in policy["Statement"] for a in s["Resource"] if a != "*"}
+    assert arns and all(a.startswith("arn:aws-cn:") for a in arns), arns
+    assert "arn:aws-cn:eks:cn-northwest-1:*:cluster/rlinf-s" in arns and "arn:aws-cn:iam::*:role/r-*" in arns
+    assert not m.policy_problems(json.dumps(policy))
+
+
+def test_names_are_the_plans_or_pulumis_autonames():
+    assert dp.name_pattern({"name": "training-role", "inputs": {}}, "name") == "training-role-*"
+    assert dp.name_pattern({"name": "x", "inputs": {"bucket": "rlinf-checkpoints-0123"}}, "bucket") == "rlinf-checkpoints-0123"
+    assert dp.name_pattern({"name": "x", "inputs": {"namePrefix": "rlinf-"}}, "name") == "rlinf-*"
+    plan = plan_stack("single-node", "storage.bucketName=rlinf-checkpoints-0123")
+    s3 = next(s for s in deployer_policy_of_plan(plan)["Statement"] if s["Sid"] == "S3OnlyTheStacksBuckets")
+    assert s3["Resource"] == ["arn:aws:s3:::rlinf-checkpoints-0123"]
+
+
+# --- size ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_each_managed_policy_part_fits_the_limit(stack):
+    policy = deployer_policy_of_plan(plan_stack(stack))
+    parts = dp.split(policy)
+    assert all(dp.size(p) <= dp.MANAGED_POLICY_LIMIT for p in parts), [dp.size(p) for p in parts]
+    assert [s for p in parts for s in p["Statement"]] == policy["Statement"]
+    assert (len(parts) > 1) == (dp.size(policy) > dp.MANAGED_POLICY_LIMIT)
+    assert all(not m.policy_problems(json.dumps(p)) for p in parts)
+
+
+def test_size_counts_without_whitespace():
+    policy = {"Version": "2012-10-17", "Statement": [{"Sid": "A", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": ["*"]}]}
+    assert dp.size(policy) == len(json.dumps(policy, separators=(",", ":")))
+    big = {"Version": "2012-10-17", "Statement": [{**policy["Statement"][0], "Sid": f"S{n}"} for n in range(200)]}
+    assert len(dp.split(big)) > 1 and len(dp.split(big, limit=10**6)) == 1
+
+
+# --- the evaluator itself --------------------------------------------------------------------------
+
+
+def test_the_evaluator_matches_iam_wildcards_and_conditions():
+    assert like("arn:aws:eks:*:*:cluster/rlinf-a", "arn:aws:eks:us-east-1:1:cluster/rlinf-a")
+    assert not like("arn:aws:eks:*:*:cluster/rlinf-a", "arn:aws:eks:us-east-1:1:cluster/rlinf-ab")
+    assert like("role/x-?", "role/x-1") and not like("role/x-?", "role/x-12")
+    assert not like("arn:aws:s3:::B*", "arn:aws:s3:::bucket")  # resources are case-sensitive
+    policy = {"Statement": [{"Sid": "A", "Effect": "Allow", "Action": ["ec2:createvpc"], "Resource": ["*"],
+                             "Condition": {"StringEquals": {"aws:RequestTag/stack": ["a", "b"]}}}]}  # fmt: skip
+    assert allowing(policy, Request("ec2:CreateVpc", "x", {"aws:requesttag/stack": "b"})) == ["A"]
+    assert not allowed(policy, Request("ec2:CreateVpc", "x"))  # a missing key fails
+    assert not allowed(policy, Request("ec2:CreateVpc", "x", {"aws:RequestTag/stack": "c"}))
+    with pytest.raises(ValueError):
+        allowed({"Statement": [{"Effect": "Deny", "Action": "*", "Resource": "*"}]}, Request("a:b", "*"))
+
+
+# --- kept from before ------------------------------------------------------------------------------
 
 
 def test_the_policy_follows_the_plan_least_privilege():
-    single = {a for s in deployer_policy_of_plan(plan_stack("single-node"))["Statement"] for a in s["Action"]}
-    multi = {a for s in deployer_policy_of_plan(plan_stack("multi-node"))["Statement"] for a in s["Action"]}
-    assert "fsx:CreateFileSystem" in multi and "fsx:CreateFileSystem" not in single  # FSx only where planned
-    assert "autoscaling:PutScheduledUpdateGroupAction" not in multi
-    block = {a for s in deployer_policy_of_plan(plan_stack("capacity-block"))["Statement"] for a in s["Action"]}
+    def actions(stack):
+        return {a for s in deployer_policy_of_plan(plan_stack(stack))["Statement"] for a in s["Action"]}
+
+    single, multi_, block = actions("single-node"), actions("multi-node"), actions("capacity-block")
+    assert "fsx:CreateFileSystem" in multi_ and "fsx:CreateFileSystem" not in single  # FSx only where planned
+    assert "autoscaling:PutScheduledUpdateGroupAction" not in multi_
     assert "autoscaling:PutScheduledUpdateGroupAction" in block
 
 
@@ -50,7 +226,8 @@ def test_a_resource_type_without_actions_fails_naming_it():
         dp.deployer_policy([{"type": "aws:sqs/queue:Queue", "custom": True}])
 
 
-def test_the_plan_writes_the_deployer_policy(tmp_path):
+def test_the_plan_writes_the_deployer_policy_and_its_notes(tmp_path):
+    (tmp_path / "deployer-policy-7.json").write_text("{}")  # a stale part of an earlier plan
     done = subprocess.run(
         [sys.executable, "-m", "rlinf_eks", "plan", "single-node", "--out", str(tmp_path), "--quiet"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
@@ -58,3 +235,44 @@ def test_the_plan_writes_the_deployer_policy(tmp_path):
     assert done.returncode == 0, done.stderr
     policy = json.loads((tmp_path / dp.POLICY_FILE).read_text())
     assert policy["Version"] == "2012-10-17" and "eks:CreateCluster" in {a for s in policy["Statement"] for a in s["Action"]}
+    notes = (tmp_path / dp.NOTES_FILE).read_text()
+    assert all(s["Sid"] in notes for s in policy["Statement"]) and str(dp.size(policy)) in notes
+    parts = sorted(tmp_path.glob("deployer-policy-*.json"))
+    assert [p.name for p in parts] == [f"deployer-policy-{n}.json" for n in range(1, len(dp.split(policy)) + 1)]
+    assert len(parts) != 1
+
+
+# --- read, update and delete: each type's actions on the planned resource's own ARN ----------------
+
+# the scopes whose actions act on the type's own (or parent) resource, by its ARN and tags
+_ON_THE_RESOURCE = {
+    "Ec2ChangeOnlyTheStacksResources", "EksOnlyTheStacksCluster", "IamChangeOnlyTheStacksRoles", "KmsOnlyTheStacksKeys",
+    "S3OnlyTheStacksBuckets", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups",
+}
+# EC2 tag calls on a rule act on the rule (security-group-rule/<id>), which the plan leaves untagged
+# (the provider then sends none), not on the group the other calls name
+_RULE_TAGS = {"ec2:CreateTags", "ec2:DeleteTags"}
+
+
+@pytest.mark.parametrize("stack, sets", CASES, ids=lambda v: v if isinstance(v, str) else ",".join(v) or "-")
+def test_each_types_read_update_delete_actions_are_allowed_on_the_planned_resource(stack, sets):
+    plan = plan_stack(stack, *sets)
+    policy = deployer_policy_of_plan(plan)
+    world = _world(plan)
+    denied, checked = [], 0
+    for resource in plan.resources:
+        grants = dp.ACTIONS.get(resource["type"])
+        if grants is None:
+            continue
+        own = own_resource(world, resource)
+        service = own.resource.split(":")[2]
+        for scope, actions in grants.scopes.items():
+            for action in actions:
+                if scope not in _ON_THE_RESOURCE or action.split(":")[0] != service:
+                    continue
+                if "SecurityGroup" in resource["type"] and "Rule" in resource["type"] and action in _RULE_TAGS:
+                    continue
+                checked += 1
+                if not allowed(policy, Request(action, own.resource, own.context)):
+                    denied.append(f"{resource['type']} {resource['name']}: {action} on {own.resource} {own.context}")
+    assert checked and denied == []

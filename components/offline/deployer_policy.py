@@ -1,132 +1,237 @@
-"""The IAM policy of the identity that runs ``pulumi up``, derived from the plan's resource types.
+"""The IAM policy of the identity that runs ``pulumi up``, derived from the plan, scoped to the stack.
 
 Each AWS resource type the plan contains maps to the actions its provider calls to create, read,
-update and delete it (:data:`ACTIONS`); the plan's ``DIR/deployer-policy.json`` is the union, one
-statement per service, with the reads every run makes (caller identity, AZs). Resources are ``*``:
-most names and ids exist only after creation. Kubernetes objects and Helm releases go through the
-cluster's API with the deployer's EKS access entry (the cluster creator's admin), not IAM. A plan
-with a resource type missing here fails (``tests/test_deployer_policy.py``), and every action name
-is checked against botocore's service models there, as the IAM grammar test does.
+update and delete it, each action under a *scope* (:mod:`.deployer_scopes`): the resources it may
+act on (ARN patterns in the stack's partition and region, with its cluster's name and the names the
+plan gives its roles and buckets) and the condition (the stack's tag on create and on change,
+``iam:PassedToService`` for ``iam:PassRole``). ``DIR/deployer-policy.json`` holds one statement per
+scope used, its ``Sid`` the scope's name; ``DIR/deployer-policy.md`` says why each is as wide as it
+is and how large the policy is against IAM's managed-policy limit. ``Resource: "*"`` only where IAM
+accepts nothing else (Describe/List reads, sts:GetCallerIdentity, kms:CreateKey under a tag
+condition). Kubernetes objects and Helm releases go through the cluster's API with the deployer's
+EKS access entry (the cluster creator's admin), not IAM.
+
+Adding a resource type is one entry in :data:`ACTIONS`::
+
+    "aws:sqs/queue:Queue": Grants({
+        "SqsOnlyTheStacksQueues": ("sqs:CreateQueue", "sqs:GetQueueAttributes", "sqs:DeleteQueue", ...),
+        "ReadsWithoutResourceLevelPermissions": ("sqs:ListQueues",),
+    }, names=("queues", "name")),
+
+with, for a new service, its scope in ``deployer_scopes.SCOPES`` (the ARN pattern from the Service
+Authorization Reference, the condition only where that reference lists the key for the action) and,
+for a new kind of name, a field of ``Target``. ``tests/test_deployer_policy.py`` fails for a plan
+type without an entry, for an action name botocore does not know, and for a planned API call the
+policy does not allow on that call's resource ARN (``tests/iam_eval.py``, ``tests/iam_arns.py``).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-POLICY_FILE = "deployer-policy.json"
+from .deployer_scopes import SCOPES, Target, partition_of
 
-_TAGS_EC2 = ("ec2:CreateTags", "ec2:DeleteTags")
-# type -> actions (create, read, update, delete, tag) of the AWS provider for that type
-ACTIONS: dict[str, tuple[str, ...]] = {
-    "aws:ec2/vpc:Vpc": ("ec2:CreateVpc", "ec2:DescribeVpcs", "ec2:DescribeVpcAttribute", "ec2:ModifyVpcAttribute", "ec2:DeleteVpc", *_TAGS_EC2),
-    "aws:ec2/subnet:Subnet": ("ec2:CreateSubnet", "ec2:DescribeSubnets", "ec2:ModifySubnetAttribute", "ec2:DeleteSubnet", *_TAGS_EC2),
-    "aws:ec2/internetGateway:InternetGateway": (
-        "ec2:CreateInternetGateway", "ec2:AttachInternetGateway", "ec2:DescribeInternetGateways",
-        "ec2:DetachInternetGateway", "ec2:DeleteInternetGateway", *_TAGS_EC2,
+POLICY_FILE = "deployer-policy.json"
+NOTES_FILE = "deployer-policy.md"
+MANAGED_POLICY_LIMIT = 6144
+"""IAM quota: a managed policy's size, counted without whitespace (IAM User Guide, "IAM and AWS STS quotas")."""
+
+
+@dataclass(frozen=True)
+class Grants:
+    """One resource type's actions by scope (a key of ``SCOPES``), and what it adds to the target."""
+
+    scopes: Mapping[str, tuple[str, ...]]
+    names: tuple[str, str] | None = None
+    """(``Target`` field, name input): the type's own name pattern joins that field."""
+    pass_to: tuple[str, ...] = ()
+    """The services this type passes a role to (iam:PassedToService)."""
+    service_linked: tuple[str, ...] = ()
+    """The services whose service-linked role its first creation makes (iam:AWSServiceName)."""
+
+    @property
+    def actions(self) -> set[str]:
+        return {a for group in self.scopes.values() for a in group}
+
+
+READ = "ReadsWithoutResourceLevelPermissions"
+EC2_CREATE, EC2_TAG, EC2_CHANGE, EC2_IN_VPC, EC2_LAUNCH = (
+    "Ec2CreateOnlyTaggedWithTheStack", "Ec2TagOnlyWhileCreating", "Ec2ChangeOnlyTheStacksResources", "Ec2CreateInAVpc",
+    "Ec2LaunchAndAttachInTheRegion",
+)  # fmt: skip
+EC2_CLUSTER_SG = "Ec2RulesOnTheClustersSecurityGroup"
+EKS, EKS_CATALOG = "EksOnlyTheStacksCluster", "EksAddonVersionsCatalog"
+IAM_CREATE, IAM_CHANGE, IAM_PASS = "IamCreateRolesTaggedWithTheStack", "IamChangeOnlyTheStacksRoles", "IamPassTheStacksRolesToItsServices"
+IAM_LINKED, IAM_OIDC = "IamServiceLinkedRolesOfItsServices", "IamOidcProviderOfTheRegion"
+IAM_ATTACH = "IamAttachOnlyThePlansManagedPolicies"
+KMS_CREATE, KMS = "KmsCreateKeysTaggedWithTheStack", "KmsOnlyTheStacksKeys"
+S3, FSX_CREATE, FSX, ASG = "S3OnlyTheStacksBuckets", "FsxCreateTaggedWithTheStack", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups"
+
+
+def _ec2(create: str, describe: tuple[str, ...], change: tuple[str, ...], in_vpc: bool = False) -> Grants:
+    """An EC2 type: created tagged with the stack (``in_vpc``: in a VPC, maybe not the stack's), then
+    changed and deleted by that tag."""
+    scopes = {EC2_CREATE: (create,), EC2_TAG: ("ec2:CreateTags",), EC2_CHANGE: (*change, "ec2:CreateTags", "ec2:DeleteTags"), READ: describe}
+    if in_vpc:
+        scopes[EC2_IN_VPC] = (create,)
+    return Grants(scopes)
+
+
+_ROLE_CHANGE = (
+    "iam:GetRole", "iam:DeleteRole", "iam:TagRole", "iam:UntagRole", "iam:ListRolePolicies", "iam:ListAttachedRolePolicies",
+    "iam:ListInstanceProfilesForRole",
+)  # fmt: skip
+
+# type -> its actions by scope (create, read, update, delete, tag) of the AWS provider for that type
+ACTIONS: dict[str, Grants] = {
+    "aws:ec2/vpc:Vpc": _ec2("ec2:CreateVpc", ("ec2:DescribeVpcs", "ec2:DescribeVpcAttribute"), ("ec2:ModifyVpcAttribute", "ec2:DeleteVpc")),
+    "aws:ec2/subnet:Subnet": _ec2("ec2:CreateSubnet", ("ec2:DescribeSubnets",), ("ec2:ModifySubnetAttribute", "ec2:DeleteSubnet"), in_vpc=True),
+    "aws:ec2/internetGateway:InternetGateway": _ec2(
+        "ec2:CreateInternetGateway", ("ec2:DescribeInternetGateways",),
+        ("ec2:AttachInternetGateway", "ec2:DetachInternetGateway", "ec2:DeleteInternetGateway"),
     ),
-    "aws:ec2/eip:Eip": ("ec2:AllocateAddress", "ec2:DescribeAddresses", "ec2:DescribeAddressesAttribute", "ec2:ReleaseAddress", *_TAGS_EC2),
-    "aws:ec2/natGateway:NatGateway": ("ec2:CreateNatGateway", "ec2:DescribeNatGateways", "ec2:DeleteNatGateway", *_TAGS_EC2),
-    "aws:ec2/routeTable:RouteTable": ("ec2:CreateRouteTable", "ec2:DescribeRouteTables", "ec2:DeleteRouteTable", *_TAGS_EC2),
-    "aws:ec2/route:Route": ("ec2:CreateRoute", "ec2:DescribeRouteTables", "ec2:ReplaceRoute", "ec2:DeleteRoute"),
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": (
-        "ec2:AssociateRouteTable", "ec2:DescribeRouteTables", "ec2:ReplaceRouteTableAssociation", "ec2:DisassociateRouteTable",
+    "aws:ec2/eip:Eip": _ec2("ec2:AllocateAddress", ("ec2:DescribeAddresses", "ec2:DescribeAddressesAttribute"), ("ec2:ReleaseAddress",)),
+    "aws:ec2/natGateway:NatGateway": _ec2(
+        # the NAT gateway goes in the stack's public subnet with the stack's address (both tagged)
+        "ec2:CreateNatGateway", ("ec2:DescribeNatGateways",), ("ec2:CreateNatGateway", "ec2:DeleteNatGateway"),
     ),
-    "aws:ec2/securityGroup:SecurityGroup": (
-        "ec2:CreateSecurityGroup", "ec2:DescribeSecurityGroups", "ec2:DescribeSecurityGroupRules", "ec2:DescribeNetworkInterfaces",
-        "ec2:RevokeSecurityGroupEgress", "ec2:RevokeSecurityGroupIngress", "ec2:DeleteSecurityGroup", *_TAGS_EC2,
+    "aws:ec2/routeTable:RouteTable": _ec2("ec2:CreateRouteTable", ("ec2:DescribeRouteTables",), ("ec2:DeleteRouteTable",), in_vpc=True),
+    "aws:ec2/route:Route": Grants({EC2_CHANGE: ("ec2:CreateRoute", "ec2:ReplaceRoute", "ec2:DeleteRoute"), READ: ("ec2:DescribeRouteTables",)}),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": Grants({
+        EC2_CHANGE: ("ec2:AssociateRouteTable", "ec2:ReplaceRouteTableAssociation", "ec2:DisassociateRouteTable"),
+        READ: ("ec2:DescribeRouteTables",),
+    }),
+    "aws:ec2/securityGroup:SecurityGroup": _ec2(
+        "ec2:CreateSecurityGroup", ("ec2:DescribeSecurityGroups", "ec2:DescribeSecurityGroupRules", "ec2:DescribeNetworkInterfaces"),
+        ("ec2:RevokeSecurityGroupEgress", "ec2:RevokeSecurityGroupIngress", "ec2:DeleteSecurityGroup"), in_vpc=True,
     ),
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": (
-        "ec2:AuthorizeSecurityGroupIngress", "ec2:DescribeSecurityGroupRules", "ec2:ModifySecurityGroupRules",
-        "ec2:RevokeSecurityGroupIngress", *_TAGS_EC2,
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": Grants({
+        EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress", "ec2:CreateTags", "ec2:DeleteTags"),
+        # the shared filesystem's rules on the cluster security group EKS made
+        EC2_CLUSTER_SG: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress"),
+        READ: ("ec2:DescribeSecurityGroupRules",),
+    }),
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": Grants({
+        EC2_CHANGE: ("ec2:AuthorizeSecurityGroupEgress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupEgress", "ec2:CreateTags", "ec2:DeleteTags"),
+        READ: ("ec2:DescribeSecurityGroupRules",),
+    }),
+    "aws:ec2/placementGroup:PlacementGroup": _ec2("ec2:CreatePlacementGroup", ("ec2:DescribePlacementGroups",), ("ec2:DeletePlacementGroup",)),
+    "aws:ec2/launchTemplate:LaunchTemplate": _ec2(
+        "ec2:CreateLaunchTemplate", ("ec2:DescribeLaunchTemplates", "ec2:DescribeLaunchTemplateVersions"),
+        ("ec2:CreateLaunchTemplateVersion", "ec2:ModifyLaunchTemplate", "ec2:DeleteLaunchTemplate"),
     ),
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": (
-        "ec2:AuthorizeSecurityGroupEgress", "ec2:DescribeSecurityGroupRules", "ec2:ModifySecurityGroupRules",
-        "ec2:RevokeSecurityGroupEgress", *_TAGS_EC2,
+    "aws:eks/nodeGroup:NodeGroup": Grants(
+        {
+            EKS: ("eks:CreateNodegroup", "eks:DescribeNodegroup", "eks:UpdateNodegroupConfig", "eks:UpdateNodegroupVersion",
+                  "eks:DeleteNodegroup", "eks:TagResource", "eks:UntagResource"),
+            IAM_PASS: ("iam:PassRole",), IAM_CHANGE: ("iam:GetRole",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
+            # a managed node group with a launch template: EKS checks the caller may launch from it
+            EC2_LAUNCH: ("ec2:RunInstances",), READ: ("ec2:DescribeLaunchTemplateVersions", "ec2:DescribeSubnets"),
+        },
+        pass_to=("eks.amazonaws.com",), service_linked=("eks-nodegroup.amazonaws.com",),
     ),
-    "aws:ec2/placementGroup:PlacementGroup": ("ec2:CreatePlacementGroup", "ec2:DescribePlacementGroups", "ec2:DeletePlacementGroup", *_TAGS_EC2),
-    "aws:ec2/launchTemplate:LaunchTemplate": (
-        "ec2:CreateLaunchTemplate", "ec2:DescribeLaunchTemplates", "ec2:DescribeLaunchTemplateVersions",
-        "ec2:CreateLaunchTemplateVersion", "ec2:ModifyLaunchTemplate", "ec2:DeleteLaunchTemplate", *_TAGS_EC2,
+    "aws:eks/addon:Addon": Grants({
+        EKS: ("eks:CreateAddon", "eks:DescribeAddon", "eks:UpdateAddon", "eks:DeleteAddon", "eks:TagResource", "eks:UntagResource"),
+        EKS_CATALOG: ("eks:DescribeAddonVersions",),
+    }),
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": Grants(
+        {
+            # the observability agent's (observability.backend cloudwatch); EKS passes the role to the pods
+            EKS: ("eks:CreatePodIdentityAssociation", "eks:DescribePodIdentityAssociation", "eks:UpdatePodIdentityAssociation",
+                  "eks:DeletePodIdentityAssociation", "eks:TagResource", "eks:UntagResource"),
+            IAM_PASS: ("iam:PassRole",), IAM_CHANGE: ("iam:GetRole",),
+        },
+        pass_to=("pods.eks.amazonaws.com",),
     ),
-    "aws:eks/nodeGroup:NodeGroup": (
-        "eks:CreateNodegroup", "eks:DescribeNodegroup", "eks:UpdateNodegroupConfig", "eks:UpdateNodegroupVersion",
-        "eks:DeleteNodegroup", "eks:TagResource", "eks:UntagResource", "iam:PassRole", "iam:GetRole",
-        # a managed node group with a launch template: EKS checks the caller may launch from it
-        "ec2:RunInstances", "ec2:DescribeLaunchTemplateVersions", "ec2:DescribeSubnets",
+    "eks:index:Cluster": Grants(
+        {
+            # pulumi-eks: the EKS cluster, its IAM role, OIDC provider, security groups and access entries
+            EKS: ("eks:CreateCluster", "eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DeleteCluster",
+                  "eks:CreateAccessEntry", "eks:DescribeAccessEntry", "eks:DeleteAccessEntry", "eks:AssociateAccessPolicy",
+                  "eks:DisassociateAccessPolicy", "eks:ListAssociatedAccessPolicies", "eks:TagResource", "eks:UntagResource",
+                  "eks:CreateAddon", "eks:DescribeAddon", "eks:DeleteAddon"),
+            EKS_CATALOG: ("eks:DescribeAddonVersions",),
+            IAM_CREATE: ("iam:CreateRole", "iam:TagRole"),
+            IAM_CHANGE: _ROLE_CHANGE, IAM_ATTACH: ("iam:AttachRolePolicy", "iam:DetachRolePolicy"),
+            IAM_PASS: ("iam:PassRole",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
+            IAM_OIDC: ("iam:CreateOpenIDConnectProvider", "iam:GetOpenIDConnectProvider", "iam:DeleteOpenIDConnectProvider", "iam:TagOpenIDConnectProvider"),
+            EC2_CREATE: ("ec2:CreateSecurityGroup",), EC2_IN_VPC: ("ec2:CreateSecurityGroup",), EC2_TAG: ("ec2:CreateTags",),
+            EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:AuthorizeSecurityGroupEgress", "ec2:RevokeSecurityGroupIngress",
+                         "ec2:RevokeSecurityGroupEgress", "ec2:DeleteSecurityGroup", "ec2:CreateTags", "ec2:DeleteTags"),
+            READ: ("ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs"),
+            # secrets encryption with the stack's KMS key
+            KMS: ("kms:DescribeKey", "kms:CreateGrant"),
+        },
+        pass_to=("eks.amazonaws.com",), service_linked=("eks.amazonaws.com",),
     ),
-    "aws:eks/addon:Addon": (
-        "eks:CreateAddon", "eks:DescribeAddon", "eks:DescribeAddonVersions", "eks:UpdateAddon", "eks:DeleteAddon",
-        "eks:TagResource", "eks:UntagResource",
+    "aws:iam/role:Role": Grants(
+        {IAM_CREATE: ("iam:CreateRole", "iam:TagRole"), IAM_CHANGE: (*_ROLE_CHANGE, "iam:UpdateAssumeRolePolicy", "iam:UpdateRole")},
+        names=("roles", "name"),
     ),
-    "aws:eks/podIdentityAssociation:PodIdentityAssociation": (
-        # the observability agent's (observability.backend cloudwatch); EKS passes the role to the pods
-        "eks:CreatePodIdentityAssociation", "eks:DescribePodIdentityAssociation", "eks:UpdatePodIdentityAssociation",
-        "eks:DeletePodIdentityAssociation", "eks:TagResource", "eks:UntagResource", "iam:PassRole", "iam:GetRole",
+    "aws:iam/rolePolicy:RolePolicy": Grants({IAM_CHANGE: ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy")}),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": Grants(
+        {IAM_ATTACH: ("iam:AttachRolePolicy", "iam:DetachRolePolicy"), IAM_CHANGE: ("iam:ListAttachedRolePolicies",)},
+        names=("policies", "policyArn"),
     ),
-    "eks:index:Cluster": (
-        # pulumi-eks: the EKS cluster, its IAM role, OIDC provider, security groups and access entries
-        "eks:CreateCluster", "eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DeleteCluster",
-        "eks:CreateAccessEntry", "eks:DescribeAccessEntry", "eks:DeleteAccessEntry", "eks:AssociateAccessPolicy",
-        "eks:DisassociateAccessPolicy", "eks:ListAssociatedAccessPolicies", "eks:TagResource", "eks:UntagResource",
-        "iam:CreateRole", "iam:GetRole", "iam:DeleteRole", "iam:TagRole", "iam:PassRole", "iam:AttachRolePolicy",
-        "iam:DetachRolePolicy", "iam:ListAttachedRolePolicies", "iam:ListRolePolicies", "iam:ListInstanceProfilesForRole",
-        "iam:CreateOpenIDConnectProvider", "iam:GetOpenIDConnectProvider", "iam:DeleteOpenIDConnectProvider",
-        "iam:TagOpenIDConnectProvider", "iam:CreateServiceLinkedRole",
-        "ec2:CreateSecurityGroup", "ec2:DescribeSecurityGroups", "ec2:AuthorizeSecurityGroupIngress",
-        "ec2:AuthorizeSecurityGroupEgress", "ec2:RevokeSecurityGroupIngress", "ec2:RevokeSecurityGroupEgress",
-        "ec2:DeleteSecurityGroup", "ec2:DescribeSubnets", "ec2:DescribeVpcs", *_TAGS_EC2,
-        # secrets encryption with the stack's KMS key
-        "kms:DescribeKey", "kms:CreateGrant",
+    "aws:kms/key:Key": Grants({
+        KMS_CREATE: ("kms:CreateKey", "kms:TagResource"),
+        KMS: ("kms:DescribeKey", "kms:GetKeyPolicy", "kms:GetKeyRotationStatus", "kms:ListResourceTags", "kms:PutKeyPolicy",
+              "kms:EnableKeyRotation", "kms:UpdateKeyDescription", "kms:ScheduleKeyDeletion", "kms:TagResource", "kms:UntagResource"),
+    }),
+    "aws:s3/bucket:Bucket": Grants(
+        {S3: ("s3:CreateBucket", "s3:ListBucket", "s3:GetBucketTagging", "s3:PutBucketTagging", "s3:GetBucketLocation",
+              "s3:GetBucketAcl", "s3:GetBucketCORS", "s3:GetBucketWebsite", "s3:GetBucketLogging", "s3:GetLifecycleConfiguration",
+              "s3:GetReplicationConfiguration", "s3:GetBucketRequestPayment", "s3:GetBucketObjectLockConfiguration",
+              "s3:GetAccelerateConfiguration", "s3:GetBucketPolicy", "s3:GetBucketVersioning", "s3:GetEncryptionConfiguration",
+              "s3:DeleteBucket")},
+        names=("buckets", "bucket"),
     ),
-    "aws:iam/role:Role": (
-        "iam:CreateRole", "iam:GetRole", "iam:UpdateAssumeRolePolicy", "iam:UpdateRole", "iam:DeleteRole", "iam:TagRole",
-        "iam:UntagRole", "iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "iam:ListInstanceProfilesForRole",
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": Grants({S3: ("s3:PutBucketOwnershipControls", "s3:GetBucketOwnershipControls", "s3:DeleteBucketOwnershipControls")}),
+    "aws:s3/bucketPolicy:BucketPolicy": Grants({S3: ("s3:PutBucketPolicy", "s3:GetBucketPolicy", "s3:DeleteBucketPolicy")}),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": Grants({S3: ("s3:PutBucketPublicAccessBlock", "s3:GetBucketPublicAccessBlock", "s3:DeleteBucketPublicAccessBlock")}),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": Grants({S3: ("s3:PutEncryptionConfiguration", "s3:GetEncryptionConfiguration")}),
+    "aws:s3/bucketVersioning:BucketVersioning": Grants({S3: ("s3:PutBucketVersioning", "s3:GetBucketVersioning")}),
+    "aws:fsx/lustreFileSystem:LustreFileSystem": Grants(
+        {
+            FSX_CREATE: ("fsx:CreateFileSystem", "fsx:TagResource"),
+            FSX: ("fsx:UpdateFileSystem", "fsx:DeleteFileSystem", "fsx:TagResource", "fsx:UntagResource", "fsx:ListTagsForResource"),
+            READ: ("fsx:DescribeFileSystems", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeNetworkInterfaces"),
+            EC2_LAUNCH: ("ec2:CreateNetworkInterface",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
+        },
+        service_linked=("fsx.amazonaws.com",),
     ),
-    "aws:iam/rolePolicy:RolePolicy": ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"),
-    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("iam:AttachRolePolicy", "iam:ListAttachedRolePolicies", "iam:DetachRolePolicy"),
-    "aws:kms/key:Key": (
-        "kms:CreateKey", "kms:DescribeKey", "kms:GetKeyPolicy", "kms:GetKeyRotationStatus", "kms:ListResourceTags",
-        "kms:PutKeyPolicy", "kms:EnableKeyRotation", "kms:UpdateKeyDescription", "kms:ScheduleKeyDeletion", "kms:TagResource",
-        "kms:UntagResource",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": Grants(
+        {
+            # the association is created (request tag) on the stack's file system (resource tag)
+            FSX_CREATE: ("fsx:CreateDataRepositoryAssociation", "fsx:TagResource"),
+            FSX: ("fsx:CreateDataRepositoryAssociation", "fsx:UpdateDataRepositoryAssociation", "fsx:DeleteDataRepositoryAssociation",
+                  "fsx:TagResource", "fsx:ListTagsForResource"),
+            READ: ("fsx:DescribeDataRepositoryAssociations",),
+            # FSx checks the caller may use the bucket it links
+            S3: ("s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:GetBucketNotification", "s3:PutBucketNotification"),
+            IAM_LINKED: ("iam:CreateServiceLinkedRole",),
+        },
+        service_linked=("s3.data-source.lustre.fsx.amazonaws.com",),
     ),
-    "aws:s3/bucket:Bucket": (
-        "s3:CreateBucket", "s3:ListBucket", "s3:GetBucketTagging", "s3:PutBucketTagging", "s3:GetBucketLocation",
-        "s3:GetBucketAcl", "s3:GetBucketCORS", "s3:GetBucketWebsite", "s3:GetBucketLogging", "s3:GetLifecycleConfiguration",
-        "s3:GetReplicationConfiguration", "s3:GetBucketRequestPayment", "s3:GetBucketObjectLockConfiguration",
-        "s3:GetAccelerateConfiguration", "s3:GetBucketPolicy", "s3:GetBucketVersioning", "s3:GetEncryptionConfiguration",
-        "s3:DeleteBucket",
-    ),
-    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": ("s3:PutBucketOwnershipControls", "s3:GetBucketOwnershipControls", "s3:DeleteBucketOwnershipControls"),
-    "aws:s3/bucketPolicy:BucketPolicy": ("s3:PutBucketPolicy", "s3:GetBucketPolicy", "s3:DeleteBucketPolicy"),
-    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": ("s3:PutBucketPublicAccessBlock", "s3:GetBucketPublicAccessBlock", "s3:DeleteBucketPublicAccessBlock"),
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": (
-        "s3:PutEncryptionConfiguration", "s3:GetEncryptionConfiguration",
-    ),
-    "aws:s3/bucketVersioning:BucketVersioning": ("s3:PutBucketVersioning", "s3:GetBucketVersioning"),
-    "aws:fsx/lustreFileSystem:LustreFileSystem": (
-        "fsx:CreateFileSystem", "fsx:DescribeFileSystems", "fsx:UpdateFileSystem", "fsx:DeleteFileSystem", "fsx:TagResource",
-        "fsx:UntagResource", "fsx:ListTagsForResource", "iam:CreateServiceLinkedRole",
-        "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces",
-    ),
-    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": (
-        "fsx:CreateDataRepositoryAssociation", "fsx:DescribeDataRepositoryAssociations", "fsx:UpdateDataRepositoryAssociation",
-        "fsx:DeleteDataRepositoryAssociation", "fsx:TagResource", "fsx:ListTagsForResource",
-        # FSx checks the caller may use the bucket it links
-        "s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:GetBucketNotification", "s3:PutBucketNotification",
-    ),
-    "aws:autoscaling/schedule:Schedule": (
-        "autoscaling:PutScheduledUpdateGroupAction", "autoscaling:DescribeScheduledActions", "autoscaling:DeleteScheduledAction",
-    ),
+    "aws:autoscaling/schedule:Schedule": Grants({
+        ASG: ("autoscaling:PutScheduledUpdateGroupAction", "autoscaling:DeleteScheduledAction"),
+        READ: ("autoscaling:DescribeScheduledActions",),
+    }),
 }  # fmt: skip
 
-# Every run: who am I, the partition and region, the AZs; the existing-cluster and -VPC lookups.
-ALWAYS: tuple[str, ...] = ("sts:GetCallerIdentity", "ec2:DescribeAvailabilityZones")
-INVOKES: dict[str, tuple[str, ...]] = {
-    "aws:eks/getCluster:getCluster": ("eks:DescribeCluster",),
-    "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider": ("iam:GetOpenIDConnectProvider", "iam:ListOpenIDConnectProviders"),
-    "aws:ec2/getVpc:getVpc": ("ec2:DescribeVpcs",),
-    "aws:ec2/getSubnet:getSubnet": ("ec2:DescribeSubnets",),
+# Every run: who am I, the partition and region, the AZs.
+ALWAYS = Grants({READ: ("sts:GetCallerIdentity", "ec2:DescribeAvailabilityZones")})
+# The existing-cluster and -VPC lookups.
+INVOKES: dict[str, Grants] = {
+    "aws:eks/getCluster:getCluster": Grants({EKS: ("eks:DescribeCluster",)}),
+    "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider": Grants(
+        {IAM_OIDC: ("iam:GetOpenIDConnectProvider",), READ: ("iam:ListOpenIDConnectProviders",)}
+    ),
+    "aws:ec2/getVpc:getVpc": Grants({READ: ("ec2:DescribeVpcs",)}),
+    "aws:ec2/getSubnet:getSubnet": Grants({READ: ("ec2:DescribeSubnets",)}),
 }
 
 
@@ -141,28 +246,116 @@ def aws_types(resources: Iterable[Mapping[str, Any]]) -> set[str]:
     }
 
 
-def deployer_policy(resources: Iterable[Mapping[str, Any]], invokes: Iterable[str] = ()) -> dict[str, Any]:
-    """The policy document: one Allow statement per service, actions sorted."""
+def name_pattern(resource: Mapping[str, Any], key: str) -> str:
+    """The name a resource gets: the one its inputs set, else Pulumi's autoname, the logical name
+    and a random suffix (``<name>-*``); a ``<key>Prefix`` input is a prefix. An ARN the plan does
+    not know yet (an output) is ``*``."""
+    inputs = resource.get("inputs") or resource.get("sets") or {}
+    if isinstance(inputs.get(key), str):
+        return inputs[key]
+    if key.endswith("Arn"):
+        return "*"
+    if isinstance(inputs.get(f"{key}Prefix"), str):
+        return inputs[f"{key}Prefix"] + "*"
+    return f"{resource['name']}-*"
+
+
+def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str, cluster: str, invokes: Iterable[str] = ()) -> Target:
+    """The stack's target: its names gathered from the planned (and pulumi-eks's not planned) resources."""
+    names: dict[str, set[str]] = {"roles": set(), "buckets": set()}
+    pass_to: set[str] = set()
+    linked: set[str] = set()
+    for r in resources:
+        grants = ACTIONS.get(r["type"])
+        if grants is None:
+            continue
+        if grants.names is not None:
+            names.setdefault(grants.names[0], set()).add(name_pattern(r, grants.names[1]))
+        pass_to.update(grants.pass_to)
+        linked.update(grants.service_linked)
+    return Target(
+        stack=stack, region=region, cluster=cluster, pass_to=tuple(sorted(pass_to)), service_linked=tuple(sorted(linked)),
+        # pulumi-eks's children name their policies' partition "<partition>" (offline/eks_children.py)
+        **{kind: tuple(sorted(p.replace("<partition>", partition_of(region)) for p in patterns)) for kind, patterns in names.items()},
+    )
+
+
+def _grants(resources: Iterable[Mapping[str, Any]], invokes: Iterable[str]) -> list[Grants]:
     types = aws_types(resources)
     unknown = sorted(t for t in types if t not in ACTIONS)
     if unknown:
         raise UnknownResourceType(f"no deployer actions known for {', '.join(unknown)}: add them to offline/deployer_policy.py ACTIONS")
-    actions = set(ALWAYS)
-    for t in types:
-        actions.update(ACTIONS[t])
-    for token in invokes:
-        actions.update(INVOKES.get(token, ()))
-    by_service: dict[str, list[str]] = {}
-    for action in sorted(actions):
-        by_service.setdefault(action.split(":", 1)[0], []).append(action)
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Sid": f"Deploy{service.capitalize()}", "Effect": "Allow", "Action": names, "Resource": "*"}
-            for service, names in sorted(by_service.items())
-        ],
-    }
+    return [ALWAYS, *(ACTIONS[t] for t in sorted(types)), *(INVOKES[i] for i in invokes if i in INVOKES)]
+
+
+def deployer_policy(resources: Iterable[Mapping[str, Any]], invokes: Iterable[str] = (), target: Target | None = None) -> dict[str, Any]:
+    """The policy document: one Allow statement per scope used, in ``SCOPES`` order, actions sorted."""
+    resources = list(resources)
+    invokes = list(invokes)
+    grants = _grants(resources, invokes)
+    target = target or target_of(resources, stack="stack", region="us-east-1", cluster="rlinf-stack")
+    by_scope: dict[str, set[str]] = {}
+    for g in grants:
+        for scope, actions in g.scopes.items():
+            by_scope.setdefault(scope, set()).update(actions)
+    statements = []
+    for sid, scope in SCOPES.items():
+        if sid not in by_scope or not scope.needs(target):
+            continue
+        statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": sorted(by_scope[sid]), "Resource": scope.resources(target)}
+        if scope.condition is not None:
+            statement["Condition"] = scope.condition(target)
+        statements.append(statement)
+    unknown = sorted(set(by_scope) - set(SCOPES))
+    assert not unknown, f"deployer_policy.ACTIONS names scopes missing from deployer_scopes.SCOPES: {unknown}"
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def size(policy: Mapping[str, Any]) -> int:
+    """The policy's size as IAM counts it against the managed-policy quota: without whitespace."""
+    return len(re.sub(r"\s+", "", json.dumps(policy)))
+
+
+def split(policy: Mapping[str, Any], limit: int = MANAGED_POLICY_LIMIT) -> list[dict[str, Any]]:
+    """The policy as few managed policies as fit under ``limit`` each, whole statements in order."""
+    parts: list[list[dict[str, Any]]] = [[]]
+    for statement in policy["Statement"]:
+        if parts[-1] and size({"Version": policy["Version"], "Statement": [*parts[-1], statement]}) > limit:
+            parts.append([])
+        parts[-1].append(statement)
+    return [{"Version": policy["Version"], "Statement": p} for p in parts]
+
+
+def notes(policy: Mapping[str, Any], stack: str) -> str:
+    """``deployer-policy.md``: why each statement is as wide as it is, and the policy's size."""
+    measured = size(policy)
+    parts = split(policy)
+    lines = [
+        f"# The deployer policy of stack {stack}",
+        "",
+        f"`{POLICY_FILE}` ({len(policy['Statement'])} statements): {measured} characters without whitespace; IAM's managed-policy "
+        f"limit is {MANAGED_POLICY_LIMIT}.",
+    ]
+    if len(parts) > 1:
+        files = ", ".join(f"`deployer-policy-{n}.json`" for n in range(1, len(parts) + 1))
+        lines.append(f"Too large for one managed policy: attach {files} instead (whole statements, each under the limit).")
+    else:
+        lines.append("It fits in one managed policy.")
+    lines += ["", "| Sid | Resources | Why |", "|---|---|---|"]
+    for statement in policy["Statement"]:
+        resources = ", ".join(f"`{r}`" for r in statement["Resource"])
+        lines.append(f"| {statement['Sid']} | {resources} | {SCOPES[statement['Sid']].why} |")
+    return "\n".join(lines) + "\n"
 
 
 def dumps(policy: Mapping[str, Any]) -> str:
     return json.dumps(policy, indent=2, sort_keys=True) + "\n"
+
+
+def files(policy: Mapping[str, Any], stack: str) -> dict[str, str]:
+    """What the plan writes: the policy, the notes, and the parts when it exceeds one managed policy."""
+    out = {POLICY_FILE: dumps(policy), NOTES_FILE: notes(policy, stack)}
+    parts = split(policy)
+    if len(parts) > 1:
+        out.update({f"deployer-policy-{n}.json": dumps(part) for n, part in enumerate(parts, 1)})
+    return out

@@ -339,7 +339,12 @@ def write(plan: Plan, out: Path) -> list[str]:
             from .efficiency_svg import efficiency_svg
 
             (out / EFFICIENCY_PICTURE).write_text(efficiency_svg(report))
-        (out / deployer_policy.POLICY_FILE).write_text(deployer_policy.dumps(deployer_policy_of_plan(plan)))
+        policy_files = deployer_policy.files(deployer_policy_of_plan(plan), plan.stack)
+        for stale in out.glob("deployer-policy-*.json"):
+            if stale.name not in policy_files:
+                stale.unlink(missing_ok=True)
+        for file_name, text in policy_files.items():
+            (out / file_name).write_text(text)
     except OSError as err:
         raise OutputError(f"cannot write in {out}: {err.strerror or err} ({getattr(err, 'filename', '') or out})") from None
     foreign = sorted(p.name for p in manifests.iterdir() if p.name not in files)
@@ -347,14 +352,32 @@ def write(plan: Plan, out: Path) -> list[str]:
 
 
 def deployer_policy_of_plan(plan: Plan) -> dict[str, Any]:
-    """The least-privilege policy of the identity that runs ``pulumi up`` (offline/deployer_policy.py),
-    with the lookups an existing cluster or VPC makes."""
+    """The policy of the identity that runs ``pulumi up`` (offline/deployer_policy.py), scoped to the
+    stack's region, cluster, names and tag, with the lookups an existing cluster or VPC makes."""
     invokes: list[str] = []
     if plan.settings is not None and plan.settings.cluster.existing:
         invokes += ["aws:eks/getCluster:getCluster", "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider"]
     if plan.settings is not None and plan.settings.network.vpc_id:
         invokes += ["aws:ec2/getVpc:getVpc", "aws:ec2/getSubnet:getSubnet"]
-    return deployer_policy.deployer_policy(plan.resources, invokes)
+    # the roles pulumi-eks creates inside the cluster component are the stack's too
+    resources = [*plan.resources, *plan.not_planned]
+    target = deployer_policy.target_of(resources, stack=plan.stack, region=plan.region or "us-east-1", cluster=_cluster_name(plan))
+    return deployer_policy.deployer_policy(plan.resources, invokes, target)
+
+
+def _cluster_name(plan: Plan) -> str:
+    """The cluster the stack creates or joins: the planned cluster's name, else the one its EKS
+    resources name (an experiment's platform cluster), else the setting's default."""
+    for r in plan.resources:
+        inputs = r.get("inputs") or {}
+        if r["type"] == "eks:index:Cluster" and isinstance(inputs.get("name"), str):
+            return inputs["name"]
+    for r in plan.resources:
+        name = (r.get("inputs") or {}).get("clusterName")
+        if r["type"].startswith("aws:eks/") and isinstance(name, str):
+            return name
+    settings = plan.settings
+    return (settings.cluster.name if settings is not None else None) or f"rlinf-{plan.stack}"
 
 
 def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:
