@@ -42,8 +42,14 @@ def section(path: Path, heading: str) -> str:
     assert f"\n{heading}\n" in f"\n{text}", f"{name(path)} has no section {heading!r}"
     body = f"\n{text}".split(f"\n{heading}\n", 1)[1]
     level = len(heading) - len(heading.lstrip("#"))
-    end = re.search(rf"^#{{1,{level}}} ", body, flags=re.M)
-    return body[: end.start()] if end else body
+    kept, in_code = [], False
+    for line in body.splitlines(keepends=True):
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and re.match(rf"#{{1,{level}}} ", line):
+            break  # a shell comment inside a block is no heading
+        kept.append(line)
+    return "".join(kept)
 
 
 def fenced(text: str, language: str) -> list[str]:

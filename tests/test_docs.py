@@ -63,6 +63,13 @@ def test_the_link_reader_sees_links_and_skips_code(tmp_path):
     assert docs_text.anchors(page) == {"the-heading-with-marks"}
 
 
+def test_a_section_ends_at_the_next_heading_not_at_a_shell_comment(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n## One\ntext\n```bash\n# a comment\necho\n```\n### Sub\nmore\n## Two\nno\n")
+    assert docs_text.section(page, "## One") == "text\n```bash\n# a comment\necho\n```\n### Sub\nmore\n"
+    assert docs_text.section(page, "### Sub") == "more\n"
+
+
 # --- shell blocks -------------------------------------------------------------------------------
 
 

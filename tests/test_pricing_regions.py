@@ -1,5 +1,5 @@
 """The price table says exactly what is priced (issue 18): per instance type and region, and an
-unknown price names where the type is priced; the README's table is the price table's."""
+unknown price names where the type is priced; the efficiency table of docs/observability.md is the price table's."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def test_p4d_p5_and_p5en_are_priced_in_govcloud_west_from_a_dated_source():
         assert "zz_generated.pricing_aws_us_gov.go" in row.to_json()["source"]
 
 
-def test_the_readme_lists_exactly_the_priced_types_per_region():
-    text = (ROOT / "README.md").read_text()
+def test_the_efficiency_guide_lists_exactly_the_priced_types_per_region():
+    text = (ROOT / "docs" / "observability.md").read_text()
     rows = dict(re.findall(r"^\| (us-[a-z0-9-]+) \| ([^|(]+?)(?: \(.*\))? \|$", text, flags=re.M))
     priced = {region: [r.instance_type for r in pricing.PRICES.values() if r.region == region and r.known] for region in pricing.REGIONS}
     assert {region: types.split(", ") for region, types in rows.items()} == priced
