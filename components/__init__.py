@@ -15,9 +15,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 """The one place the version is written: pyproject.toml reads it (setuptools dynamic version),
-CHANGELOG.md's newest entry and the README's install tag name it (tests/test_release.py)."""
+CHANGELOG.md's newest entry and every install tag in README.md and docs/ name it (tests/test_release.py)."""
 
 # Component name -> module; imported on first use so that `import rlinf_eks` stays cheap.
 _COMPONENTS = {

@@ -29,7 +29,7 @@ DOCUMENTATION_NETWORKS = tuple(
 
 _WHAT_TO_SET = {
     "workload.image": "build the training image (images/<dialect family>/Dockerfile), push it to an ECR repository of your "
-    "account and set workload.image to it (README, Training image)",
+    "account and set workload.image to it (docs/training-images-and-recipes.md)",
     "cluster.endpointPublicAccessCidrs": "set the public CIDRs `pulumi up` and kubectl run from (your address as /32: "
     "curl -s https://checkip.amazonaws.com), or remove the list and set cluster.deployFromVpc: true when "
     "pulumi up runs inside the VPC",

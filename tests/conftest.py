@@ -71,6 +71,8 @@ SLOW_TESTS = {
     "tests/test_aws_models.py::test_policy_grammar_problems_are_found": 6,
     "tests/test_fault_fast.py::test_given_a_checkpoint_being_written_when_the_block_ends_": 6,
     "tests/test_fault_fast.py::test_given_a_capacity_block_stop_time_": 5,
+    # each of the documentation's offline shell blocks: a fresh process that plans (2-8 s)
+    "tests/test_docs.py::test_an_offline_block_runs_as_written": 5,
 }
 SLOW_MODULES = {
     "tests/test_checkov.py": 18,  # checkov_failures: one checkov run over every stack

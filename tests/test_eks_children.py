@@ -69,5 +69,5 @@ def test_the_tree_shows_them_under_the_component_and_the_count_says_they_are_not
     assert f"plus {len(written['notPlanned'])} created by pulumi-eks inside eks:index:Cluster" in printed
 
 
-def test_the_readme_names_the_new_field():
-    assert '"notPlanned"' in (ROOT / "README.md").read_text()
+def test_the_plan_guide_names_the_new_field():
+    assert '"notPlanned"' in (ROOT / "docs" / "configuration.md").read_text()

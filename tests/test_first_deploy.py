@@ -272,17 +272,14 @@ def test_a_stack_with_real_values_passes_strict(tmp_path, monkeypatch, capsys):
     assert "placeholder" not in capsys.readouterr().err
 
 
-# --- the README's day-2 commands name real things -----------------------------------------------
+# --- the day-2 commands (docs/deploying.md) name real things -------------------------------------
 
 
 def _day2_commands() -> str:
-    import re
+    from tests import docs_text
 
-    from tests.harness import ROOT
-
-    text = (ROOT / "README.md").read_text()
-    body = text.split("## Day-2 operations", 1)[1].split("\n## ", 1)[0]
-    return "\n".join(re.findall(r"```bash\n(.*?)```", body, flags=re.S))
+    body = docs_text.section(docs_text.DOCS / "deploying.md", "## Day-2 operations")
+    return "\n".join(docs_text.fenced(body, "bash"))
 
 
 def test_the_day2_commands_read_real_stack_outputs():

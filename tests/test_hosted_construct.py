@@ -153,16 +153,15 @@ def test_rlinf_stack_is_the_stack_planned_by_the_cli(stack):
     assert without_component(got, "rlinf-eks:index:RlinfStack", stack) == expected
 
 
-# --- the README's programs in other languages ---------------------------------------------------
+# --- the programs in other languages (docs/components.md) ----------------------------------------
 
 README_SECTION = "### From TypeScript, YAML and other languages"
 
 
 def _readme_blocks(language: str) -> list[str]:
-    import re
+    from tests import docs_text
 
-    body = (ROOT / "README.md").read_text().split(README_SECTION, 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    return re.findall(rf"```{language}\n(.*?)```", body, flags=re.S)
+    return docs_text.fenced(docs_text.section(docs_text.DOCS / "components.md", README_SECTION), language)
 
 
 def test_the_readmes_yaml_program_constructs_and_plans():

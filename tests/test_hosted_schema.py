@@ -144,12 +144,13 @@ def test_the_whole_stack_takes_every_section_of_a_stack_file(package):
     assert not missing, f"StackSettings sections RlinfStack does not take: {missing} (python -m rlinf_eks.hosted.generate)"
 
 
-def test_optional_fields_whose_none_is_not_their_default_are_listed_in_the_readme():
+def test_optional_fields_whose_none_is_not_their_default_are_listed_in_the_components_guide():
     """The wire cannot carry an explicit null (the provider drops it), so a field whose None means
     something other than its default (progressTimeoutSeconds: null turns the watchdog off) cannot
-    be set to None from another language. The README names each."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### From TypeScript, YAML and other languages", 1)[1].split("\n## ", 1)[0]
+    be set to None from another language. docs/components.md names each."""
+    from tests import docs_text
+
+    section = docs_text.section(docs_text.DOCS / "components.md", "### From TypeScript, YAML and other languages")
     for model in _settings_models():
         for name, field in model.model_fields.items():
             default = field.get_default(call_default_factory=True)

@@ -66,6 +66,6 @@ def test_every_component_is_exported_from_the_package():
         assert getattr(rlinf_eks, name) is cls
 
 
-def test_the_readme_names_every_exported_component():
-    sentence = next(line for line in (ROOT / "README.md").read_text().split("\n\n") if line.startswith("Every component ("))
+def test_the_components_guide_names_every_exported_component():
+    sentence = next(line for line in (ROOT / "docs" / "components.md").read_text().split("\n\n") if line.startswith("Every component ("))
     assert sorted(rlinf_eks.__all__) == sorted(n.strip("`") for n in sentence.split("(")[1].split(")")[0].replace("\n", " ").split(", "))

@@ -282,13 +282,14 @@ def test_an_experiment_without_its_platform_plan_exits_2(args, message, tmp_path
     assert message in err and "Traceback" not in err
 
 
-# --- the README's experiment lifecycle ------------------------------------------------------------
+# --- the experiment lifecycle (docs/platform-and-experiments.md) ---------------------------------
 
 
 def _lifecycle() -> str:
-    text = (ROOT / "README.md").read_text()
-    body = text.split("## Platform and experiment stacks", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```bash\n(.*?)```", body, flags=re.S)
+    from tests import docs_text
+
+    body = docs_text.section(docs_text.DOCS / "platform-and-experiments.md", "## Platform and experiment stacks")
+    (block,) = docs_text.fenced(body, "bash")
     return block
 
 

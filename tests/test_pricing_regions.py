@@ -11,7 +11,7 @@ import pytest
 
 from rlinf_eks import catalog, pricing, pricing_table
 from rlinf_eks.offline.efficiency import efficiency_of, efficiency_report, render_efficiency, unknown_summary
-from tests.harness import plan_stack
+from tests.harness import ROOT, plan_stack
 
 SHORT = 120  # characters of one terminal line the plan prints about a price
 
@@ -181,3 +181,9 @@ def test_the_per_region_table_for_the_readme_is_the_price_table():
     assert table["us-east-1"][:3] == ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"]
     assert "p5e.48xlarge" not in {t for types in table.values() for t in types}
     assert {(t, r) for r, types in table.items() for t in types} == {key for key, row in pricing.PRICES.items() if row.known}
+
+
+def test_the_observability_guide_lists_exactly_the_priced_types_per_region():
+    text = (ROOT / "docs" / "observability.md").read_text()
+    rows = dict(re.findall(r"^\| ([a-z]{2}(?:-gov)?-[a-z]+-\d) \| ([^|]+?) \|$", text, flags=re.M))
+    assert {region: types.split(", ") for region, types in rows.items()} == pricing.priced_types_by_region()

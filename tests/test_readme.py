@@ -1,25 +1,28 @@
-"""The README's examples really work: the foreign Pulumi program under "Using the components in
-your own Pulumi program" runs under mocks against the real constructor signatures."""
+"""The documentation's examples really work: the foreign Pulumi program under "Using the components
+in your own Pulumi program" (docs/components.md) runs under mocks against the real constructor
+signatures; the plan commands, the Quick start's test command, the training image and the
+before-you-deploy sections say what the code does."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
 
+from tests import docs_text
 from tests.harness import ROOT, has_inputs, one, run_component
 
+COMPONENTS = docs_text.DOCS / "components.md"
 SECTION = "## Using the components in your own Pulumi program"
 
 
 def readme_python_blocks(section: str) -> list[str]:
-    """The ```python blocks of one README section (up to the next ``## `` heading)."""
-    text = (ROOT / "README.md").read_text()
-    assert section in text, f"README has no section {section!r}"
-    body = text.split(section, 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", body, flags=re.S)
+    """The ```python blocks of one section of docs/components.md (up to the next ``## `` heading)."""
+    body = docs_text.section(COMPONENTS, section)
+    return docs_text.fenced(body, "python")
 
 
 def _stand_ins() -> dict[str, object]:
@@ -43,7 +46,7 @@ def _stand_ins() -> dict[str, object]:
     return {"my_cluster": cluster, "my_private_subnet_in_one_az": subnets[0], "my_k8s_provider": provider}
 
 
-def test_the_readme_has_exactly_one_foreign_program_example():
+def test_the_guide_has_exactly_one_foreign_program_example():
     assert len(readme_python_blocks(SECTION)) == 1
 
 
@@ -52,7 +55,7 @@ def test_the_foreign_program_example_registers_gpu_nodes_and_device_plugins():
 
     def program() -> None:
         namespace: dict[str, object] = {"__name__": "__readme__", **_stand_ins()}
-        exec(compile(code, "README.md", "exec"), namespace)
+        exec(compile(code, "docs/components.md", "exec"), namespace)
 
     resources = run_component(program)
 
@@ -93,22 +96,23 @@ def test_the_example_fails_loudly_when_a_setting_is_misspelt():
     assert bad != code
 
     def program() -> None:
-        exec(compile(bad, "README.md", "exec"), {"__name__": "__readme__", **_stand_ins()})
+        exec(compile(bad, "docs/components.md", "exec"), {"__name__": "__readme__", **_stand_ins()})
 
     with pytest.raises(Exception, match="node_cuont"):
         run_component(program)
 
 
-def test_the_readme_plan_commands_with_set_run(tmp_path, capsys):
-    """Every `python -m rlinf_eks plan ... --set ...` command quoted inline in the README plans."""
+def test_the_docs_plan_commands_with_set_run(tmp_path, capsys):
+    """Every `python -m rlinf_eks plan ... --set ...` command quoted inline in README.md or a guide
+    plans."""
     import shlex
 
     from rlinf_eks.__main__ import main
 
-    text = (ROOT / "README.md").read_text()
+    text = "".join(path.read_text() for path in docs_text.documents())
     commands = re.findall(r"`python -m rlinf_eks (plan [^`]*--set[^`]*)`", text)
     commands = [c for c in commands if "KEY=VALUE" not in c]
-    assert commands, "the README shows no concrete --set command"
+    assert commands, "the docs show no concrete --set command"
     for command in commands:
         argv = shlex.split(command)
         assert main([*argv, "--quiet", "--out", str(tmp_path)]) == 0, (command, capsys.readouterr().err)
@@ -132,11 +136,12 @@ def test_ci_runs_exactly_the_readmes_test_command():
 
 # --- Training image, Before you deploy ----------------------------------------------------------------
 
+IMAGES = docs_text.DOCS / "training-images-and-recipes.md"
+IMAGE_POINTER = "(docs/training-images-and-recipes.md)"
 
-def readme_section(heading: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    assert f"\n{heading}\n" in text, f"README has no section {heading!r}"
-    return text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+
+def readme_section(heading: str, path: Path = IMAGES) -> str:
+    return docs_text.section(path, heading)
 
 
 def test_the_training_image_section_names_real_dockerfiles_build_args_and_commands():
@@ -161,7 +166,7 @@ def test_the_training_image_section_names_real_dockerfiles_build_args_and_comman
 def test_the_placeholder_message_for_the_image_points_at_the_training_image_section():
     from rlinf_eks.placeholders import _what_to_set
 
-    assert "(README, Training image)" in _what_to_set("workload.image")
+    assert IMAGE_POINTER in _what_to_set("workload.image")
     readme_section("## Training image")
     for stack_file in (ROOT / "stacks").glob("Pulumi.*.yaml"):
         images = [line for line in stack_file.read_text().splitlines() if "image:" in line and "PLACEHOLDER" in line]
@@ -169,7 +174,7 @@ def test_the_placeholder_message_for_the_image_points_at_the_training_image_sect
             assert "role: platform" in stack_file.read_text(), f"{stack_file.name} has no placeholder image line"
             continue
         image_line = images[0]
-        assert "(README, Training image)" in image_line, stack_file.name
+        assert IMAGE_POINTER in image_line, stack_file.name
 
 
 def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path):
@@ -179,7 +184,7 @@ def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path):
     from rlinf_eks import quotas
     from rlinf_eks.offline.deployer_policy import POLICY_FILE
 
-    body = readme_section("## Before you deploy")
+    body = readme_section("## Before you deploy", docs_text.DOCS / "deploying.md")
     for code in re.findall(r"L-[0-9A-F]{8}", body):
         assert code in {c for _, c in quotas.QUOTAS.values()}, code
     for name, code in quotas.QUOTAS.values():

@@ -1,6 +1,6 @@
 """Versioned releases: the version is written once (rlinf_eks.__version__, which pyproject.toml
-reads), CHANGELOG.md's newest release is that version, and the README's install line (and the
-example program's requirements) pin its tag."""
+reads), CHANGELOG.md's newest release is that version, and every install line in README.md and
+docs/*.md (pip, `pulumi package add`, the example program's requirements) pins its tag."""
 
 from __future__ import annotations
 
@@ -44,18 +44,59 @@ def test_the_changelogs_newest_release_is_the_package_version():
         assert re.search(rf"^\[{re.escape(heading)}\]: https://", CHANGELOG, flags=re.M), heading
 
 
+def release_notes(version: str) -> str:
+    """The body of one release's CHANGELOG entry (up to the next ``## [`` heading)."""
+    match = re.search(rf"^## \[{re.escape(version)}\] - .*?$(.*?)(?=^## \[|^\[Unreleased\]:)", CHANGELOG, flags=re.M | re.S)
+    assert match, f"CHANGELOG has no release {version}"
+    return match.group(1)
+
+
 def test_the_release_says_where_the_loading_functions_went():
-    newest = CHANGELOG.split("\n## [")[2] if CHANGELOG.count("\n## [") >= 2 else ""
+    newest = release_notes("0.2.0")  # the release that moved them
     for name in ("parse", "settings_from_config", "from_pulumi_config"):
         assert f"`rlinf_eks.config.{name}`" in newest or f"`{name}`" in newest, name
     assert "rlinf_eks.loading" in newest and "rlinf_eks.testing" in newest and "TrainingSettings" in newest
 
 
-def test_the_readme_install_line_pins_the_release_tag():
-    text = (ROOT / "README.md").read_text()
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# Anything that names a tag of this repository: `rlinf-eks@vX.Y.Z` (pip, requirements) and
+# `rlinf-eks/provider@vX.Y.Z` (pulumi package add). A pin of another project never matches.
+PIN = re.compile(r"rlinf-eks(?:/provider)?@v(\d+\.\d+\.\d+)")
+
+
+def pins(text: str) -> list[str]:
+    return PIN.findall(text)
+
+
+def test_the_pin_pattern_finds_this_projects_tags_only():
+    assert pins('pip install "rlinf-eks @ git+https://github.com/o/rlinf-eks@v1.2.3"') == ["1.2.3"]
+    assert pins("pulumi package add github.com/o/rlinf-eks/provider@v0.9.0") == ["0.9.0"]
+    assert pins("kuberay/ray-operator/config/crd?ref=v1.7.0 and rlinf/rlinf:agentic-rlinf0.3") == []
+
+
+def test_the_changelog_the_version_and_every_pin_in_the_docs_agree():
+    """The release a reader installs is the one the docs describe: CHANGELOG's newest release,
+    ``__version__``, the provider schema's version and every tag pinned in README.md, docs/*.md and
+    the example's requirements are one version."""
+    (newest, _), *_ = RELEASE.findall(CHANGELOG)
+    assert newest == rlinf_eks.__version__
+    found = {}
+    for path in [*DOCUMENTS, ROOT / "examples" / "own-cluster" / "requirements.txt", ROOT / "provider" / "PulumiPlugin.yaml"]:
+        for version in pins(path.read_text()):
+            found.setdefault(version, []).append(str(path.relative_to(ROOT)))
+    assert set(found) == {newest}, f"pins other than v{newest}: {found}"
+    import json
+
+    assert json.loads((ROOT / "provider" / "schema.json").read_text())["version"] == newest
+
+
+def test_the_readme_install_lines_pin_the_release_tag():
+    text = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in DOCUMENTS[1:])
     lines = re.findall(r'^pip install "rlinf-eks @ git\+(\S+)"$', text, flags=re.M)
     assert lines, "no install line for foreign programs"
     for url in lines:
         assert url.endswith(f"/rlinf-eks@v{rlinf_eks.__version__}"), url
+    packages = re.findall(r"^pulumi package add (\S+)$", text, flags=re.M)
+    assert packages and all(p.endswith(f"/provider@v{rlinf_eks.__version__}") for p in packages), packages
     requirements = (ROOT / "examples" / "own-cluster" / "requirements.txt").read_text()
     assert f"rlinf-eks @ git+{lines[0]}" in requirements

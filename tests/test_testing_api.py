@@ -127,15 +127,16 @@ def test_the_repositorys_test_command_collects_the_examples_tests():
             assert not [arg for arg in args if not arg.startswith("-")], command
 
 
-def test_the_readme_documents_the_api_and_its_test_block_passes_on_the_example():
-    text = (ROOT / "README.md").read_text()
-    body = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+def test_the_components_guide_documents_the_api_and_its_test_block_passes_on_the_example():
+    from tests import docs_text
+
+    body = docs_text.section(docs_text.DOCS / "components.md", SECTION)
     for name in ("plan_project", "plan_program", "violations", "write_plan", "one", "of_type", "has_inputs"):
         assert f"`{name}" in body and name in testing.__all__, name
     assert "examples/own-cluster/" in body
     (block,) = re.findall(r"```py\n(.*?)```", body, flags=re.S)
     namespace = {"__name__": "test_readme_block", "__file__": str(EXAMPLE / "test_readme_block.py")}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "docs/components.md", "exec"), namespace)
     tests = [value for key, value in namespace.items() if key.startswith("test_")]
     assert tests
     for test in tests:

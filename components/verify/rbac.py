@@ -5,7 +5,7 @@ all-reduce across nodes runs there, beside the shared filesystem's claim), that 
 the verify Jobs, their ConfigMaps, Services and NetworkPolicies and reads their pods' logs. A
 SelfSubjectReview needs no grant. A non-admin user needs the verify namespace created for them
 (the dry run's Namespace manifest): verify creates it only where it may. Bind them to the user's group (``--dry-run --out DIR`` writes
-them; README, Verify)."""
+them; docs/deploying.md, Verify)."""
 
 from __future__ import annotations
 

@@ -296,7 +296,7 @@ def smoke_objects(run: Run, nodes: list[str], *, namespace: str, run_id: str) ->
 _MEANINGS: dict[int, tuple[str, str]] = {
     exit_codes.IMAGE_BROKEN: (
         "image broken",
-        "rebuild workload.image so that it satisfies the image contract (python -m rlinf_eks image-contract STACK; README, Training image)",
+        "rebuild workload.image so that it satisfies the image contract (python -m rlinf_eks image-contract STACK; docs/training-images-and-recipes.md)",
     ),
     exit_codes.FABRIC_FAILED: (
         "EFA fabric not usable",

@@ -81,7 +81,7 @@ def plain_env(settings: StackSettings, trainer_env: Mapping[str, str], paths: Ru
     env["RLINF_RUN_DIR"] = paths.root
     if settings.observability_backend == "prometheus":
         # the Ray dashboard's metrics charts: it queries Prometheus and embeds Grafana's panels,
-        # which the browser loads from the Grafana port-forward (README, Day-2)
+        # which the browser loads from the Grafana port-forward (docs/observability.md)
         prometheus = settings.observability.prometheus
         env["RAY_PROMETHEUS_HOST"] = prometheus.prometheus_url
         env["RAY_GRAFANA_HOST"] = prometheus.grafana_url

@@ -50,7 +50,7 @@ fabric-check.sh looks for aws-ofi-nccl when it is in none of the plugin dirs."""
 
 DOCKERFILES = {name: recipe_of(name).dockerfile for name in DIALECTS}
 """The Dockerfile of this repository that builds the image family of each dialect (its recipe's
-``image.dockerfile``; README, Training image)."""
+``image.dockerfile``; docs/training-images-and-recipes.md)."""
 
 HF_STAGING_MODULES: tuple[str, ...] = ("huggingface_hub",)
 

@@ -4,7 +4,7 @@ export PATH="/opt/amazon/efa/bin:${PATH}"
 # image fails the pod in seconds with one line naming what is missing and what to do. A restart
 # cannot fix an image: the failure rules give up on IMAGE_BROKEN.
 fail() {
-  echo "rlinf-eks image-check: FAILED: $*; the image ${IMAGE} does not satisfy the image contract of ${DIALECT} (python -m rlinf_eks image-contract; README, Training image) (exit ${EXIT_IMAGE_BROKEN})" >&2
+  echo "rlinf-eks image-check: FAILED: $*; the image ${IMAGE} does not satisfy the image contract of ${DIALECT} (python -m rlinf_eks image-contract; docs/training-images-and-recipes.md) (exit ${EXIT_IMAGE_BROKEN})" >&2
   exit "${EXIT_IMAGE_BROKEN}"
 }
 
