@@ -32,7 +32,8 @@ def edits(stack: str) -> dict[str, tuple[str, ...]]:
     backend = "cloudwatch" if s.observability_backend == "prometheus" else "prometheus"
     return {
         "instance-type": (f"gpuNodes.instanceType={OTHER_TYPE[gpu.instance_type]}",),
-        "node-count": (f"gpuNodes.nodeCount={gpu.node_count + 1}", f"gpuNodes.maxNodes={max(gpu.node_count + 1, gpu.max_nodes or 0)}"),
+        # maxNodes only where something scales (it would have no effect elsewhere: refused)
+        "node-count": (f"gpuNodes.nodeCount={gpu.node_count + 1}", *([f"gpuNodes.maxNodes={max(gpu.node_count + 1, gpu.max_nodes)}"] if gpu.max_nodes else [])),
         "availability-zone": (f"availabilityZone={OTHER_AZ.get(s.availability_zone or '', 'us-east-1c')}",),
         "region": ("aws:region=us-west-2", "availabilityZone=us-west-2a"),
         "bucket-name": ("storage.bucketName=rlinf-checkpoints-example-4242",),
