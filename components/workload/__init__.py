@@ -58,13 +58,19 @@ SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 RUN_IDENTITY_ANNOTATION = "rlinf-eks/run-identity"
 RUN_DIR_ANNOTATION = "rlinf-eks/run-dir"
 RESUME_ANNOTATION = "rlinf-eks/resume"
+EVAL_CHECKPOINT_ANNOTATION = "rlinf-eks/eval-checkpoint"
+"""workload.mode eval: the checkpoint the evaluation runs on (a name, a path, or the newest complete one)."""
 
 
 def run_annotations(run: Run) -> dict[str, str]:
     """On the run's Job, JobSet or RayJob: what its checkpoints belong to, where they are and
     whether the trainer resumes from them (the diff reads them to say what a new run does)."""
     resume = "newest-complete-checkpoint" if run.launch.resume is not None else "none"
-    return {**SKIP_AWAIT, RUN_IDENTITY_ANNOTATION: run.identity, RUN_DIR_ANNOTATION: run.paths.location, RESUME_ANNOTATION: resume}
+    annotations = {**SKIP_AWAIT, RUN_IDENTITY_ANNOTATION: run.identity, RUN_DIR_ANNOTATION: run.paths.location, RESUME_ANNOTATION: resume}
+    if run.settings.workload.mode == "eval":
+        checkpoint = run.settings.workload.eval.checkpoint or "newest-complete-checkpoint"
+        annotations[EVAL_CHECKPOINT_ANNOTATION] = checkpoint
+    return annotations
 
 
 def launch_scripts(run: Run) -> dict[str, str]:
@@ -291,7 +297,7 @@ class RlinfTraining(pulumi.ComponentResource):
             depends.append(
                 k8s.core.v1.Service(
                     f"{name}-head-service",
-                    metadata=meta.ObjectMetaArgs(name=manual.SERVICE_NAME, namespace=namespace, labels=dict(APP_LABELS)),
+                    metadata=meta.ObjectMetaArgs(name=run.names.service, namespace=namespace, labels=dict(APP_LABELS)),
                     spec=manual.headless_service_spec(),
                     # a Service's cluster IPs cannot change once set (clusterIP: the provider replaces)
                     opts=pulumi.ResourceOptions(parent=self, replace_on_changes=["spec.clusterIPs"], delete_before_replace=True),
@@ -305,7 +311,7 @@ class RlinfTraining(pulumi.ComponentResource):
             annotations=annotations,
             restart_policy="Never",
             # in a JobSet, JobSet sets the subdomain (network.enableDNSHostnames)
-            subdomain=None if restarts else manual.SERVICE_NAME,
+            subdomain=None if restarts else run.names.service,
             first_init_containers=[manual.backoff_container(settings)] if restarts else (),
         )
         job_spec = manual.job_spec(
@@ -326,7 +332,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 api_version="jobset.x-k8s.io/v1alpha2",
                 kind="JobSet",
                 metadata=meta.ObjectMetaArgs(
-                    name=manual.JOBSET_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
+                    name=run.names.owner, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
                 ),
                 spec=manual.jobset_spec(job=to_manifest(job_spec), max_restarts=settings.workload.restart.max_restarts),
                 opts=run_opts,
@@ -335,7 +341,7 @@ class RlinfTraining(pulumi.ComponentResource):
             job = k8s.batch.v1.Job(
                 f"{name}-job",
                 metadata=meta.ObjectMetaArgs(
-                    name=manual.JOB_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
+                    name=run.names.owner, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
                 ),
                 spec=job_spec,
                 opts=run_opts,
@@ -417,7 +423,7 @@ class RlinfTraining(pulumi.ComponentResource):
             api_version="ray.io/v1",
             kind="RayJob",
             metadata=meta.ObjectMetaArgs(
-                name=rayjob.RAY_JOB_NAME,
+                name=rayjob.RAY_EVAL_JOB_NAME if settings.workload.mode == "eval" else rayjob.RAY_JOB_NAME,
                 namespace=namespace,
                 labels={**APP_LABELS, **(run_labels(settings) if embedded else {})},
                 annotations=run_annotations(self.run),

@@ -202,5 +202,7 @@ def resolve_run(settings: StackSettings, stack: str, *, wandb: bool = False) -> 
         # every input's path derived from where it is staged, never typed twice
         inputs_root=inputs_root(settings, shared),
         wandb=wandb,
+        run_dir=paths.root,
     )
-    return Run(settings, paths, shape, staging, pod_names(settings.workload.uses_jobset), launch, inputs)
+    names = pod_names(settings.workload.uses_jobset, evaluation=settings.workload.mode == "eval")
+    return Run(settings, paths, shape, staging, names, launch, inputs)
