@@ -21,10 +21,10 @@ PAGE = "index.html"
 DATA = "report.json"
 
 _STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:980px;color:#1d2733;background:#fff}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5rem auto;max-width:1100px;padding:0 1rem;color:#1d2733;background:#fff}
 h1{font-size:1.4rem;margin-bottom:.2rem}h2{font-size:1.1rem;margin-top:2rem;border-bottom:1px solid #d8dee6}
-.meta{color:#5a6b7d;font-size:.9rem}pre{background:#f4f6f9;padding:.8rem;border-radius:4px;overflow-x:auto}
-figure{margin:1rem 0}figure svg{width:100%;height:auto}figcaption{font-size:.85rem;color:#5a6b7d}
+.meta{color:#5a6b7d;font-size:.9rem}pre{background:#f4f6f9;padding:.8rem;border-radius:4px;white-space:pre-wrap}
+.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:.5rem 1rem}figure{margin:0}figure svg{width:100%;height:auto}figcaption{font-size:.85rem;color:#5a6b7d}
 table{border-collapse:collapse;font-size:.85rem;width:100%}th,td{border-bottom:1px solid #e3e8ee;padding:.3rem .5rem;text-align:left}
 .note{background:#fff8e1;padding:.6rem .8rem;border-left:3px solid #f0b400}
 """
@@ -77,7 +77,7 @@ def render_page(title: str, meta: str, data: dict, figures: list[Figure], gpu_no
         f"<pre id=\"summary\">{html.escape(chr(10).join(data['summary']))}</pre>",
     ]
     if figures:
-        parts.append("<h2>Curves</h2>")
+        parts.append('<h2>Curves</h2><div class="figures">')
     for figure in figures:
         parts += [
             f'<figure id="figure-{figure.name}">',
@@ -86,6 +86,8 @@ def render_page(title: str, meta: str, data: dict, figures: list[Figure], gpu_no
             f'<a href="{html.escape(figure.svg)}">SVG</a></figcaption>',
             "</figure>",
         ]
+    if figures:
+        parts.append("</div>")
     parts.append("<h2>GPU utilisation</h2>")
     parts.append(f'<p class="note" id="gpu-note">{html.escape(gpu_note)}</p>')
     parts.append("<h2>Evaluations</h2>")
