@@ -186,3 +186,15 @@ def test_kuberay_eval_plan_names_its_rayjob_and_keeps_the_queue():
     assert eval_job["metadata"]["name"] == "rlinf-evaluation"
     assert eval_job["metadata"]["labels"].get("kueue.x-k8s.io/queue-name") == train_job["metadata"]["labels"].get("kueue.x-k8s.io/queue-name")
     assert eval_job["metadata"]["annotations"]["rlinf-eks/eval-checkpoint"] == "global_step_39"
+
+
+def test_the_evaluation_scripts_pass_shellcheck(tmp_path):
+    from tests.test_shellcheck import shellcheck
+
+    files = {}
+    for stack, sets in (("single-node", ()), ("multi-node", ()), ("multi-node-kuberay", ("workload.eval.checkpoint=/fsx/x/global_step_3",))):
+        plan = plan_stack(stack, "workload.mode=eval", *sets)
+        (config_map,) = [m for m in _objects(plan, "ConfigMap") if m["metadata"]["name"] == "rlinf-launch"]
+        files[f"{stack}/trainer.sh"] = ("sh", config_map["data"]["trainer.sh"])
+    assert "python -m verl.trainer.main_ppo" in files["single-node/trainer.sh"][1]
+    assert shellcheck(files, tmp_path) == []
