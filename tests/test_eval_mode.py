@@ -16,7 +16,8 @@ import pytest
 from rlinf_eks.config import ConfigError
 from rlinf_eks.trainers import launch_for
 from rlinf_eks.trainers.base import COMPLETE_MARKER
-from rlinf_eks.trainers.evaluation import NO_CHECKPOINT, EvalLaunch
+from rlinf_eks.trainers.evaluation import NO_CHECKPOINT, RUN_MISMATCH, EvalLaunch
+from rlinf_eks.workload import exit_codes
 from tests.harness import plan_stack, settings
 
 BASH = shutil.which("bash")
@@ -37,12 +38,12 @@ def test_a_dialect_without_upstream_evaluation_is_refused_naming_the_key():
     assert "workload.mode" in text and "eval" in text and "no evaluation entry point" in text
 
 
-def _verl_eval(checkpoint: str | None = None, run_dir: str = "/fsx/s") -> EvalLaunch:
+def _verl_eval(checkpoint: str | None = None, run_dir: str = "/fsx/s", identity: str = "verl-ppo ppo_trainer model=m") -> EvalLaunch:
     wl = {"image": "x.io/r:1", "mode": "eval", "trainer": {"experimentName": "exp1"}}
     if checkpoint:
         wl["eval"] = {"checkpoint": checkpoint}
     s = settings(workload=wl)
-    launch = launch_for(s, nnodes=1, gpus_per_node=8, log_dir=f"{run_dir}/logs", checkpoint_dir=f"{run_dir}/checkpoints", inputs_root="/m", run_dir=run_dir)
+    launch = launch_for(s, nnodes=1, gpus_per_node=8, log_dir=f"{run_dir}/logs", checkpoint_dir=f"{run_dir}/checkpoints", inputs_root="/m", run_dir=run_dir, identity=identity)
     assert isinstance(launch, EvalLaunch)
     return launch
 
@@ -140,6 +141,14 @@ def test_the_eval_script_takes_the_named_checkpoint_and_fails_clearly_without_on
     result = _run(EvalLaunch(**{**missing.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
     assert result.returncode == NO_CHECKPOINT
     assert "no complete checkpoint named global_step_99" in result.stderr
+    # checkpoints recorded for another model are not evaluated
+    (run / ".rlinf-eks").mkdir()
+    (run / ".rlinf-eks" / "run-identity").write_text("verl-ppo ppo_trainer model=hf://Other/Model\n")
+    result = _run(EvalLaunch(**{**launch.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
+    assert result.returncode == RUN_MISMATCH == exit_codes.RUN_MISMATCH
+    assert "holds the checkpoints of another run (verl-ppo ppo_trainer model=hf://Other/Model)" in result.stderr
+    (run / ".rlinf-eks" / "run-identity").write_text("verl-ppo ppo_trainer model=m\n")
+    assert _run(EvalLaunch(**{**launch.__dict__, "workdir": str(tmp_path / "work")}), tmp_path, FAKE_STATUS="0").returncode == 0
 
 
 def _objects(plan, kind: str) -> list[dict]:
@@ -175,8 +184,12 @@ def test_multi_node_eval_plan_renders_an_evaluation_jobset_on_the_newest_complet
     assert "for d in /fsx/multi-node/logs/checkpoints/global_step_* /fsx/multi-node/logs/rlinf/checkpoints/global_step_*" in script
     assert "EVAL_DIR=/fsx/multi-node/eval/step-" in script and 'runner.logger.log_path="${EVAL_DIR}"' in script
     assert "runner.logger.log_path=/fsx/multi-node/logs" not in script
-    # the launcher marks no checkpoint in eval mode (its final pass would mark partial saves)
+    # the launcher marks no checkpoint in eval mode (its final pass would mark partial saves), and
+    # keeps its own state (run identity, last failure) beside the evaluations
     assert "CHECKPOINT_PATTERNS=''" in config_map["data"]["launch.sh"]
+    assert "\nRUN_DIR=/fsx/multi-node/eval\n" in config_map["data"]["launch.sh"]
+    # the training run's identity is checked, read only
+    assert "if [ -f /fsx/multi-node/.rlinf-eks/run-identity ] && [ \"$(cat /fsx/multi-node/.rlinf-eks/run-identity)\" != 'rlinf-embodied maniskill_ppo_openvlaoft" in script
 
 
 def test_kuberay_eval_plan_names_its_rayjob_and_keeps_the_queue():

@@ -102,6 +102,7 @@ def launch_for(
     inputs_root: str,
     wandb: bool = False,
     run_dir: str = "",
+    identity: str = "",
 ) -> TrainerLaunch:
     """The trainer launch of ``settings.workload.trainer.dialect`` on ``nnodes`` pods of
     ``gpus_per_node`` GPUs.
@@ -110,7 +111,7 @@ def launch_for(
     ``trainer.default_local_dir``; ``inputs_root``: where the recipe's inputs are staged (each
     below it in a folder of its own, :mod:`.inputs`); ``wandb``: also log to W&B (needs
     WANDB_API_KEY in the pod), defaults to False; ``run_dir``: the run's directory, below which
-    ``workload.mode: eval`` writes (``<run_dir>/eval/step-<N>``, :mod:`.evaluation`). Raises
+    ``workload.mode: eval`` writes (``<run_dir>/eval/step-<N>``, :mod:`.evaluation`), whose run ``identity`` it checks. Raises
     ConfigError when the world-size rules fail (or the dialect has no evaluation).
     """
     problems = check_world_size(settings, nnodes, gpus_per_node)
@@ -125,5 +126,7 @@ def launch_for(
         wandb=wandb,
     )
     if settings.workload.mode == "eval":
-        return evaluation_launch(settings, launch, run_dir=run_dir or log_dir.rsplit("/", 1)[0], experiment=settings.workload.trainer.experiment_name)
+        return evaluation_launch(
+            settings, launch, run_dir=run_dir or log_dir.rsplit("/", 1)[0], experiment=settings.workload.trainer.experiment_name, identity=identity
+        )
     return launch

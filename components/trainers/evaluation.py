@@ -36,6 +36,8 @@ an incomplete checkpoint and never upload."""
 NO_CHECKPOINT = 95
 """The evaluation's status when the run has no complete checkpoint (or not the one named)."""
 SUMMARY_FILE = "eval.json"
+RUN_MISMATCH = 94
+"""rlinf_eks.workload.exit_codes.RUN_MISMATCH (a test keeps them equal; trainers sit below workload)."""
 _SHELL_GLOB = re.compile(r"[A-Za-z0-9_./*\[\]+-]+")
 
 
@@ -54,6 +56,10 @@ class EvalLaunch(TrainerLaunch):
     eval_root: str = ""
     runtime_keys: tuple[tuple[str, str], ...] = ()
     videos: str = ""
+    run_dir: str = ""
+    identity: str = ""
+    """The run identity (rlinf_eks.workload.run.run_identity): a run directory recorded for
+    another identity is not evaluated (its checkpoints are another model's)."""
 
     def script(self) -> str:
         globs = " ".join(self.checkpoint_globs)
@@ -63,6 +69,15 @@ class EvalLaunch(TrainerLaunch):
         )
         lines = [f"cd {shlex.quote(self.workdir)} || exit"]
         lines += [f"{command} || exit" for command in self.prepare]
+        if self.identity:
+            recorded = shlex.quote(f"{self.run_dir.rstrip('/')}/.rlinf-eks/run-identity")
+            lines += [
+                f'if [ -f {recorded} ] && [ "$(cat {recorded})" != {shlex.quote(self.identity)} ]; then',
+                f'  echo "rlinf-eks: FAILED: the run directory {self.run_dir} holds the checkpoints of another run ($(cat {recorded})), and this'
+                f' evaluation is of {self.identity}: put back what changed, or set workload.runName to the run to evaluate (exit {RUN_MISMATCH})" >&2',
+                f"  exit {RUN_MISMATCH}",
+                "fi",
+            ]
         lines += [
             f"named={shlex.quote(self.named)}",
             'case "$named" in',
@@ -159,9 +174,10 @@ def _key(item: str) -> str:
     return item.lstrip("~+").split("=", 1)[0]
 
 
-def evaluation_launch(settings: StackSettings, training: TrainerLaunch, *, run_dir: str, experiment: str) -> EvalLaunch:
+def evaluation_launch(settings: StackSettings, training: TrainerLaunch, *, run_dir: str, experiment: str, identity: str = "") -> EvalLaunch:
     """The evaluation of a checkpoint of the run whose training launch is ``training``, writing
-    into ``<run_dir>/eval/step-<N>``. Raises ConfigError for a dialect without evaluation."""
+    into ``<run_dir>/eval/step-<N>``; ``identity``: the run's (checked against the one the run
+    directory records, when given). Raises ConfigError for a dialect without evaluation."""
     problems = eval_problems(settings)
     if problems:
         raise ConfigError(problems)
@@ -201,4 +217,6 @@ def evaluation_launch(settings: StackSettings, training: TrainerLaunch, *, run_d
         eval_root=f"{run_dir.rstrip('/')}/{EVAL_DIR_NAME}",
         runtime_keys=tuple(runtime),
         videos=videos,
+        run_dir=run_dir,
+        identity=identity,
     )

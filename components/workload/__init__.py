@@ -78,6 +78,9 @@ def launch_scripts(run: Run) -> dict[str, str]:
     settings, launch, paths, shape, names, nnodes = run.settings, run.launch, run.paths, run.shape, run.names, run.nnodes
     pythonpath = trainer_pythonpath(settings, launch.env)
     files = {TRAINER_SCRIPT: launch.script()}
+    # eval mode: the launcher's own state (run identity, last failure) beside the evaluations, never
+    # in the training run's .rlinf-eks (trainer.sh checks the training run's identity, read only)
+    launcher_dir = paths.eval_dir if settings.workload.mode == "eval" else paths.root
     if settings.workload.launcher == "manual":
         files["launch.sh"] = scripts.manual_launch(
             nnodes=nnodes,
@@ -88,7 +91,7 @@ def launch_scripts(run: Run) -> dict[str, str]:
             ray_port=manual.RAY_GCS_PORT,
             join_timeout_seconds=settings.workload.join_timeout_seconds,
             grace_seconds=settings.workload.termination_grace_period_seconds,
-            run_dir=paths.root,
+            run_dir=launcher_dir,
             state_dir=STATE_DIR,
             trainer_pythonpath=pythonpath,
             trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
@@ -101,7 +104,7 @@ def launch_scripts(run: Run) -> dict[str, str]:
             trainer_pythonpath=pythonpath,
             trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
             checkpoint_patterns=launch.checkpoint_patterns,
-            run_dir=paths.root,
+            run_dir=launcher_dir,
             run_identity=run.identity,
         )
     files[progress.PROGRESS_SCRIPT] = progress.for_stack(settings, paths.root)
