@@ -211,3 +211,13 @@ def test_the_evaluation_scripts_pass_shellcheck(tmp_path):
         files[f"{stack}/trainer.sh"] = ("sh", config_map["data"]["trainer.sh"])
     assert "python -m verl.trainer.main_ppo" in files["single-node/trainer.sh"][1]
     assert shellcheck(files, tmp_path) == []
+
+
+def test_the_plan_faults_section_describes_the_evaluation():
+    from rlinf_eks.offline.resilience import render
+
+    s = settings(workload={"image": "x.io/r:1", "mode": "eval", "eval": {"checkpoint": "global_step_24"}})
+    text = render(s, "solo")
+    assert "evaluation (workload.mode eval): the dialect's upstream evaluation of checkpoint global_step_24, read only" in text
+    assert "resume:" not in text
+    assert "resume: none" in render(settings(), "solo")
