@@ -196,3 +196,13 @@ def test_golden_report(tmp_path, dialect):
         golden.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     assert data == json.loads(golden.read_text()), f"the {dialect} report changed: RLINF_EKS_UPDATE_SNAPSHOTS=1 re-records it"
     assert result.summary.splitlines() == data["summary"]
+
+
+def test_a_run_in_progress_with_a_record_being_written_reads_the_complete_ones(tmp_path):
+    run = report_logs.rlinf_run(tmp_path / "run", steps=5, evaluations=False)
+    (events,) = (run / "logs" / "tensorboard").glob("events.out.tfevents.*")
+    data = events.read_bytes()
+    events.write_bytes(data[:-7])  # the last record cut off mid-write
+    logs = read_logs(run)
+    assert logs.series["env/success_once"].steps == list(range(5))
+    assert logs.series["time/generate_rollouts"].steps == [0, 1, 2, 3]  # its step-4 record was the cut one
