@@ -71,6 +71,7 @@ FAKE_TRAINER = """#!/bin/bash
 printf '%s\\n' "$@" > "$ARGV_OUT"
 for a in "$@"; do
   case "$a" in
+    actor_rollout_ref.model.path=*) m="${a#*=}"; echo '{"auto_map": "rewritten"}' > "$m/config.json"; ls "$m" > "$ARGV_OUT.model" ;;
     trainer.default_local_dir=*) d="${a#*=}"; mkdir -p "$d"
       printf '# Log started\\n2026-01-01T00:00:00\\t0\\t{"val/test_score/all": 0.75, "val/test_score/libero_10": 0.75}\\n' > "$d/run_20260101_000000.log" ;;
   esac
@@ -89,7 +90,7 @@ def _run(launch: EvalLaunch, tmp_path: Path, **env: str) -> subprocess.Completed
     bin_dir.mkdir(exist_ok=True)
     # the recipe's prepare step (SimpleVLA-RL's checkout has it; it touches the staged model only)
     (Path(launch.workdir) / "examples").mkdir(exist_ok=True)
-    (Path(launch.workdir) / "examples" / "overwrite_vla_ckpt_utils.sh").write_text("exit 0\n")
+    (Path(launch.workdir) / "examples" / "overwrite_vla_ckpt_utils.sh").write_text('touch "$1/modeling_prismatic.py"\n')
     fake = bin_dir / "python"
     fake.write_text(FAKE_TRAINER)
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
@@ -116,7 +117,11 @@ def test_the_eval_script_takes_the_newest_complete_checkpoint_and_leaves_the_che
     assert result.returncode == 0, result.stderr
     argv = (tmp_path / "argv").read_text().splitlines()
     newest = str(run / "checkpoints" / "actor" / "global_step_20")  # 30 is not complete
-    assert f"actor_rollout_ref.model.path={newest}" in argv
+    # veRL rewrites its model folder's config.json and upstream's prepare step copies code into it:
+    # both happen to a copy of the checkpoint (the prepare step ran on it), removed afterwards
+    assert f"actor_rollout_ref.model.path={run}/eval/step-20/model/global_step_20" in argv
+    assert (tmp_path / "argv.model").read_text().split() == ["config.json", "model.safetensors", "modeling_prismatic.py"]
+    assert not (run / "eval" / "step-20" / "model").exists()
     assert f"trainer.default_local_dir={run}/eval/step-20" in argv
     assert _tree(run / "checkpoints") == before
     summary = json.loads((run / "eval" / "step-20" / "eval.json").read_text())
@@ -180,7 +185,8 @@ def test_multi_node_eval_plan_renders_an_evaluation_jobset_on_the_newest_complet
     script = config_map["data"]["trainer.sh"]
     # RLinf's evaluation entry point on the actor weights of the newest complete checkpoint
     assert "python evaluations/eval_embodied_agent.py" in script
-    assert 'runner.ckpt_path="${ckpt}/actor/model_state_dict/full_weights.pt"' in script
+    assert 'runner.ckpt_path="${model}/actor/model_state_dict/full_weights.pt"' in script
+    assert 'model="$ckpt"' in script and "cp -R" not in script  # RLinf only reads the checkpoint
     assert "for d in /fsx/multi-node/logs/checkpoints/global_step_* /fsx/multi-node/logs/rlinf/checkpoints/global_step_*" in script
     assert "EVAL_DIR=/fsx/multi-node/eval/step-" in script and 'runner.logger.log_path="${EVAL_DIR}"' in script
     assert "runner.logger.log_path=/fsx/multi-node/logs" not in script

@@ -127,6 +127,7 @@ def launch_for(
     )
     if settings.workload.mode == "eval":
         return evaluation_launch(
-            settings, launch, run_dir=run_dir or log_dir.rsplit("/", 1)[0], experiment=settings.workload.trainer.experiment_name, identity=identity
+            settings, launch, run_dir=run_dir or log_dir.rsplit("/", 1)[0], experiment=settings.workload.trainer.experiment_name, identity=identity,
+            inputs_root=inputs_root,
         )
     return launch

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from ..config import ConfigError, StackSettings
 from ..config.errors import problem_line
 from .base import COMPLETE_MARKER, TrainerLaunch
+from .inputs import config_recipe, input_paths
 from .recipe import EvalRecipe, recipe_of
 
 __all__ = ["EVAL_DIR_NAME", "NO_CHECKPOINT", "EvalLaunch", "eval_problems", "evaluation_launch"]
@@ -56,6 +57,9 @@ class EvalLaunch(TrainerLaunch):
     eval_root: str = ""
     runtime_keys: tuple[tuple[str, str], ...] = ()
     videos: str = ""
+    copy_checkpoint: bool = False
+    """Evaluate a copy in ``<eval dir>/model/global_step_<N>`` (removed afterwards); ``prepare``
+    then runs after the copy, with ``${model}`` the copy."""
     run_dir: str = ""
     identity: str = ""
     """The run identity (rlinf_eks.workload.run.run_identity): a run directory recorded for
@@ -64,11 +68,12 @@ class EvalLaunch(TrainerLaunch):
     def script(self) -> str:
         globs = " ".join(self.checkpoint_globs)
         args = " ".join(
-            shlex.quote(f"{key}=") + '"' + value.replace("{checkpoint}", "${ckpt}").replace("{eval_dir}", "${EVAL_DIR}") + '"'
+            shlex.quote(f"{key}=") + '"' + value.replace("{checkpoint}", "${model}").replace("{eval_dir}", "${EVAL_DIR}") + '"'
             for key, value in self.runtime_keys
         )
         lines = [f"cd {shlex.quote(self.workdir)} || exit"]
-        lines += [f"{command} || exit" for command in self.prepare]
+        if not self.copy_checkpoint:
+            lines += [f"{command} || exit" for command in self.prepare]
         if self.identity:
             recorded = shlex.quote(f"{self.run_dir.rstrip('/')}/.rlinf-eks/run-identity")
             lines += [
@@ -96,6 +101,18 @@ class EvalLaunch(TrainerLaunch):
             f'EVAL_DIR={shlex.quote(self.eval_root)}/step-"$step"',
             'mkdir -p "$EVAL_DIR" || exit',
             'echo "rlinf-eks: evaluating $ckpt into $EVAL_DIR"',
+            'model="$ckpt"',
+        ]
+        if self.copy_checkpoint:
+            # the trainer writes into the folder it loads: a copy, named so that the S3 sync (which
+            # uploads no unmarked global_step_N) never uploads it, removed when the trainer ends
+            lines += [
+                'model="$EVAL_DIR/model/global_step_$step"',
+                'rm -rf "$EVAL_DIR/model" && mkdir -p "$model" && cp -R "$ckpt/." "$model/" || exit',
+                f'rm -f "$model/{COMPLETE_MARKER}"',
+            ]
+            lines += [f"{command} || exit" for command in self.prepare]
+        lines += [
             f"set -- {args}",
             # not exec: the summary is written after the trainer ends; signals reach the trainer
             f'{self.shell()} "$@" &',
@@ -111,6 +128,8 @@ class EvalLaunch(TrainerLaunch):
                 '  mkdir -p "$EVAL_DIR/videos" && find ' + source + ' -maxdepth 1 -name "*.mp4" -exec mv -f {} "$EVAL_DIR/videos/" ";"',
                 "fi",
             ]
+        if self.copy_checkpoint:
+            lines.append('rm -rf "$EVAL_DIR/model"')
         lines += [
             'python3 - "$EVAL_DIR" "$ckpt" "$status" <<\'PY\' || echo "rlinf-eks: could not write $EVAL_DIR/eval.json" >&2',
             SUMMARY_PROGRAM.rstrip("\n"),
@@ -174,7 +193,9 @@ def _key(item: str) -> str:
     return item.lstrip("~+").split("=", 1)[0]
 
 
-def evaluation_launch(settings: StackSettings, training: TrainerLaunch, *, run_dir: str, experiment: str, identity: str = "") -> EvalLaunch:
+def evaluation_launch(
+    settings: StackSettings, training: TrainerLaunch, *, run_dir: str, experiment: str, identity: str = "", inputs_root: str = ""
+) -> EvalLaunch:
     """The evaluation of a checkpoint of the run whose training launch is ``training``, writing
     into ``<run_dir>/eval/step-<N>``; ``identity``: the run's (checked against the one the run
     directory records, when given). Raises ConfigError for a dialect without evaluation."""
@@ -202,6 +223,12 @@ def evaluation_launch(settings: StackSettings, training: TrainerLaunch, *, run_d
     argv += [f"{key}={value}" for key, value in recipe.settings.items()]
     videos = "" if recipe.video_keys else recipe.videos.replace("{experiment}", experiment)
     named = settings.workload.eval.checkpoint or ""
+    prepare = training.prepare
+    config = config_recipe(settings)
+    if recipe.copy_checkpoint and config is not None:
+        # the config's steps on the copy the trainer loads ({model}); other inputs where staged
+        paths = {name: shlex.quote(path) for name, path in input_paths(settings, inputs_root).items()}
+        prepare = tuple(command.format(**{**paths, "model": '"${model}"'}) for command in config.prepare)
     return EvalLaunch(
         argv=argv,
         env=dict(training.env),
@@ -210,13 +237,14 @@ def evaluation_launch(settings: StackSettings, training: TrainerLaunch, *, run_d
         resume=None,
         checkpoint_patterns=(),
         resume_note="",
-        prepare=training.prepare,
+        prepare=prepare,
         node_rank_env=training.node_rank_env,
         checkpoint_globs=globs,
         named=named,
         eval_root=f"{run_dir.rstrip('/')}/{EVAL_DIR_NAME}",
         runtime_keys=tuple(runtime),
         videos=videos,
+        copy_checkpoint=recipe.copy_checkpoint,
         run_dir=run_dir,
         identity=identity,
     )

@@ -120,6 +120,9 @@ class EvalRecipe:
     settings: Mapping[str, str] = field(default_factory=dict)
     videos: str = ""
     unsupported: str = ""
+    copy_checkpoint: bool = False
+    """The trainer writes into the folder it loads: evaluate a copy of the checkpoint (and run
+    the config's ``prepare`` steps on the copy, ``{model}`` being it)."""
 
 
 @dataclass(frozen=True)
@@ -197,4 +200,5 @@ def _evaluation(data: Mapping) -> EvalRecipe:
         settings=_strings(data.get("settings")),
         videos=str(data.get("videos") or ""),
         unsupported=" ".join(str(data.get("unsupported") or "").split()),
+        copy_checkpoint=bool(data.get("copyCheckpoint")),
     )
