@@ -19,6 +19,7 @@ from rlinf_eks.trainers.base import COMPLETE_MARKER
 from rlinf_eks.trainers.evaluation import NO_CHECKPOINT, RUN_MISMATCH, EvalLaunch
 from rlinf_eks.workload import exit_codes
 from tests.harness import plan_stack, settings
+from tests.test_trainers import reference_trainers  # noqa: F401 (the fixture)
 
 BASH = shutil.which("bash")
 
@@ -227,3 +228,32 @@ def test_the_plan_faults_section_describes_the_evaluation():
     assert "evaluation (workload.mode eval): the dialect's upstream evaluation of checkpoint global_step_24, read only" in text
     assert "resume:" not in text
     assert "resume: none" in render(settings(), "solo")
+
+
+@pytest.mark.filterwarnings("ignore:.*Defaults list is missing `_self_`")
+@pytest.mark.filterwarnings("ignore::hydra.errors.Hydra14MigrationWarning")
+@pytest.mark.parametrize(
+    "dialect, config_name",
+    [("verl-ppo", "ppo_trainer"), ("rlinf-embodied", "maniskill_ppo_openvlaoft"), ("rlinf-embodied", "libero_10_grpo_openvlaoft")],
+)
+def test_the_evaluation_command_composes_against_the_upstream_config(dialect, config_name, monkeypatch, reference_trainers):
+    """Every key the evaluation sets exists in the upstream config (Hydra refuses an unknown key),
+    and the composed config evaluates only: no saving, the checkpoint and the eval directory."""
+    from tests.test_trainers import EMBODIED_DIR, VERL_DIR, _compose, overrides_of
+
+    s = settings(workload={"image": "x.io/r:1", "mode": "eval", "trainer": {"dialect": dialect, "configName": config_name}}, gpuNodes={"nodeCount": 1})
+    launch = launch_for(s, nnodes=1, gpus_per_node=8, log_dir="/fsx/s/logs", checkpoint_dir="/fsx/s/checkpoints", inputs_root="/m", run_dir="/fsx/s")
+    assert isinstance(launch, EvalLaunch)
+    runtime = [f"{key}={value.replace('{checkpoint}', '/fsx/s/logs/checkpoints/global_step_9').replace('{eval_dir}', '/fsx/s/eval/step-9')}" for key, value in launch.runtime_keys]
+    where = {"verl-ppo": (VERL_DIR, None), "rlinf-embodied": (EMBODIED_DIR / "config", "1.1")}
+    cfg = _compose(*where[dialect][:1], config_name, overrides_of(launch.argv) + runtime, where[dialect][1], monkeypatch)
+    if dialect == "verl-ppo":
+        assert cfg.trainer.val_only is True and cfg.trainer.val_before_train is True and cfg.trainer.save_freq == -1
+        assert cfg.trainer.default_local_dir == "/fsx/s/eval/step-9"
+        assert cfg.actor_rollout_ref.model.path == "/fsx/s/logs/checkpoints/global_step_9"
+    else:
+        assert launch.argv[1] == "evaluations/eval_embodied_agent.py"
+        assert cfg.runner.only_eval is True and cfg.runner.save_interval == -1
+        assert cfg.runner.ckpt_path == "/fsx/s/logs/checkpoints/global_step_9/actor/model_state_dict/full_weights.pt"
+        assert cfg.runner.logger.log_path == "/fsx/s/eval/step-9"
+        assert cfg.env.eval.video_cfg.save_video is True and cfg.env.eval.video_cfg.video_base_dir == "/fsx/s/eval/step-9/video/eval"
