@@ -1,4 +1,4 @@
-"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify ...``.
+"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify|report ...``.
 
 Exit status: 0 success, 1 a diff found changes (``diff``) or, under ``--strict``, policy violations
 or placeholder values (unless ``--allow-placeholders``), 2 bad input (stack config, arguments).
@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     from .verify.cli import add_parser as add_verify
 
     add_verify(commands)
+
+    from .report.cli import add_parser as add_report
+
+    add_report(commands)
 
     args = parser.parse_args(argv)
     return args.func(args)

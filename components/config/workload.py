@@ -230,9 +230,43 @@ class RestartSettings(SettingsModel):
         return value
 
 
+EVAL_CHECKPOINT = re.compile(r"global_step_\d+|/[^\s]*/global_step_\d+/?")
+
+
+class EvalSettings(SettingsModel):
+    """workload.mode eval: which checkpoint the upstream evaluation runs on."""
+
+    checkpoint: Optional[str] = None
+    """The checkpoint to evaluate: a name such as global_step_49 (found among the run's complete
+    checkpoints) or an absolute path ending in global_step_<N> (not checked for completeness).
+    Defaults to None: the newest complete checkpoint of the run, chosen when the pod starts."""
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _checkpoint(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not EVAL_CHECKPOINT.fullmatch(value):
+            raise PydanticCustomError(
+                "checkpoint", "a checkpoint name such as global_step_49, or an absolute path ending in global_step_<N>"
+            )
+        return value
+
+    @property
+    def checkpoint_name(self) -> Optional[str]:
+        """global_step_<N> of the named checkpoint, None for the newest."""
+        return self.checkpoint.rstrip("/").rsplit("/", 1)[-1] if self.checkpoint else None
+
+
 class WorkloadSettings(SettingsModel):
     enabled: Bool = True
     """Create the training workload. Defaults to true."""
+    mode: Literal["train", "eval"] = "train"
+    """train (the default): train, resuming from the newest complete checkpoint; eval: run the
+    dialect's upstream evaluation on one checkpoint of the run (workload.eval.checkpoint, else the
+    newest complete one) as its own Job (RayJob with kuberay) named evaluation, on the same pods
+    and queue, writing its metrics and videos to <run directory>/eval/step-<N>/ and never into the
+    checkpoints. rlinf-reasoning has no upstream evaluation at v0.3 and is refused."""
+    eval: EvalSettings = Field(default_factory=EvalSettings)
+    """workload.mode eval: the checkpoint to evaluate."""
     namespace: Annotated[str, dns_label("a DNS-1035 label")] = "rlinf"
     """Namespace of the training pods, their service account and secrets. Defaults to rlinf."""
     launcher: Literal["manual", "kuberay"] = "manual"

@@ -42,7 +42,15 @@ def checkpoint_lines(settings: StackSettings, stack: str) -> list[str]:
         f"({COMPLETE_MARKER}: a newer step exists, veRL's latest_checkpointed_iteration.txt names it, "
         f"or the trainer exited 0); a save cut off by a fault is never {never}",
     ]
-    if launch.resume is not None:
+    evaluation = settings.workload.eval
+    if settings.workload.mode == "eval":
+        which = f"checkpoint {evaluation.checkpoint}" if evaluation.checkpoint else "the newest complete checkpoint (chosen when the pod starts)"
+        lines.append(
+            f"evaluation (workload.mode eval): the dialect's upstream evaluation of {which}, read only, into "
+            f"{paths.eval_dir}/step-<N>/ (metrics, videos, eval.json); the launcher marks no checkpoint and writes nothing "
+            "into the training run's checkpoints; no complete checkpoint: exit 95"
+        )
+    elif launch.resume is not None:
         lines.append(f"resume: the newest complete checkpoint, passed as {launch.resume.key}")
     elif launch.resume_note:
         lines.append(f"resume: none: {launch.resume_note}")
@@ -75,7 +83,7 @@ def restart_lines(settings: StackSettings) -> list[str]:
         restart = wl.restart
         step = restart.backoff_seconds
         return [
-            f"restart (manual launcher): JobSet {manual.JOBSET_NAME} (controller {restart.jobset_version}) recreates every pod "
+            f"restart (manual launcher): JobSet {manual.pod_names(True, settings.workload.mode == 'eval').owner} (controller {restart.jobset_version}) recreates every pod "
             f"and resumes as above, up to maxRestarts={restart.max_restarts} times, when a pod fails (trainer error, "
             "NCCL, OOM: the Indexed Job's backoffLimit 0 fails it); old pods are gone before new ones start (BlockingRecreate)",
             "host faults: a pod of a lost, drained or preempted node (DisruptionTarget) restarts the gang without counting "

@@ -30,6 +30,7 @@ from ..config import ConfigError, StackRule, StackSettings
 from ..config.errors import problem_line
 from . import verl_ppo, rlinf_embodied, rlinf_reasoning  # noqa: F401, I001 (each registers its dialect, in this order)
 from .base import DIALECTS, Resume, TrainerDialect, TrainerLaunch, World, config_name_of
+from .evaluation import eval_problems, evaluation_launch
 from .inputs import ChosenInput, chosen_inputs, config_recipe, input_problems
 from .pinned import pinned_problems
 from .recipe import recipe_of
@@ -88,6 +89,7 @@ TRAINER_RULES: tuple[StackRule, ...] = (
     StackRule(("workload",), input_problems),
     StackRule(("workload", "gpuNodes"), _world_size),
     StackRule(("workload",), pinned_problems),
+    StackRule(("workload",), eval_problems),
 )
 """The trainers' stack rules; rlinf_eks.loading runs them after config's STACK_RULES."""
 
@@ -101,6 +103,8 @@ def launch_for(
     checkpoint_dir: str,
     inputs_root: str,
     wandb: bool = False,
+    run_dir: str = "",
+    identity: str = "",
 ) -> TrainerLaunch:
     """The trainer launch of ``settings.workload.trainer.dialect`` on ``nnodes`` pods of
     ``gpus_per_node`` GPUs.
@@ -108,12 +112,14 @@ def launch_for(
     ``log_dir``: logs (RLinf also writes its checkpoints here); ``checkpoint_dir``: veRL's
     ``trainer.default_local_dir``; ``inputs_root``: where the recipe's inputs are staged (each
     below it in a folder of its own, :mod:`.inputs`); ``wandb``: also log to W&B (needs
-    WANDB_API_KEY in the pod), defaults to False. Raises ConfigError when the world-size rules fail.
+    WANDB_API_KEY in the pod), defaults to False; ``run_dir``: the run's directory, below which
+    ``workload.mode: eval`` writes (``<run_dir>/eval/step-<N>``, :mod:`.evaluation`), whose run ``identity`` it checks. Raises
+    ConfigError when the world-size rules fail (or the dialect has no evaluation).
     """
     problems = check_world_size(settings, nnodes, gpus_per_node)
     if problems:
         raise ConfigError(problems)
-    return DIALECTS[settings.workload.trainer.dialect].launch(
+    launch = DIALECTS[settings.workload.trainer.dialect].launch(
         settings,
         World(nnodes, gpus_per_node),
         log_dir=log_dir,
@@ -121,3 +127,9 @@ def launch_for(
         inputs_root=inputs_root,
         wandb=wandb,
     )
+    if settings.workload.mode == "eval":
+        return evaluation_launch(
+            settings, launch, run_dir=run_dir or log_dir.rsplit("/", 1)[0], experiment=settings.workload.trainer.experiment_name, identity=identity,
+            inputs_root=inputs_root,
+        )
+    return launch

@@ -34,7 +34,7 @@ from typing import Mapping, Optional
 
 import yaml
 
-__all__ = ["ConfigRecipe", "DialectRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
+__all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
 
 PLACEHOLDER = re.compile(r"^(/path/to/|/dataset/|~/|/home/|/data/public/)")
 """The shapes of upstream's example paths, to find them in a composed config (the tests walk every
@@ -103,6 +103,29 @@ class ConfigRecipe:
 
 
 @dataclass(frozen=True)
+class EvalRecipe:
+    """How the dialect evaluates a checkpoint upstream (``evaluation`` of the recipe):
+    ``script``: the evaluation entry point replacing the training script (empty: the training
+    command itself, with ``settings``); ``checkpoint_keys`` take ``<checkpoint>/<checkpoint_file>``;
+    ``dir_keys`` and ``video_keys`` take the evaluation's directory (and ``videos`` below it);
+    ``videos``: where the videos land (``{experiment}``: the experiment name), relative to the
+    evaluation directory when ``video_keys`` point there, else to the trainer's working directory;
+    ``unsupported``: why the dialect has no evaluation (then nothing else is set)."""
+
+    script: str = ""
+    checkpoint_keys: tuple[str, ...] = ()
+    checkpoint_file: str = ""
+    dir_keys: tuple[str, ...] = ()
+    video_keys: tuple[str, ...] = ()
+    settings: Mapping[str, str] = field(default_factory=dict)
+    videos: str = ""
+    unsupported: str = ""
+    copy_checkpoint: bool = False
+    """The trainer writes into the folder it loads: evaluate a copy of the checkpoint (and run
+    the config's ``prepare`` steps on the copy, ``{model}`` being it)."""
+
+
+@dataclass(frozen=True)
 class DialectRecipe:
     dialect: str
     repository: str
@@ -111,6 +134,7 @@ class DialectRecipe:
     family: str
     model_keys: tuple[str, ...]
     configs: Mapping[str, ConfigRecipe] = field(default_factory=dict)
+    evaluation: EvalRecipe = field(default_factory=EvalRecipe)
 
     def model_input(self, source: str = "") -> RecipeInput:
         """The model of a config this recipe does not know (an image's own config)."""
@@ -162,4 +186,19 @@ def recipe_of(dialect: str) -> DialectRecipe:
         family=data["image"]["family"],
         model_keys=model_keys,
         configs={name: _config(name, spec, model_keys) for name, spec in data["configs"].items()},
+        evaluation=_evaluation(data.get("evaluation") or {}),
+    )
+
+
+def _evaluation(data: Mapping) -> EvalRecipe:
+    return EvalRecipe(
+        script=str(data.get("script") or ""),
+        checkpoint_keys=tuple(data.get("checkpointKeys") or ()),
+        checkpoint_file=str(data.get("checkpointFile") or ""),
+        dir_keys=tuple(data.get("dirKeys") or ()),
+        video_keys=tuple(data.get("videoKeys") or ()),
+        settings=_strings(data.get("settings")),
+        videos=str(data.get("videos") or ""),
+        unsupported=" ".join(str(data.get("unsupported") or "").split()),
+        copy_checkpoint=bool(data.get("copyCheckpoint")),
     )

@@ -58,13 +58,19 @@ SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 RUN_IDENTITY_ANNOTATION = "rlinf-eks/run-identity"
 RUN_DIR_ANNOTATION = "rlinf-eks/run-dir"
 RESUME_ANNOTATION = "rlinf-eks/resume"
+EVAL_CHECKPOINT_ANNOTATION = "rlinf-eks/eval-checkpoint"
+"""workload.mode eval: the checkpoint the evaluation runs on (a name, a path, or the newest complete one)."""
 
 
 def run_annotations(run: Run) -> dict[str, str]:
     """On the run's Job, JobSet or RayJob: what its checkpoints belong to, where they are and
     whether the trainer resumes from them (the diff reads them to say what a new run does)."""
     resume = "newest-complete-checkpoint" if run.launch.resume is not None else "none"
-    return {**SKIP_AWAIT, RUN_IDENTITY_ANNOTATION: run.identity, RUN_DIR_ANNOTATION: run.paths.location, RESUME_ANNOTATION: resume}
+    annotations = {**SKIP_AWAIT, RUN_IDENTITY_ANNOTATION: run.identity, RUN_DIR_ANNOTATION: run.paths.location, RESUME_ANNOTATION: resume}
+    if run.settings.workload.mode == "eval":
+        checkpoint = run.settings.workload.eval.checkpoint or "newest-complete-checkpoint"
+        annotations[EVAL_CHECKPOINT_ANNOTATION] = checkpoint
+    return annotations
 
 
 def launch_scripts(run: Run) -> dict[str, str]:
@@ -72,6 +78,9 @@ def launch_scripts(run: Run) -> dict[str, str]:
     settings, launch, paths, shape, names, nnodes = run.settings, run.launch, run.paths, run.shape, run.names, run.nnodes
     pythonpath = trainer_pythonpath(settings, launch.env)
     files = {TRAINER_SCRIPT: launch.script()}
+    # eval mode: the launcher's own state (run identity, last failure) beside the evaluations, never
+    # in the training run's .rlinf-eks (trainer.sh checks the training run's identity, read only)
+    launcher_dir = paths.eval_dir if settings.workload.mode == "eval" else paths.root
     if settings.workload.launcher == "manual":
         files["launch.sh"] = scripts.manual_launch(
             nnodes=nnodes,
@@ -82,7 +91,7 @@ def launch_scripts(run: Run) -> dict[str, str]:
             ray_port=manual.RAY_GCS_PORT,
             join_timeout_seconds=settings.workload.join_timeout_seconds,
             grace_seconds=settings.workload.termination_grace_period_seconds,
-            run_dir=paths.root,
+            run_dir=launcher_dir,
             state_dir=STATE_DIR,
             trainer_pythonpath=pythonpath,
             trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
@@ -95,7 +104,7 @@ def launch_scripts(run: Run) -> dict[str, str]:
             trainer_pythonpath=pythonpath,
             trainer_script=f"{SCRIPTS_DIR}/{TRAINER_SCRIPT}",
             checkpoint_patterns=launch.checkpoint_patterns,
-            run_dir=paths.root,
+            run_dir=launcher_dir,
             run_identity=run.identity,
         )
     files[progress.PROGRESS_SCRIPT] = progress.for_stack(settings, paths.root)
@@ -291,7 +300,7 @@ class RlinfTraining(pulumi.ComponentResource):
             depends.append(
                 k8s.core.v1.Service(
                     f"{name}-head-service",
-                    metadata=meta.ObjectMetaArgs(name=manual.SERVICE_NAME, namespace=namespace, labels=dict(APP_LABELS)),
+                    metadata=meta.ObjectMetaArgs(name=run.names.service, namespace=namespace, labels=dict(APP_LABELS)),
                     spec=manual.headless_service_spec(),
                     # a Service's cluster IPs cannot change once set (clusterIP: the provider replaces)
                     opts=pulumi.ResourceOptions(parent=self, replace_on_changes=["spec.clusterIPs"], delete_before_replace=True),
@@ -305,7 +314,7 @@ class RlinfTraining(pulumi.ComponentResource):
             annotations=annotations,
             restart_policy="Never",
             # in a JobSet, JobSet sets the subdomain (network.enableDNSHostnames)
-            subdomain=None if restarts else manual.SERVICE_NAME,
+            subdomain=None if restarts else run.names.service,
             first_init_containers=[manual.backoff_container(settings)] if restarts else (),
         )
         job_spec = manual.job_spec(
@@ -326,7 +335,7 @@ class RlinfTraining(pulumi.ComponentResource):
                 api_version="jobset.x-k8s.io/v1alpha2",
                 kind="JobSet",
                 metadata=meta.ObjectMetaArgs(
-                    name=manual.JOBSET_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
+                    name=run.names.owner, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
                 ),
                 spec=manual.jobset_spec(job=to_manifest(job_spec), max_restarts=settings.workload.restart.max_restarts),
                 opts=run_opts,
@@ -335,7 +344,7 @@ class RlinfTraining(pulumi.ComponentResource):
             job = k8s.batch.v1.Job(
                 f"{name}-job",
                 metadata=meta.ObjectMetaArgs(
-                    name=manual.JOB_NAME, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
+                    name=run.names.owner, namespace=namespace, labels={**APP_LABELS, **run_labels(settings)}, annotations=run_annotations(run)
                 ),
                 spec=job_spec,
                 opts=run_opts,
@@ -417,7 +426,7 @@ class RlinfTraining(pulumi.ComponentResource):
             api_version="ray.io/v1",
             kind="RayJob",
             metadata=meta.ObjectMetaArgs(
-                name=rayjob.RAY_JOB_NAME,
+                name=rayjob.RAY_EVAL_JOB_NAME if settings.workload.mode == "eval" else rayjob.RAY_JOB_NAME,
                 namespace=namespace,
                 labels={**APP_LABELS, **(run_labels(settings) if embedded else {})},
                 annotations=run_annotations(self.run),

@@ -32,6 +32,8 @@ LAUNCHER_LABELS = {**APP_LABELS, "app.kubernetes.io/component": "manual-ray"}
 
 
 JOBSET_NAME = "training"
+EVAL_JOB_NAME = "evaluation"
+"""workload.mode eval: the run's own Job (JobSet) and Service, beside a training run's names."""
 
 # What the API server refuses to change in place, beyond pulumi-kubernetes' own force-new paths (a
 # Job's selector, template, completions, parallelism; offline/replacement.py): Pulumi replaces the
@@ -60,17 +62,22 @@ class PodNames:
     job: str
     host_prefix: str
     service: str
+    owner: str = JOB_NAME
+    """The object the launcher creates: the Job, or the JobSet around it."""
 
     def head_host(self) -> str:
         return f"{self.host_prefix}-0.{self.service}"
 
 
-def pod_names(jobset: bool) -> PodNames:
-    """The one place that knows the names (the launcher, preflight and watchdog use them)."""
+def pod_names(jobset: bool, evaluation: bool = False) -> PodNames:
+    """The one place that knows the names (the launcher, preflight and watchdog use them);
+    ``evaluation``: workload.mode eval, whose objects are named evaluation instead of training."""
+    base = EVAL_JOB_NAME if evaluation else JOBSET_NAME
     if jobset:
-        child_job = f"{JOBSET_NAME}-{REPLICATED_JOB}-0"
-        return PodNames(job=child_job, host_prefix=child_job, service=JOBSET_NAME)
-    return PodNames(job=JOB_NAME, host_prefix=JOB_NAME, service=SERVICE_NAME)
+        child_job = f"{base}-{REPLICATED_JOB}-0"
+        return PodNames(job=child_job, host_prefix=child_job, service=base, owner=base)
+    job = EVAL_JOB_NAME if evaluation else JOB_NAME
+    return PodNames(job=job, host_prefix=job, service=f"{job}-svc" if evaluation else SERVICE_NAME, owner=job)
 
 
 def head_host(jobset: bool = False) -> str:

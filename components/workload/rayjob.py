@@ -22,6 +22,7 @@ from .run import RayPodShape
 
 RAY_CLUSTER_NAME = "rlinf-cluster"  # <= 53 characters (KubeRay)
 RAY_JOB_NAME = "rlinf-training"  # <= 47 characters (KubeRay)
+RAY_EVAL_JOB_NAME = "rlinf-evaluation"  # workload.mode eval
 # KubeRay v1.7.0 submits a RayJob once: a changed entrypoint, runtime env or cluster spec of an
 # existing RayJob is not run (its webhook checks only the new object; the CRD makes managedBy and
 # the GCS fault-tolerance backend immutable), so a changed spec is a new RayJob (replaceOnChanges).

@@ -58,6 +58,11 @@ class RunPaths:
         return f"{self.root}/logs"
 
     @property
+    def eval_dir(self) -> str:
+        """workload.mode eval: where the evaluations and their launcher's own state go."""
+        return f"{self.root}/eval"
+
+    @property
     def checkpoint_dir(self) -> str:
         return f"{self.root}/checkpoints"
 
@@ -202,5 +207,8 @@ def resolve_run(settings: StackSettings, stack: str, *, wandb: bool = False) -> 
         # every input's path derived from where it is staged, never typed twice
         inputs_root=inputs_root(settings, shared),
         wandb=wandb,
+        run_dir=paths.root,
+        identity=run_identity(settings, inputs),
     )
-    return Run(settings, paths, shape, staging, pod_names(settings.workload.uses_jobset), launch, inputs)
+    names = pod_names(settings.workload.uses_jobset, evaluation=settings.workload.mode == "eval")
+    return Run(settings, paths, shape, staging, names, launch, inputs)

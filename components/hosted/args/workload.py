@@ -8,6 +8,16 @@ from typing import TypedDict
 from typing_extensions import NotRequired
 
 
+class EvalSettings(TypedDict):
+    "workload.mode eval: which checkpoint the upstream evaluation runs on."
+    checkpoint: NotRequired[str]
+    (
+        "The checkpoint to evaluate: a name such as global_step_49 (found among the run's complete\n"
+        "checkpoints) or an absolute path ending in global_step_<N> (not checked for completeness).\n"
+        "Defaults to None: the newest complete checkpoint of the run, chosen when the pod starts."
+    )
+
+
 class TrainerSettings(TypedDict):
     dialect: NotRequired[str]
     "verl-ppo (the seed's main_ppo.py layout, SimpleVLA-RL), rlinf-embodied or rlinf-reasoning (RLinf v0.3)."
@@ -150,6 +160,16 @@ class ModelSettings(TypedDict):
 class WorkloadSettings(TypedDict):
     enabled: NotRequired[bool]
     "Create the training workload. Defaults to true."
+    mode: NotRequired[str]
+    (
+        "train (the default): train, resuming from the newest complete checkpoint; eval: run the\n"
+        "dialect's upstream evaluation on one checkpoint of the run (workload.eval.checkpoint, else the\n"
+        "newest complete one) as its own Job (RayJob with kuberay) named evaluation, on the same pods\n"
+        "and queue, writing its metrics and videos to <run directory>/eval/step-<N>/ and never into the\n"
+        "checkpoints. rlinf-reasoning has no upstream evaluation at v0.3 and is refused."
+    )
+    eval: NotRequired[EvalSettings]
+    "workload.mode eval: the checkpoint to evaluate."
     namespace: NotRequired[str]
     "Namespace of the training pods, their service account and secrets. Defaults to rlinf."
     launcher: NotRequired[str]

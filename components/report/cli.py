@@ -1,0 +1,112 @@
+"""The ``report`` command: ``python -m rlinf_eks report STACK [--run-dir DIR | --from-bucket] [--out DIR]``.
+
+Exit status: 0 a report with curves, 1 the run has logged nothing yet (the page says so), 2 bad
+input (an unknown stack, a missing run directory, an unreadable bucket, the extra not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+INSTALL = "pip install 'rlinf-eks[report]'  (from a checkout: pip install -e '.[report]')"
+
+
+def add_parser(commands: Any) -> None:
+    report = commands.add_parser(
+        "report", help="draw a run's curves and evaluations from its logs into an HTML page (0 drawn, 1 nothing logged yet, 2 bad input)"
+    )
+    report.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml): its dialect, run directory and bucket prefix")
+    where = report.add_mutually_exclusive_group()
+    where.add_argument("--run-dir", metavar="DIR", help="the run directory (or a copy of it); default the stack's on the shared filesystem, when mounted here")
+    where.add_argument("--from-bucket", action="store_true", help="copy the run's logs from s3://<bucket>/<stack>[-runs/<runName>]/ first (boto3, your AWS credentials)")
+    report.add_argument("--bucket", metavar="NAME", help="with --from-bucket: the checkpoint bucket (the stack output checkpointBucket); default storage.bucketName")
+    report.add_argument("--out", metavar="DIR", help="the report folder; default build/<stack>/report")
+    report.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for plan (e.g. workload.runName=try2)")
+    report.add_argument("--platform", metavar="DIR", help="an experiment stack: its platform's plan folder (as for plan)")
+    report.set_defaults(func=run)
+
+
+def _missing_extra(from_bucket: bool) -> list[str]:
+    modules = ["matplotlib", "tensorboard", *(["boto3"] if from_bucket else [])]
+    return [name for name in modules if importlib.util.find_spec(name) is None]
+
+
+def _error(stack: str, text: str) -> int:
+    print(f"error: report {stack}: {text}", file=sys.stderr)
+    return 2
+
+
+def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
+    from ..offline import plan as plan_mod
+    from ..offline.stack_config import load, project_root
+
+    root = project_root()
+    stack_config = load(root, args.stack, args.set)
+    platform = plan_mod.platform_for(stack_config, args.platform, root / "build" / args.stack)
+    return plan_mod.settings_of(stack_config, platform), root
+
+
+def _from_bucket(args: argparse.Namespace, settings: Any, prefix: str, dest: Path) -> Optional[str]:
+    """Copy the run's logs into ``dest``; an error line, or None."""
+    import boto3
+
+    from .bucket import BucketError, download_logs
+
+    bucket = args.bucket or settings.storage.bucket_name
+    if not bucket:
+        return "--from-bucket needs --bucket NAME: the stack's generated bucket name is its output checkpointBucket (pulumi stack output checkpointBucket)"
+    try:
+        copied = download_logs(boto3.client("s3"), bucket, prefix, dest)
+    except BucketError as err:
+        return str(err)
+    print(f"copied {len(copied)} log files from s3://{bucket}/{prefix}/ into {dest}", file=sys.stderr)
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    missing = _missing_extra(args.from_bucket)
+    if missing:
+        return _error(args.stack, f"needs {', '.join(missing)} (the report extra): {INSTALL}")
+    from ..config import ConfigError
+    from ..offline.stack_config import StackConfigError
+    from ..workload.run import run_paths
+
+    try:
+        settings, root = _settings(args)
+    except (ConfigError, StackConfigError) as err:
+        return _error(args.stack, str(err))
+    paths = run_paths(settings, args.stack, settings.shared_filesystem)
+    out = Path(args.out) if args.out else root / "build" / args.stack / "report"
+    if out.exists() and not out.is_dir():
+        return _error(args.stack, f"--out {out}: not a folder")
+    if args.from_bucket:
+        run_dir = out / "run"
+        problem = _from_bucket(args, settings, paths.s3_prefix, run_dir)
+        if problem:
+            return _error(args.stack, problem)
+        where = f"s3 prefix {paths.s3_prefix}/ (copied to {run_dir})"
+    else:
+        run_dir = Path(args.run_dir) if args.run_dir else Path(paths.root)
+        if not run_dir.is_dir():
+            given = "--run-dir" if args.run_dir else f"the stack's run directory ({'shared filesystem' if paths.shared else 'node-local, synced to S3'})"
+            return _error(
+                args.stack,
+                f"{given} {run_dir}: no such folder here; give --run-dir DIR (a copy of the run directory) or --from-bucket "
+                f"(s3://<bucket>/{paths.s3_prefix}/)",
+            )
+        where = str(run_dir)
+    from . import make_report
+
+    dialect = settings.workload.trainer.dialect
+    result = make_report(
+        run_dir, out, title=f"{args.stack}: {settings.workload.run_name or 'default run'} ({dialect})",
+        backend=settings.observability_backend, meta=f"run {where}; dialect {dialect}; mode {settings.workload.mode}",
+    )  # fmt: skip
+    print(result.summary)
+    print(f"wrote {out / 'index.html'} and {len(result.files) - 2} figure files in {out / 'figures'}")
+    return result.status
+

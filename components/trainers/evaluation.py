@@ -1,0 +1,250 @@
+"""``workload.mode: eval``: the dialect's upstream evaluation of one checkpoint of the run.
+
+The training launch of the stack is turned into an evaluation launch by the dialect's recipe
+(``evaluation`` in ``recipes/<dialect>.yaml``): the entry point (RLinf's
+``evaluations/eval_embodied_agent.py``; veRL's own ``main_ppo`` with ``trainer.val_only``), the
+keys that take the checkpoint, and the keys that take the evaluation's directory. The checkpoint
+is chosen when the pod starts, as resume chooses it: the newest ``global_step_<N>`` holding the
+launcher's completeness marker (or the one ``workload.eval.checkpoint`` names), found with the
+training run's own patterns, read only. Everything the trainer writes goes to
+``<run dir>/eval/step-<N>/`` (its log directory, its checkpoint directory, its videos): the
+overrides that pointed at the training run's log or checkpoint directory are dropped, and the
+trainer's saving is turned off. After the trainer ends, ``eval.json`` there summarises the run
+(checkpoint, exit status, the last value of each metric the trainer logged, the videos).
+
+    from rlinf_eks.trainers.evaluation import evaluation_launch
+    launch = evaluation_launch(settings, training_launch, run_dir="/fsx/stack")
+    launch.script()   # sh: pick the checkpoint, run the evaluation, write eval.json
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from ..config import ConfigError, StackSettings
+from ..config.errors import problem_line
+from .base import COMPLETE_MARKER, TrainerLaunch
+from .inputs import config_recipe, input_paths
+from .recipe import EvalRecipe, recipe_of
+
+__all__ = ["EVAL_DIR_NAME", "NO_CHECKPOINT", "EvalLaunch", "eval_problems", "evaluation_launch"]
+
+EVAL_DIR_NAME = "eval"
+"""``<run dir>/eval/step-<N>/``: not ``global_step_<N>``, which the checkpoint sync would take for
+an incomplete checkpoint and never upload."""
+NO_CHECKPOINT = 95
+"""The evaluation's status when the run has no complete checkpoint (or not the one named)."""
+SUMMARY_FILE = "eval.json"
+RUN_MISMATCH = 94
+"""rlinf_eks.workload.exit_codes.RUN_MISMATCH (a test keeps them equal; trainers sit below workload)."""
+_SHELL_GLOB = re.compile(r"[A-Za-z0-9_./*\[\]+-]+")
+
+
+@dataclass(frozen=True)
+class EvalLaunch(TrainerLaunch):
+    """A TrainerLaunch whose script evaluates a checkpoint instead of training.
+
+    ``checkpoint_globs``: shell globs of the training run's ``global_step_<N>`` directories (read
+    only); ``named``: workload.eval.checkpoint (a name or an absolute path), empty for the newest;
+    ``eval_root``: ``<run dir>/eval``; ``runtime_keys``: Hydra keys and what they take at run
+    time (``{checkpoint}``, ``{eval_dir}``); ``videos``: where the trainer leaves its videos,
+    relative to ``workdir`` (moved into the evaluation directory), empty when they go there."""
+
+    checkpoint_globs: tuple[str, ...] = ()
+    named: str = ""
+    eval_root: str = ""
+    runtime_keys: tuple[tuple[str, str], ...] = ()
+    videos: str = ""
+    copy_checkpoint: bool = False
+    """Evaluate a copy in ``<eval dir>/model/global_step_<N>`` (removed afterwards); ``prepare``
+    then runs after the copy, with ``${model}`` the copy."""
+    run_dir: str = ""
+    identity: str = ""
+    """The run identity (rlinf_eks.workload.run.run_identity): a run directory recorded for
+    another identity is not evaluated (its checkpoints are another model's)."""
+
+    def script(self) -> str:
+        globs = " ".join(self.checkpoint_globs)
+        args = " ".join(
+            shlex.quote(f"{key}=") + '"' + value.replace("{checkpoint}", "${model}").replace("{eval_dir}", "${EVAL_DIR}") + '"'
+            for key, value in self.runtime_keys
+        )
+        lines = [f"cd {shlex.quote(self.workdir)} || exit"]
+        if not self.copy_checkpoint:
+            lines += [f"{command} || exit" for command in self.prepare]
+        if self.identity:
+            recorded = shlex.quote(f"{self.run_dir.rstrip('/')}/.rlinf-eks/run-identity")
+            lines += [
+                f'if [ -f {recorded} ] && [ "$(cat {recorded})" != {shlex.quote(self.identity)} ]; then',
+                f'  echo "rlinf-eks: FAILED: the run directory {self.run_dir} holds the checkpoints of another run ($(cat {recorded})), and this'
+                f' evaluation is of {self.identity}: put back what changed, or set workload.runName to the run to evaluate (exit {RUN_MISMATCH})" >&2',
+                f"  exit {RUN_MISMATCH}",
+                "fi",
+            ]
+        lines += [
+            f"named={shlex.quote(self.named)}",
+            'case "$named" in',
+            '  /*) ckpt="${named%/}"; [ -d "$ckpt" ] || ckpt="" ;;',
+            # newest by step number among the complete ones (named: only that one)
+            f"  *) ckpt=$(for d in {globs}; do [ -f \"$d/{COMPLETE_MARKER}\" ] && echo \"$d\"; done"
+            ' | awk -F\'global_step_\' -v want="$named" \'want == "" || "global_step_" $NF == want {print $NF "\\t" $0}\''
+            " | sort -n | tail -n 1 | cut -f2-) ;;",
+            "esac",
+            'if [ -z "$ckpt" ]; then',
+            f'  echo "rlinf-eks: FAILED: no complete checkpoint${{named:+ named $named}} to evaluate ({globs}): train first, or name one'
+            f' with workload.eval.checkpoint (exit {NO_CHECKPOINT})" >&2',
+            f"  exit {NO_CHECKPOINT}",
+            "fi",
+            'step="${ckpt##*global_step_}"',
+            f'EVAL_DIR={shlex.quote(self.eval_root)}/step-"$step"',
+            'mkdir -p "$EVAL_DIR" || exit',
+            'echo "rlinf-eks: evaluating $ckpt into $EVAL_DIR"',
+            'model="$ckpt"',
+        ]
+        if self.copy_checkpoint:
+            # the trainer writes into the folder it loads: a copy, named so that the S3 sync (which
+            # uploads no unmarked global_step_N) never uploads it, removed when the trainer ends
+            lines += [
+                'model="$EVAL_DIR/model/global_step_$step"',
+                'rm -rf "$EVAL_DIR/model" && mkdir -p "$model" && cp -R "$ckpt/." "$model/" || exit',
+                f'rm -f "$model/{COMPLETE_MARKER}"',
+            ]
+            lines += [f"{command} || exit" for command in self.prepare]
+        lines += [
+            f"set -- {args}",
+            # not exec: the summary is written after the trainer ends; signals reach the trainer
+            f'{self.shell()} "$@" &',
+            "child=$!",
+            "trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT",
+            'wait "$child"; status=$?',
+            'if [ "$status" -gt 128 ]; then wait "$child"; status=$?; fi',
+        ]
+        if self.videos:
+            source = shlex.quote(self.videos)
+            lines += [
+                f"if [ -d {source} ]; then",
+                '  mkdir -p "$EVAL_DIR/videos" && find ' + source + ' -maxdepth 1 -name "*.mp4" -exec mv -f {} "$EVAL_DIR/videos/" ";"',
+                "fi",
+            ]
+        if self.copy_checkpoint:
+            lines.append('rm -rf "$EVAL_DIR/model"')
+        lines += [
+            'python3 - "$EVAL_DIR" "$ckpt" "$status" <<\'PY\' || echo "rlinf-eks: could not write $EVAL_DIR/eval.json" >&2',
+            SUMMARY_PROGRAM.rstrip("\n"),
+            "PY",
+            'exit "$status"',
+            "",
+        ]
+        return "\n".join(lines)
+
+
+# Runs in the pod with the image's python3; reads what the trainers write (veRL's LocalLogger
+# lines, RLinf's TensorBoard events with the tensorboard package torch's SummaryWriter needs).
+SUMMARY_PROGRAM = """\
+import glob, json, os, sys
+out, ckpt, status = sys.argv[1], sys.argv[2], int(sys.argv[3])
+metrics, note = {}, ""
+for path in sorted(glob.glob(os.path.join(out, "run_*.log"))):
+    for line in open(path, encoding="utf-8", errors="replace"):
+        parts = line.rstrip("\\n").split("\\t", 2)
+        if line.startswith("#") or len(parts) != 3:
+            continue
+        try:
+            data = json.loads(parts[2])
+        except ValueError:
+            continue
+        metrics.update({k: v for k, v in data.items() if isinstance(v, (int, float))})
+if glob.glob(os.path.join(out, "tensorboard", "**", "events.out.tfevents.*"), recursive=True):
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        for folder in sorted({os.path.dirname(p) for p in glob.glob(os.path.join(out, "tensorboard", "**", "events.out.tfevents.*"), recursive=True)}):
+            acc = EventAccumulator(folder, size_guidance={"scalars": 0})
+            acc.Reload()
+            for tag in acc.Tags().get("scalars", []):
+                metrics[tag] = acc.Scalars(tag)[-1].value
+    except ImportError:
+        note = "tensorboard is not installed in the image: read the events with python -m rlinf_eks report"
+videos = sorted(os.path.relpath(p, out) for p in glob.glob(os.path.join(out, "**", "*.mp4"), recursive=True))
+step = int(os.path.basename(ckpt.rstrip("/")).rsplit("global_step_", 1)[-1])
+summary = {"checkpoint": ckpt, "step": step, "status": status, "metrics": metrics, "videos": videos}
+if note:
+    summary["note"] = note
+with open(os.path.join(out, "eval.json.tmp"), "w") as f:
+    json.dump(summary, f, indent=2, sort_keys=True)
+os.replace(os.path.join(out, "eval.json.tmp"), os.path.join(out, "eval.json"))
+print("rlinf-eks: evaluation summary in " + os.path.join(out, "eval.json"), file=sys.stderr)
+"""
+
+
+def eval_problems(settings: StackSettings, stack: object = None) -> list[str]:
+    """workload.mode eval on a dialect whose upstream has no evaluation: one problem line."""
+    workload = settings.workload
+    if not workload.enabled or workload.mode != "eval":
+        return []
+    recipe = recipe_of(workload.trainer.dialect).evaluation
+    if recipe.unsupported:
+        return [problem_line("workload.mode", "eval", f"the {workload.trainer.dialect} dialect: {recipe.unsupported}")]
+    return []
+
+
+def _key(item: str) -> str:
+    return item.lstrip("~+").split("=", 1)[0]
+
+
+def evaluation_launch(
+    settings: StackSettings, training: TrainerLaunch, *, run_dir: str, experiment: str, identity: str = "", inputs_root: str = ""
+) -> EvalLaunch:
+    """The evaluation of a checkpoint of the run whose training launch is ``training``, writing
+    into ``<run_dir>/eval/step-<N>``; ``identity``: the run's (checked against the one the run
+    directory records, when given). Raises ConfigError for a dialect without evaluation."""
+    problems = eval_problems(settings)
+    if problems:
+        raise ConfigError(problems)
+    recipe: EvalRecipe = recipe_of(settings.workload.trainer.dialect).evaluation
+    # the launcher's marker patterns (Python globs, glob.escape'd) read as shell globs: the same
+    # bracket syntax; a path a shell would split is refused rather than mis-globbed
+    unsafe = [p for p in training.checkpoint_patterns if not _SHELL_GLOB.fullmatch(p)]
+    if unsafe:
+        raise ConfigError([problem_line("workload.mode", "eval", f"checkpoint path {unsafe[0]!r} has characters a shell glob cannot hold")])
+    globs = training.checkpoint_patterns
+    checkpoint = f"{{checkpoint}}/{recipe.checkpoint_file}" if recipe.checkpoint_file else "{checkpoint}"
+    runtime = [(key, checkpoint) for key in recipe.checkpoint_keys]
+    runtime += [(key, "{eval_dir}") for key in recipe.dir_keys]
+    runtime += [(key, f"{{eval_dir}}/{recipe.videos}") for key in recipe.video_keys]
+    replaced = {key for key, _ in runtime} | set(recipe.settings)
+    argv = list(training.argv)
+    if recipe.script:
+        argv[1] = recipe.script
+    # the user's overrides stay, except where they would point the evaluation back at the training
+    # run's directories or turn saving on again
+    argv = [item for item in argv if _key(item) not in replaced]
+    argv += [f"{key}={value}" for key, value in recipe.settings.items()]
+    videos = "" if recipe.video_keys else recipe.videos.replace("{experiment}", experiment)
+    named = settings.workload.eval.checkpoint or ""
+    prepare = training.prepare
+    config = config_recipe(settings)
+    if recipe.copy_checkpoint and config is not None:
+        # the config's steps on the copy the trainer loads ({model}); other inputs where staged
+        paths = {name: shlex.quote(path) for name, path in input_paths(settings, inputs_root).items()}
+        prepare = tuple(command.format(**{**paths, "model": '"${model}"'}) for command in config.prepare)
+    return EvalLaunch(
+        argv=argv,
+        env=dict(training.env),
+        workdir=training.workdir,
+        warnings=list(training.warnings),
+        resume=None,
+        checkpoint_patterns=(),
+        resume_note="",
+        prepare=prepare,
+        node_rank_env=training.node_rank_env,
+        checkpoint_globs=globs,
+        named=named,
+        eval_root=f"{run_dir.rstrip('/')}/{EVAL_DIR_NAME}",
+        runtime_keys=tuple(runtime),
+        videos=videos,
+        copy_checkpoint=recipe.copy_checkpoint,
+        run_dir=run_dir,
+        identity=identity,
+    )
