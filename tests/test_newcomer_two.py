@@ -275,6 +275,7 @@ def test_a_region_missing_from_the_zone_table_is_said_not_checked():
         (["gpuNodes.maxNodes=4"], "- gpuNodes.maxNodes=4: has no effect: nothing scales the GPU node group (autoscaler.enabled is false)"),
         (["autoscaler.imageTag=v1.35.0"], "- autoscaler.imageTag='v1.35.0': has no effect: autoscaler.enabled is false; remove it"),
         (["workload.rayjob.cluster=selector"], "- workload.rayjob.cluster='selector': has no effect: workload.launcher is manual, not kuberay"),
+        (["workload.eval.checkpoint=global_step_50"], "- workload.eval.checkpoint='global_step_50': has no effect: workload.mode is train, not eval"),
         (["observability.prometheus.retentionDays=30"], "- observability.prometheus.retentionDays=30: has no effect: the observability backend is cloudwatch"),
     ],
 )

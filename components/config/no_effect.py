@@ -68,6 +68,8 @@ def _sections(s: StackSettings) -> list[str]:
                          f"the observability backend is {s.observability_backend}, not prometheus")  # fmt: skip
     if s.workload.enabled and s.workload.launcher != "kuberay" and "rayjob" in s.workload.model_fields_set:
         problems += _off("workload.rayjob", s.workload.rayjob, "", f"workload.launcher is {s.workload.launcher}, not kuberay")
+    if s.workload.enabled and s.workload.mode != "eval" and "eval" in s.workload.model_fields_set:
+        problems += _off("workload.eval", s.workload.eval, "", "workload.mode is train, not eval")
     if s.workload.enabled and s.workload.launcher != "manual" and "manual" in s.workload.model_fields_set:
         problems += _off("workload.manual", s.workload.manual, "", f"workload.launcher is {s.workload.launcher}, not manual")
     return problems
