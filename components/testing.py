@@ -40,7 +40,7 @@ from pulumi.runtime.settings import get_root_resource
 from .offline import engine
 from .offline.plan import Plan, plan_of_run, violations_of_plan
 from .offline.plan import write as _write
-from .offline.stack_config import StackConfig, load
+from .offline.stack_config import StackConfig, StackConfigError, load
 from .policies import PolicyOptions, Violation, evaluate
 
 __all__ = [
@@ -146,6 +146,8 @@ def plan_project(project_dir: str | Path, stack: str, *, sets: Iterable[str] = (
     or malformed file or ``--set``."""
     root = Path(project_dir).resolve()
     stack_config = load(root, stack, list(sets))
+    if stack_config.problems:
+        raise StackConfigError("; ".join(stack_config.problems))
     main = program if program is not None else _main_of(root)
     return plan_of_run(_run(main, stack_config))
 

@@ -26,7 +26,7 @@ from rlinf_eks.offline.stack_config import available_stacks, load
 from rlinf_eks.testing import Registered, has_inputs, of_type, one, register
 
 __all__ = [
-    "MINIMAL", "REQUIRE_SHARED_ENV", "ROOT", "Registered", "SHARED", "STACKS", "has_inputs", "manifests", "of_type", "one",
+    "MINIMAL", "REQUIRE_SHARED_ENV", "must_run_in_ci", "ROOT", "Registered", "SHARED", "STACKS", "has_inputs", "manifests", "of_type", "one",
     "plan_stack", "require_shared", "run_component", "settings", "shared_required", "with_shared_filesystem",
 ]  # fmt: skip
 
@@ -57,6 +57,12 @@ MINIMAL = {"workload": {"image": "example.com/rlinf:test"}, "cluster": {"deployF
 def shared_required() -> bool:
     """Whether RLINF_EKS_REQUIRE_SHARED says the shared data must be there."""
     return os.environ.get(REQUIRE_SHARED_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def must_run_in_ci() -> bool:
+    """Whether this run is CI's, where a test that needs a tool CI installs (Chromium) must fail
+    rather than skip: .ci/run says so through the same variable as for the shared data."""
+    return shared_required()
 
 
 def require_shared(path: Path, what: str) -> Path:

@@ -67,7 +67,7 @@ def _trainer_settings(*overrides: str):
         ("+cluster.component_placement={actor:0-7}", "cluster.component_placement", True),
         ("++runner.resume_dir=/fsx/keep", "runner.resume_dir", True),
         ("cluster.component_placement_extra=1", "cluster.component_placement", False),  # a sibling, not below
-        ("runner=x", "runner.resume_dir", False),
+        ("algorithm=x", "algorithm.resume_dir", False),  # a key above it (runner=x is refused: it replaces pinned keys)
     ],
 )
 def test_given_a_hydra_override_when_checked_then_it_touches_its_key_and_the_keys_below_it(override, key, expected):

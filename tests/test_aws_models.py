@@ -64,7 +64,6 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("multi-node", ("storage.sharedFilesystem.storageCapacityGib=4800",)),
     ("multi-node", ("kuberay.enabled=true",)),
     ("multi-node-kuberay", ("gpuNodes.nodeCount=4", 'workload.trainer.batch["actor.global_batch_size"]=1280')),
-    ("multi-node-kuberay", ("kuberay.enabled=true", "workload.launcher=manual")),
     ("capacity-block", ("gpuNodes.instanceType=p5.48xlarge",)),
     ("capacity-block", ("gpuNodes.nodeCount=4", 'workload.trainer.batch["actor.global_batch_size"]=1280')),
     ("autoscaled", ("gpuNodes.maxNodes=4",)),

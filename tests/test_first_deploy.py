@@ -223,7 +223,8 @@ def test_the_capacity_block_stack_flags_its_example_reservation_id():
 @pytest.mark.parametrize(
     "cluster, image, flagged",
     [
-        ({"endpointPublicAccessCidrs": ["198.51.100.7/32", "2001:db8::/48"]}, "example.com/rlinf:1",
+        # (an IPv6 documentation block is refused outright: EKS takes IPv4 public CIDRs)
+        ({"endpointPublicAccessCidrs": ["198.51.100.7/32", "192.0.2.0/24"]}, "example.com/rlinf:1",
          ["cluster.endpointPublicAccessCidrs[0]", "cluster.endpointPublicAccessCidrs[1]"]),
         ({"endpointPublicAccessCidrs": ["52.94.76.0/24"], "adminRoleArns": ["arn:aws:iam::123456789012:role/Admin"]},
          "210987654321.dkr.ecr.us-east-1.amazonaws.com/rlinf:v0.3", ["cluster.adminRoleArns[0]"]),

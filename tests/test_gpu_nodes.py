@@ -24,7 +24,10 @@ CLUSTER_SG = "sg-0cluster0000000001"
 
 
 def gpu_settings(**gpu_nodes: Any):
-    autoscaler = {"enabled": bool(gpu_nodes.get("scaleToZero"))}
+    # the autoscaler where something must scale (scale to zero, or a maxNodes above nodeCount,
+    # which would have no effect without it: refused)
+    scales = bool(gpu_nodes.get("scaleToZero")) or gpu_nodes.get("maxNodes", 0) > gpu_nodes.get("nodeCount", 1)
+    autoscaler = {"enabled": scales}
     return settings(gpuNodes=gpu_nodes, autoscaler=autoscaler).gpu_nodes
 
 

@@ -26,7 +26,8 @@ def render(launcher: str, cluster: str = "embedded") -> list[dict[str, Any]]:
     s = settings(
         gpuNodes={"nodeCount": 2},
         kuberay={"enabled": launcher == "kuberay"},
-        workload={"launcher": launcher, "namespace": NAMESPACE, "rayjob": {"cluster": cluster}},
+        # rayjob only for the kuberay launcher: it would have no effect on another (refused)
+        workload={"launcher": launcher, "namespace": NAMESPACE, **({"rayjob": {"cluster": cluster}} if launcher == "kuberay" else {})},
     )
 
     def program() -> None:

@@ -190,14 +190,16 @@ def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path):
     for name, code in quotas.QUOTAS.values():
         if code in body and f"{name} (" in body:
             assert f"{name} ({code})" in body
-    # the deployer policy path is where `plan single-node` writes it
-    assert f"file://build/single-node/{POLICY_FILE}" in body
+    # the deployer policy's first part is where `plan single-node` writes it (a stack that creates a
+    # cluster needs more than one managed policy)
+    part = POLICY_FILE.replace(".json", "-1.json")
+    assert f"file://build/single-node/{part}" in body
     done = subprocess.run(
         [sys.executable, "-m", "rlinf_eks", "plan", "single-node", "--out", str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / POLICY_FILE).is_file()
+    assert (tmp_path / POLICY_FILE).is_file() and (tmp_path / part).is_file()
     cost = next(line.strip() for line in done.stdout.splitlines() if line.strip().startswith("stack cost"))
     quoted = re.search(r"`(stack cost [^`]*)`", body).group(1)
     assert cost.startswith(quoted), f"README quotes {quoted!r}, the plan prints {cost!r}"

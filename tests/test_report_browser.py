@@ -1,7 +1,7 @@
 """The report page in a real headless browser (Debian's Chromium with its chromedriver, through
 selenium): no console errors, every figure drawn, every figure and video link resolving, a
 screenshot that is not blank. Skips without Chromium; fails instead under CI
-(RLINF_EKS_REQUIRE_SHARED=1, as .ci/run sets it where it installs Chromium)."""
+(under .ci/run, which installs Chromium)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from tests.harness import shared_required
+from tests.harness import must_run_in_ci
 
 pytest.importorskip("matplotlib")
 pytest.importorskip("tensorboardX")
@@ -25,8 +25,8 @@ CHROMEDRIVER = shutil.which("chromedriver")
 def browser():
     if CHROMIUM is None or CHROMEDRIVER is None:
         message = "Chromium and chromedriver are not installed (apt-get install -y chromium chromium-driver)"
-        if shared_required():
-            pytest.fail(f"{message}, and RLINF_EKS_REQUIRE_SHARED says CI must run this test")
+        if must_run_in_ci():
+            pytest.fail(f"{message}, and CI (.ci/run) must run this test")
         pytest.skip(message)
     webdriver = pytest.importorskip("selenium.webdriver")
     options = webdriver.ChromeOptions()

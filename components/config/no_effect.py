@@ -49,7 +49,7 @@ def no_effect_problems(s: StackSettings, stack: Optional[str]) -> list[str]:
 def _sections(s: StackSettings) -> list[str]:
     problems: list[str] = []
     gpu = s.gpu_nodes
-    if gpu.max_nodes is not None and not s.autoscaler.enabled:
+    if gpu.max_nodes is not None and gpu.max_nodes > gpu.node_count and not s.autoscaler.enabled:
         problems.append(
             problem_line("gpuNodes.maxNodes", gpu.max_nodes,
                          f"has no effect: nothing scales the GPU node group (autoscaler.enabled is false), so it stays at "

@@ -217,8 +217,6 @@ def experiment_platform(stack_config: StackConfig, platform: PlatformPlan | None
 def make_plan(stack_config: StackConfig, platform: PlatformPlan | None = None) -> Plan:
     """Validate, then run the program under mocks and collect the plan. An experiment needs its
     platform's plan: the mocks answer its StackReference with the platform's outputs."""
-    from .. import loading
-    from ..config.unchecked import unchecked
     from ..program import run_program
 
     settings = settings_of(stack_config, platform)
@@ -237,21 +235,22 @@ def make_plan(stack_config: StackConfig, platform: PlatformPlan | None = None) -
         vpc_id=settings.network.vpc_id,
     )
     notes = platform.notes if platform is not None and references else ()
-    plan = plan_of_run(run, settings, notes)
-    plan.unchecked = unchecked(settings, loading.clock())
-    return plan
+    return plan_of_run(run, settings, notes)
 
 
 def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = None, notes: Sequence[str] = ()) -> Plan:
     """The plan of a recorded run: resources sorted by URN, outputs by name (what plan.json holds);
     with this project's ``settings``, the example values to replace too. (rlinf_eks.testing plans
     any other Pulumi program through it.)"""
+    from .. import loading
+    from ..config.unchecked import unchecked
     from ..placeholders import find_placeholders
 
     resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
     placeholders = find_placeholders(settings) if settings is not None else []
     return Plan(
-        run.project, run.stack, resources, dict(sorted(run.outputs.items())), [*notes, *run.warnings], settings, placeholders, run.region
+        run.project, run.stack, resources, dict(sorted(run.outputs.items())), [*notes, *run.warnings], settings, placeholders, run.region,
+        unchecked(settings, loading.clock()) if settings is not None else [],
     )
 
 
