@@ -149,9 +149,47 @@ def _preflight_efa(s: StackSettings, stack: Optional[str]) -> list[str]:
 
 
 def _scale_to_zero(s: StackSettings, stack: Optional[str]) -> list[str]:
-    if s.gpu_nodes.scale_to_zero and not s.autoscaler.enabled:
+    if s.gpu_nodes.scale_to_zero and not s.autoscaler.enabled and s.gpu_nodes.provisioner == "managed":
         return [problem_line("gpuNodes.scaleToZero", True, "nodes come back from zero only with the cluster autoscaler: set autoscaler.enabled: true")]
     return []
+
+
+def _karpenter(s: StackSettings, stack: Optional[str]) -> list[str]:
+    """Karpenter is the only provisioner of the GPU nodes, on a cluster this stack makes, and fallback
+    types need the queue that gives each run one of them."""
+    gpu = s.gpu_nodes
+    if gpu.provisioner != "karpenter":
+        return []
+    problems: list[str] = []
+    if s.autoscaler.enabled:
+        problems.append(
+            problem_line(
+                "autoscaler.enabled",
+                True,
+                "gpuNodes.provisioner karpenter launches and removes the GPU nodes itself; two autoscalers would fight over "
+                "them: set autoscaler.enabled: false (or provisioner managed)",
+            )
+        )
+    if s.cluster.existing:
+        problems.append(
+            problem_line(
+                "gpuNodes.provisioner",
+                "karpenter",
+                "needs a cluster this stack creates (its nodes join through an EKS access entry and the controller's "
+                "credentials come from the eks-pod-identity-agent add-on, neither known on an existing cluster): "
+                "use provisioner managed with cluster.existing",
+            )
+        )
+    if gpu.fallback_instance_types and not s.queue.enabled:
+        problems.append(
+            problem_line(
+                "gpuNodes.fallbackInstanceTypes",
+                gpu.fallback_instance_types,
+                "each type is a Kueue flavor, so that a run's pods all get one type: set queue.enabled: true, "
+                "or list no fallback types",
+            )
+        )
+    return problems
 
 
 def _multi_node_checkpoints(s: StackSettings, stack: Optional[str]) -> list[str]:
@@ -209,6 +247,7 @@ STACK_RULES: tuple[StackRule, ...] = (
 NODE_RULES: tuple[StackRule, ...] = (
     StackRule(("gpuNodes", "preflight"), _preflight_efa),
     StackRule(("gpuNodes", "autoscaler"), _scale_to_zero),
+    StackRule(("gpuNodes", "autoscaler", "cluster", "queue"), _karpenter),
     StackRule(("gpuNodes", "storage", "workload"), _multi_node_checkpoints),
     StackRule(("gpuNodes", "storage", "workload"), _node_local_model),
 )

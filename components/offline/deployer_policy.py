@@ -115,6 +115,21 @@ ACTIONS: dict[str, tuple[str, ...]] = {
         # FSx checks the caller may use the bucket it links
         "s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:GetBucketNotification", "s3:PutBucketNotification",
     ),
+    # Karpenter (gpuNodes.provisioner karpenter): its nodes' access entry, its interruption queue and rules
+    "aws:eks/accessEntry:AccessEntry": (
+        "eks:CreateAccessEntry", "eks:DescribeAccessEntry", "eks:UpdateAccessEntry", "eks:DeleteAccessEntry",
+        "eks:ListAssociatedAccessPolicies", "eks:TagResource", "eks:UntagResource",
+    ),
+    "aws:sqs/queue:Queue": (
+        "sqs:CreateQueue", "sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SetQueueAttributes", "sqs:ListQueueTags",
+        "sqs:TagQueue", "sqs:UntagQueue", "sqs:DeleteQueue",
+    ),
+    "aws:sqs/queuePolicy:QueuePolicy": ("sqs:SetQueueAttributes", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"),
+    "aws:cloudwatch/eventRule:EventRule": (
+        "events:PutRule", "events:DescribeRule", "events:EnableRule", "events:DisableRule", "events:DeleteRule",
+        "events:ListTagsForResource", "events:TagResource", "events:UntagResource",
+    ),
+    "aws:cloudwatch/eventTarget:EventTarget": ("events:PutTargets", "events:ListTargetsByRule", "events:RemoveTargets"),
     "aws:autoscaling/schedule:Schedule": (
         "autoscaling:PutScheduledUpdateGroupAction", "autoscaling:DescribeScheduledActions", "autoscaling:DeleteScheduledAction",
     ),
