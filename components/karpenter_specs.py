@@ -250,7 +250,7 @@ def controller_policy(*, cluster_name: str, partition: str, region: str, account
     profile = f"arn:{partition}:iam::{account_id}:instance-profile/*"
     owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned", "aws:RequestTag/eks:eks-cluster-name": cluster_name}
     resource_owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
-    launched = [f"{ec2}:*:{kind}/*" for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")]
+    launched = [f"{ec2}:{account_id}:{kind}/*" for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")]
     statements: list[dict[str, Any]] = [
         {
             "Sid": "LaunchFromSharedResources",
@@ -259,14 +259,14 @@ def controller_policy(*, cluster_name: str, partition: str, region: str, account
             "Resource": [
                 f"{ec2}::image/*",
                 f"{ec2}::snapshot/*",
-                *(f"{ec2}:*:{kind}/*" for kind in ("security-group", "subnet", "capacity-reservation", "placement-group")),
+                *(f"{ec2}:{account_id}:{kind}/*" for kind in ("security-group", "subnet", "capacity-reservation", "placement-group")),
             ],
         },
         {
             "Sid": "LaunchFromOwnTemplates",
             "Effect": "Allow",
             "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
-            "Resource": f"{ec2}:*:launch-template/*",
+            "Resource": f"{ec2}:{account_id}:launch-template/*",
             "Condition": {"StringEquals": resource_owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
         },
         {
@@ -290,7 +290,7 @@ def controller_policy(*, cluster_name: str, partition: str, region: str, account
             "Sid": "TagOwnInstances",
             "Effect": "Allow",
             "Action": "ec2:CreateTags",
-            "Resource": f"{ec2}:*:instance/*",
+            "Resource": f"{ec2}:{account_id}:instance/*",
             "Condition": {
                 "StringEquals": resource_owned,
                 "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
@@ -302,7 +302,7 @@ def controller_policy(*, cluster_name: str, partition: str, region: str, account
             "Sid": "DeleteOwned",
             "Effect": "Allow",
             "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-            "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+            "Resource": [f"{ec2}:{account_id}:instance/*", f"{ec2}:{account_id}:launch-template/*"],
             "Condition": {"StringEquals": resource_owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
         },
         {

@@ -274,3 +274,15 @@ def test_the_controller_release_is_pinned_on_the_system_nodes_with_its_queue():
     assert sorted(json.loads(r["inputs"]["eventPattern"])["detail-type"][0] for r in rules) == sorted(
         p["detail-type"][0] for p in specs.INTERRUPTION_EVENTS.values()
     )
+
+
+def test_the_deployer_policy_covers_the_controllers_aws_resources():
+    from rlinf_eks.offline.plan import deployer_policy_of_plan
+
+    policy = deployer_policy_of_plan(plan_stack("multi-node", KARPENTER))
+    actions = {a for statement in policy["Statement"] for a in statement["Action"]}
+    assert {"sqs:CreateQueue", "sqs:SetQueueAttributes", "events:PutRule", "events:PutTargets", "eks:CreateAccessEntry",
+            "eks:CreatePodIdentityAssociation"} <= actions  # fmt: skip
+    # and no managed node group or launch template: nothing of theirs is asked for
+    assert "eks:CreateNodegroup" in actions  # the system nodes' group (pulumi-eks) stays
+    assert "ec2:CreateLaunchTemplateVersion" not in actions

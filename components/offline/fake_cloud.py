@@ -18,6 +18,7 @@ from ..plan_reader import (
     DATA_REPOSITORY_ASSOCIATION,
     EGRESS_RULE,
     EIP,
+    EVENT_RULE,
     EKS_CLUSTER,
     IAM_POLICY,
     IAM_ROLE,
@@ -182,6 +183,12 @@ def _sqs_queue(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
     return url, {"name": queue, "arn": f"arn:aws:sqs:{cloud.region}:{ACCOUNT}:{queue}", "url": url}
 
 
+def _event_rule(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    """An EventBridge rule on the default bus: its id and name (auto-named as Pulumi does)."""
+    rule = state.get("name") or f"{name}-{_hex(name, 7)}"
+    return rule, {"name": rule, "arn": f"arn:aws:events:{cloud.region}:{ACCOUNT}:rule/{rule}"}
+
+
 def _node_group(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
     group = state.get("nodeGroupName") or f"{name}-{_hex(name, 7)}"
     cluster = state.get("clusterName", "cluster")
@@ -258,6 +265,7 @@ _RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
     LAUNCH_TEMPLATE: _launch_template,
     PLACEMENT_GROUP: _placement_group,
     SQS_QUEUE: _sqs_queue,
+    EVENT_RULE: _event_rule,
     IAM_ROLE: _iam_role,
     IAM_POLICY: _iam_policy,
     OIDC_PROVIDER: _oidc_provider,
