@@ -286,3 +286,44 @@ def test_the_deployer_policy_covers_the_controllers_aws_resources():
     # and no managed node group or launch template: nothing of theirs is asked for
     assert "eks:CreateNodegroup" in actions  # the system nodes' group (pulumi-eks) stays
     assert "ec2:CreateLaunchTemplateVersion" not in actions
+
+
+# --- the policies hold for the EC2NodeClass path -----------------------------------------------------
+
+
+def test_the_karpenter_plans_pass_every_policy():
+    from rlinf_eks import policies
+
+    for stack in ("multi-node", "capacity-block"):
+        plan = plan_stack(stack, KARPENTER)
+        assert policies.evaluate(plan.resources) == [], stack
+
+
+def _break(plan, edit) -> list:
+    import copy
+
+    from rlinf_eks import policies
+
+    resources = copy.deepcopy(plan.resources)
+    node_class = next(r for r in resources if r["type"] == "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    edit(node_class["inputs"]["spec"], resources)
+    return [(v.policy, v.message) for v in policies.evaluate(resources)]
+
+
+@pytest.mark.parametrize(
+    "edit, policy, says",
+    [
+        (lambda spec, _: spec["metadataOptions"].update(httpTokens="optional"), "imdsv2-required", "IMDSv2"),
+        (lambda spec, _: spec["blockDeviceMappings"][0]["ebs"].update(encrypted=False), "ebs-encrypted", "not encrypted"),
+        (lambda spec, _: spec.pop("placementGroupSelector"), "efa-node-class", "placement group"),
+        (lambda spec, _: spec["subnetSelectorTerms"].append({"id": "subnet-0other"}), "efa-node-class", "exactly one subnet"),
+        (
+            lambda spec, resources: resources.remove(next(r for r in resources if r["type"] == "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")),
+            "efa-node-class",
+            "from and to itself",
+        ),
+    ],
+)
+def test_a_node_class_that_breaks_a_rule_is_reported(edit, policy, says):
+    found = _break(plan_stack("multi-node", KARPENTER), edit)
+    assert any(p == policy and says in message for p, message in found), found
