@@ -327,3 +327,11 @@ def _break(plan, edit) -> list:
 def test_a_node_class_that_breaks_a_rule_is_reported(edit, policy, says):
     found = _break(plan_stack("multi-node", KARPENTER), edit)
     assert any(p == policy and says in message for p, message in found), found
+
+
+def test_the_quota_counts_the_largest_allowed_type_at_max_nodes():
+    from rlinf_eks.quotas import needed
+
+    s = settings(gpuNodes={"provisioner": "karpenter", "nodeCount": 2, "maxNodes": 4, "fallbackInstanceTypes": ["p5e.48xlarge"]})
+    gpu = needed(s)[0]
+    assert gpu.code == "L-417A185B" and gpu.vcpus == 4 * 192 and "p5.48xlarge or p5e.48xlarge" in gpu.what
