@@ -335,3 +335,23 @@ def test_the_quota_counts_the_largest_allowed_type_at_max_nodes():
     s = settings(gpuNodes={"provisioner": "karpenter", "nodeCount": 2, "maxNodes": 4, "fallbackInstanceTypes": ["p5e.48xlarge"]})
     gpu = needed(s)[0]
     assert gpu.code == "L-417A185B" and gpu.vcpus == 4 * 192 and "p5.48xlarge or p5e.48xlarge" in gpu.what
+
+
+# --- idle costs nothing -------------------------------------------------------------------------------
+
+
+def test_idle_no_gpu_node_exists_and_the_report_and_cost_say_so():
+    from rlinf_eks.offline.efficiency import efficiency_report
+
+    plan = plan_stack("multi-node", KARPENTER, "gpuNodes.maxNodes=4")
+    report = efficiency_report(plan, plan.settings, on_date="2026-06-01")
+    assert report["nodeGroups"] == ["gpu-node-pool"]
+    assert report["nodes"]["min"] == 0 and report["nodes"]["max"] == 4 and report["nodes"]["whileTraining"] == 2
+    cost = report["cost"]
+    assert cost["perHourIdle"] == 0 and cost["perHourWhileTraining"] == 2 * cost["onDemandPerNodeHour"]
+    gpu_items = {i["item"]: i for i in cost["items"] if i["item"] in ("gpuNodes", "gpuNodeVolumes")}
+    assert gpu_items["gpuNodes"]["perHourIdle"] == 0 and gpu_items["gpuNodeVolumes"]["perHourIdle"] == 0
+    assert report["efaInterfaces"]["perNode"] == 32 and report["placement"]["oneAvailabilityZone"]
+    # the managed group of the same stack bills its nodes while idle
+    managed = efficiency_report(plan_stack("multi-node"), plan_stack("multi-node").settings, on_date="2026-06-01")
+    assert managed["cost"]["perHourIdle"] == cost["perHourWhileTraining"]
