@@ -11,7 +11,8 @@ of :mod:`.gpu_nodes` by:
 - the controller: its interruption queue (SQS, SSE) fed by EventBridge rules, an IAM role trusted
   by EKS Pod Identity and associated with ``kube-system:karpenter``, and the pinned Helm release
   (oci://public.ecr.aws/karpenter/karpenter) on the system nodes;
-- the ``EC2NodeClass`` and the ``NodePool`` (:mod:`.karpenter_specs`), once the chart's CRDs exist.
+- the ``EC2NodeClass`` and the ``NodePool`` (:mod:`.karpenter_specs`), once the chart's CRDs exist,
+  and a ``NodeOverlay`` that declares the nodes' hugepages to Karpenter's scheduling.
 
 With no run, no GPU node exists: Kueue admits a run whole, only then do its pods exist, and
 Karpenter launches nodes for them (``limits``: at most maxNodes).
@@ -115,6 +116,7 @@ class KarpenterGpuNodes(pulumi.ComponentResource):
             self.placement_group_name = pulumi.Output.from_input(settings.placement_group.name)
 
         queue = self._interruption_queue(name, tags, child)
+        overlay = specs.node_overlay_spec(settings)
         partition = aws.get_partition_output(opts=invoke).partition
         account = aws.get_caller_identity_output(opts=invoke).account_id
         controller_role = aws.iam.Role(
@@ -151,7 +153,9 @@ class KarpenterGpuNodes(pulumi.ComponentResource):
                 version=settings.karpenter.version,
                 namespace=specs.NAMESPACE,
                 values=pulumi.Output.all(cluster_name, queue.name).apply(
-                    lambda a: specs.helm_values(cluster_name=a[0], queue_name=a[1], replicas=min(CONTROLLER_REPLICAS, system_nodes))
+                    lambda a: specs.helm_values(
+                        cluster_name=a[0], queue_name=a[1], replicas=min(CONTROLLER_REPLICAS, system_nodes), node_overlay=overlay is not None
+                    )
                 ),
             ),
             # the controller starts with its credentials, and its nodes can join
@@ -178,6 +182,15 @@ class KarpenterGpuNodes(pulumi.ComponentResource):
             spec=specs.node_pool_spec(settings, zone=zone),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[release, node_class]),
         )
+        if overlay is not None:
+            k8s.apiextensions.CustomResource(
+                f"{name}-hugepages",
+                api_version=specs.NODE_OVERLAY_API_VERSION,
+                kind="NodeOverlay",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{specs.NODE_POOL}-hugepages"),
+                spec=overlay,
+                opts=after_release,
+            )
         self.node_pool_name = node_pool.metadata.apply(lambda m: m["name"])
         self.node_class_name = node_class.metadata.apply(lambda m: m["name"])
         self.interruption_queue_name = queue.name

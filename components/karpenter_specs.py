@@ -23,7 +23,7 @@ from typing import Any, Optional
 from . import catalog
 from .config import GpuNodeSettings
 from .gpu_nodes import IMDS_HOP_LIMIT, al2023_user_data, block_devices, placement_mode
-from .scheduling import GPU_RESOURCE, GPU_TAINT, INSTANCE_TYPE_LABEL, KARPENTER_NODE_POOL, SYSTEM_NODE_LABELS, node_labels
+from .scheduling import GPU_RESOURCE, GPU_TAINT, HUGEPAGES_2MI_RESOURCE, INSTANCE_TYPE_LABEL, KARPENTER_NODE_POOL, SYSTEM_NODE_LABELS, node_labels
 
 CHART = "oci://public.ecr.aws/karpenter/karpenter"
 NAMESPACE = "kube-system"
@@ -33,6 +33,7 @@ NODE_CLASS = KARPENTER_NODE_POOL
 API_GROUP_NODE_CLASS = "karpenter.k8s.aws"
 NODE_CLASS_API_VERSION = f"{API_GROUP_NODE_CLASS}/v1"
 NODE_POOL_API_VERSION = "karpenter.sh/v1"
+NODE_OVERLAY_API_VERSION = "karpenter.sh/v1alpha1"
 
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -196,6 +197,20 @@ def node_pool_spec(settings: GpuNodeSettings, *, zone: str, node_class: str = NO
             "consolidationPolicy": "WhenEmpty",
             "consolidateAfter": f"{settings.karpenter.consolidate_after_minutes}m",
         },
+    }
+
+
+def node_overlay_spec(settings: GpuNodeSettings) -> Optional[dict[str, Any]]:
+    """The NodeOverlay that tells Karpenter's scheduling simulation about the hugepages the user
+    data reserves (None without hugepages). Karpenter derives a type's capacity from EC2's figures
+    and knows nothing of ``vm.nr_hugepages``: without it no type would fit a training pod that asks
+    for ``hugepages-2Mi`` and the run's pods would stay Pending. NodeOverlay is alpha in v1.14
+    (feature gate ``nodeOverlay``, which :func:`helm_values` turns on)."""
+    if not settings.hugepages_gib:
+        return None
+    return {
+        "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [NODE_POOL]}],
+        "capacity": {HUGEPAGES_2MI_RESOURCE: f"{settings.hugepages_gib}Gi"},
     }
 
 
@@ -386,14 +401,18 @@ def controller_policy(*, cluster_name: str, partition: str, region: str, account
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-def helm_values(*, cluster_name: str, queue_name: str, replicas: int = 2) -> dict[str, Any]:
+def helm_values(*, cluster_name: str, queue_name: str, replicas: int = 2, node_overlay: bool = False) -> dict[str, Any]:
     """Values of the karpenter chart (keys of its 1.14.1 values.yaml). Credentials come from the
     Pod Identity association of ``kube-system:karpenter`` (no role annotation); the controller runs
     on the system nodes (its chart's linux selector kept), never on a node it may remove;
-    ``replicas`` at most the system nodes (the chart's anti-affinity puts one per node)."""
+    ``replicas`` at most the system nodes (the chart's anti-affinity puts one per node);
+    ``node_overlay``: the alpha feature gate the hugepages overlay needs."""
+    settings: dict[str, Any] = {"clusterName": cluster_name, "interruptionQueue": queue_name}
+    if node_overlay:
+        settings["featureGates"] = {"nodeOverlay": True}
     return {
         "replicas": replicas,
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
         "nodeSelector": {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABELS},
-        "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
+        "settings": settings,
     }

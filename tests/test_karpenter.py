@@ -355,3 +355,36 @@ def test_idle_no_gpu_node_exists_and_the_report_and_cost_say_so():
     # the managed group of the same stack bills its nodes while idle
     managed = efficiency_report(plan_stack("multi-node"), plan_stack("multi-node").settings, on_date="2026-06-01")
     assert managed["cost"]["perHourIdle"] == cost["perHourWhileTraining"]
+
+
+# --- hugepages: Karpenter must know the nodes have them ------------------------------------------------
+
+
+def test_the_hugepages_the_pods_ask_for_are_declared_to_karpenter_by_a_node_overlay():
+    plan = plan_stack("multi-node", KARPENTER)
+    files = manifests(plan)
+    overlay = files["nodeoverlay-cluster-rlinf-gpu-hugepages.yaml"]
+    asked = {c["resources"]["requests"].get("hugepages-2Mi") for c in _training_containers(files["jobset-rlinf-training.yaml"])} - {None}
+    assert overlay["spec"]["capacity"] == {"hugepages-2Mi": "5Gi"} and asked == {"5Gi"}
+    assert overlay["spec"]["requirements"] == [{"key": NODE_POOL_LABEL, "operator": "In", "values": ["rlinf-gpu"]}]
+    # NodeOverlay is alpha: the release turns its feature gate on
+    release = next(r for r in plan.resources if r["type"] == "kubernetes:helm.sh/v3:Release" and r["inputs"]["chart"] == specs.CHART)
+    assert release["inputs"]["values"]["settings"]["featureGates"] == {"nodeOverlay": True}
+    assert specs.node_overlay_spec(_gpu(hugepagesGib=0)) is None
+
+
+def _training_containers(obj: dict) -> list[dict]:
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "containers" in node:
+                found.extend(node["containers"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(obj)
+    return [c for c in found if "nvidia.com/gpu" in ((c.get("resources") or {}).get("requests") or {})]
