@@ -388,3 +388,21 @@ def _training_containers(obj: dict) -> list[dict]:
 
     walk(obj)
     return [c for c in found if "nvidia.com/gpu" in ((c.get("resources") or {}).get("requests") or {})]
+
+
+def test_with_a_fallback_type_each_flavor_pins_its_type_and_the_queue_objects_pass_the_kueue_crds():
+    from tests.schemas import kueue_errors
+
+    plan = plan_stack("multi-node", KARPENTER, "gpuNodes.fallbackInstanceTypes[0]=p5e.48xlarge", "gpuNodes.maxNodes=4")
+    files = manifests(plan)
+    flavors = {name: obj for name, obj in files.items() if obj["kind"] == "ResourceFlavor"}
+    labels = {obj["metadata"]["name"]: obj["spec"]["nodeLabels"] for obj in flavors.values()}
+    assert labels["rlinf-gpu"]["node.kubernetes.io/instance-type"] == "p5.48xlarge"
+    assert labels["rlinf-gpu-p5e-48xlarge"]["node.kubernetes.io/instance-type"] == "p5e.48xlarge"
+    assert all(v[NODE_POOL_LABEL] == "rlinf-gpu" for v in labels.values())
+    queue = next(obj for obj in files.values() if obj["kind"] == "ClusterQueue")
+    assert [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]] == ["rlinf-gpu", "rlinf-gpu-p5e-48xlarge"]
+    for obj in [*flavors.values(), queue]:
+        assert kueue_errors(obj) == [], obj["metadata"]["name"]
+    _, pool = _karpenter_objects(plan)
+    assert karpenter_errors(pool) == [] and pool["spec"]["limits"] == {"nvidia.com/gpu": "32"}
