@@ -406,3 +406,15 @@ def test_with_a_fallback_type_each_flavor_pins_its_type_and_the_queue_objects_pa
         assert kueue_errors(obj) == [], obj["metadata"]["name"]
     _, pool = _karpenter_objects(plan)
     assert karpenter_errors(pool) == [] and pool["spec"]["limits"] == {"nvidia.com/gpu": "32"}
+
+
+def test_verify_expects_the_controller_its_crds_and_no_gpu_node_at_rest():
+    from rlinf_eks.verify.expect import expectation_of
+
+    expected = expectation_of(plan_stack("multi-node", KARPENTER).settings, "multi-node")
+    assert {c.name for c in expected.crds} >= {"nodepools.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "nodeoverlays.karpenter.sh"}
+    assert ("kube-system", "karpenter") in {(c.namespace, c.name) for c in expected.controllers}
+    assert expected.gpu.min_count == 0 and "NodePool rlinf-gpu" in expected.gpu.zero_reason
+    assert "gpuNodePool" in expected.gpu.node_group
+    managed = expectation_of(plan_stack("multi-node").settings, "multi-node")
+    assert managed.gpu.min_count == 2 and not any("karpenter" in c.name for c in managed.crds)
