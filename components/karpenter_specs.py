@@ -124,6 +124,10 @@ def node_class_spec(
             }
             for index, device in enumerate(block_devices(settings))
         ],
+        # the pod count nodeadm gives a managed node of the type: Karpenter would derive its own from
+        # the ENIs, and the kube-reserved memory (so the allocatable the training pod is sized to,
+        # catalog.pod_shape_for) follows from it
+        "kubelet": {"maxPods": catalog.max_pods(settings.instance)},
         "tags": dict(tags),
     }
     interfaces = node_class_interfaces(settings)

@@ -91,6 +91,7 @@ def test_the_node_class_carries_imdsv2_the_volume_the_hugepages_and_the_selector
     assert spec["securityGroupSelectorTerms"] == [{"id": "sg-0cluster"}, {"id": "sg-0efa"}]
     assert spec["placementGroupSelector"] == {"name": "pg-name"}
     assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20251120"}]
+    assert spec["kubelet"] == {"maxPods": catalog.max_pods(catalog.lookup("p5.48xlarge"))}
 
 
 def test_raid0_is_karpenters_instance_store_policy_not_a_second_node_config():
