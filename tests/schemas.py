@@ -200,6 +200,10 @@ KARPENTER_CRD_FILES = {
 }
 KARPENTER_CHART = "karpenter-1.14.1"
 """The chart whose values.yaml is ../shared/schemas/karpenter/values.yaml (not under schemas/helm)."""
+KARPENTER_PASSTHROUGH = frozenset({"nodeSelector"})
+"""Its keys rendered with toYaml whatever they hold (no meta.json for it in ../shared): the chart's
+templates/deployment.yaml at v1.14.1 renders ``{{- with .Values.nodeSelector }} nodeSelector:
+{{- toYaml . }}``; values.yaml's default ``{kubernetes.io/os: linux}`` is an example, not a schema."""
 
 
 def karpenter_schema(kind: str, version: str = "v1") -> dict[str, Any]:
@@ -266,8 +270,8 @@ def chart_values(chart: str) -> dict[str, Any]:
 def chart_passthrough(chart: str) -> frozenset[str]:
     """The key paths of ``chart`` that take values its values.yaml does not list (meta.json's
     passthrough and template_keys, and the subcharts' keys above)."""
-    if chart == KARPENTER_CHART:  # no meta.json: every key is one of its values.yaml
-        return frozenset()
+    if chart == KARPENTER_CHART:  # no meta.json in ../shared: its toYaml keys, read from its templates
+        return KARPENTER_PASSTHROUGH
     meta = json.loads(require_shared(HELM_CHARTS / chart / "meta.json", f"the {chart} chart's metadata").read_text())
     name = chart.rsplit("-", 1)[0]
     return frozenset(meta.get("passthrough") or {}) | frozenset(meta.get("template_keys") or {}) | SUBCHART_KEYS.get(name, frozenset())

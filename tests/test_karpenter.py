@@ -419,3 +419,15 @@ def test_verify_expects_the_controller_its_crds_and_no_gpu_node_at_rest():
     assert "gpuNodePool" in expected.gpu.node_group
     managed = expectation_of(plan_stack("multi-node").settings, "multi-node")
     assert managed.gpu.min_count == 2 and not any("karpenter" in c.name for c in managed.crds)
+
+
+def test_the_release_values_are_keys_of_the_charts_values_yaml_and_a_typo_is_caught():
+    from tests.schemas import release_values_errors
+
+    values = specs.helm_values(cluster_name="c", queue_name="q", replicas=2, node_overlay=True)
+    inputs = {"chart": specs.CHART, "version": "1.14.1", "values": values}
+    assert release_values_errors(inputs) == []
+    values["settings"]["interruptionQueu"] = "q"
+    assert release_values_errors(inputs) == [
+        "karpenter-1.14.1: values key 'settings.interruptionQueu' is not in the chart's values.yaml (Helm would ignore it)"
+    ]
