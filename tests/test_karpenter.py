@@ -5,6 +5,7 @@ cannot work together, and the plans of the multi-node and capacity-block stacks 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -431,3 +432,66 @@ def test_the_release_values_are_keys_of_the_charts_values_yaml_and_a_typo_is_cau
     assert release_values_errors(inputs) == [
         "karpenter-1.14.1: values key 'settings.interruptionQueu' is not in the chart's values.yaml (Helm would ignore it)"
     ]
+
+
+# --- the component under mocks ------------------------------------------------------------------------
+
+
+def _run_component(**gpu):
+    import pulumi
+
+    from rlinf_eks.karpenter import KarpenterGpuNodes
+    from tests.harness import run_component
+
+    def build():
+        provider = pulumi.ProviderResource("kubernetes", "k8s", {})
+        KarpenterGpuNodes(
+            "gpu",
+            settings={"provisioner": "karpenter", **gpu},
+            cluster_name="rlinf-test",
+            cluster_security_group_id="sg-0cluster",
+            subnet_id="subnet-0abc",
+            zone="us-west-2b",
+            region="us-west-2",
+            system_nodes=1,
+            tags={"project": "rlinf-eks"},
+            opts=pulumi.ResourceOptions(provider=provider),
+        )
+
+    return run_component(build)
+
+
+def test_the_component_wires_the_queue_the_identity_the_access_entry_and_the_node_class_by_id():
+    from rlinf_eks.testing import one
+
+    run = _run_component(capacityReservationId="cr-0123456789abcdef0")
+    entry = one(run, "aws:eks/accessEntry:AccessEntry")["inputs"]
+    assert entry["type"] == "EC2_LINUX" and entry["clusterName"] == "rlinf-test"
+    association = one(run, "aws:eks/podIdentityAssociation:PodIdentityAssociation")["inputs"]
+    assert (association["namespace"], association["serviceAccount"]) == ("kube-system", "karpenter")
+    trust = json.loads(one(run, "aws:iam/role:Role", "gpu-controller")["inputs"]["assumeRolePolicy"])
+    assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    queue = one(run, "aws:sqs/queue:Queue")["inputs"]
+    assert queue["sqsManagedSseEnabled"] is True and queue["messageRetentionSeconds"] == 300
+    policy = json.loads(one(run, "aws:iam/rolePolicy:RolePolicy")["inputs"]["policy"])
+    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    assert re.fullmatch(r"arn:aws:sqs:[a-z0-9-]+:\d{12}:gpu-interruption-[0-9a-f]{7}", by_sid["InterruptionQueue"]["Resource"])
+    assert by_sid["DescribeOwnCluster"]["Resource"].endswith(":cluster/rlinf-test")
+    assert by_sid["DeleteOwned"]["Condition"]["StringEquals"] == {"aws:ResourceTag/kubernetes.io/cluster/rlinf-test": "owned"}
+    queue_policy = json.loads(one(run, "aws:sqs/queuePolicy:QueuePolicy")["inputs"]["policy"])
+    assert queue_policy["Statement"][0]["Principal"] == {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
+    assert len(run.of_type("aws:cloudwatch/eventRule:EventRule")) == len(run.of_type("aws:cloudwatch/eventTarget:EventTarget")) == 5
+    node_class = one(run, "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")["inputs"]
+    assert node_class["spec"]["subnetSelectorTerms"] == [{"id": "subnet-0abc"}]
+    assert node_class["spec"]["securityGroupSelectorTerms"][0] == {"id": "sg-0cluster"} and len(node_class["spec"]["securityGroupSelectorTerms"]) == 2
+    assert "placementGroupSelector" not in node_class["spec"]  # a reservation places the nodes
+    assert not run.of_type("aws:ec2/placementGroup:PlacementGroup")
+    release = one(run, "kubernetes:helm.sh/v3:Release")["inputs"]
+    assert release["values"]["replicas"] == 1  # one system node: one controller
+    pool = one(run, "kubernetes:karpenter.sh/v1:NodePool")["inputs"]
+    assert pool["spec"]["template"]["spec"]["requirements"][2] == {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2b"]}
+
+
+def test_the_component_refuses_a_managed_provisioner():
+    with pytest.raises(Exception, match="provisioner: karpenter"):
+        _run_component(provisioner="managed")
