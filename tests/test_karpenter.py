@@ -171,6 +171,11 @@ def test_settings_that_cannot_work_name_their_key(values, key, says):
     [
         ({"autoscaler": {"enabled": True}}, "autoscaler.enabled=True", "two autoscalers"),
         ({"gpuNodes": {"fallbackInstanceTypes": ["p5e.48xlarge"]}, "queue": {"enabled": False}}, "gpuNodes.fallbackInstanceTypes", "queue.enabled"),
+        (
+            {"gpuNodes": {"fallbackInstanceTypes": ["p5e.48xlarge"]}, "queue": {"enabled": True}, "kuberay": {"enabled": True},
+             "workload": {"launcher": "kuberay"}},
+            "gpuNodes.fallbackInstanceTypes", "separate Kueue pod sets",
+        ),
     ],
 )
 def test_stack_rules_refuse_karpenter_with_the_autoscaler_or_fallbacks_without_the_queue(sections, key, says):

@@ -180,6 +180,15 @@ def _karpenter(s: StackSettings, stack: Optional[str]) -> list[str]:
                 "use provisioner managed with cluster.existing",
             )
         )
+    if gpu.fallback_instance_types and s.workload.enabled and s.workload.launcher == "kuberay":
+        problems.append(
+            problem_line(
+                "gpuNodes.fallbackInstanceTypes",
+                gpu.fallback_instance_types,
+                "a RayJob's head and workers are separate Kueue pod sets, each given its flavor (its instance type) on its "
+                "own, so one run could span two types: use workload.launcher manual (one pod set), or list no fallback types",
+            )
+        )
     if gpu.fallback_instance_types and not s.queue.enabled:
         problems.append(
             problem_line(
@@ -247,7 +256,7 @@ STACK_RULES: tuple[StackRule, ...] = (
 NODE_RULES: tuple[StackRule, ...] = (
     StackRule(("gpuNodes", "preflight"), _preflight_efa),
     StackRule(("gpuNodes", "autoscaler"), _scale_to_zero),
-    StackRule(("gpuNodes", "autoscaler", "cluster", "queue"), _karpenter),
+    StackRule(("gpuNodes", "autoscaler", "cluster", "queue", "workload"), _karpenter),
     StackRule(("gpuNodes", "storage", "workload"), _multi_node_checkpoints),
     StackRule(("gpuNodes", "storage", "workload"), _node_local_model),
 )
