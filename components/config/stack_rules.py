@@ -155,8 +155,8 @@ def _scale_to_zero(s: StackSettings, stack: Optional[str]) -> list[str]:
 
 
 def _karpenter(s: StackSettings, stack: Optional[str]) -> list[str]:
-    """Karpenter is the only provisioner of the GPU nodes, on a cluster this stack makes, and fallback
-    types need the queue that gives each run one of them."""
+    """Karpenter is the only provisioner of the GPU nodes, and fallback types need the queue that
+    gives each run one of them, as one pod set."""
     gpu = s.gpu_nodes
     if gpu.provisioner != "karpenter":
         return []
@@ -168,16 +168,6 @@ def _karpenter(s: StackSettings, stack: Optional[str]) -> list[str]:
                 True,
                 "gpuNodes.provisioner karpenter launches and removes the GPU nodes itself; two autoscalers would fight over "
                 "them: set autoscaler.enabled: false (or provisioner managed)",
-            )
-        )
-    if s.cluster.existing:
-        problems.append(
-            problem_line(
-                "gpuNodes.provisioner",
-                "karpenter",
-                "needs a cluster this stack creates (its nodes join through an EKS access entry and the controller's "
-                "credentials come from the eks-pod-identity-agent add-on, neither known on an existing cluster): "
-                "use provisioner managed with cluster.existing",
             )
         )
     if gpu.fallback_instance_types and s.workload.enabled and s.workload.launcher == "kuberay":
@@ -199,6 +189,21 @@ def _karpenter(s: StackSettings, stack: Optional[str]) -> list[str]:
             )
         )
     return problems
+
+
+def _karpenter_cluster(s: StackSettings, stack: Optional[str]) -> list[str]:
+    """Karpenter needs a cluster this stack creates (a rule of the platform, skipped for experiments)."""
+    if s.gpu_nodes.provisioner != "karpenter" or not s.cluster.existing:
+        return []
+    return [
+        problem_line(
+            "gpuNodes.provisioner",
+            "karpenter",
+            "needs a cluster this stack creates (its nodes join through an EKS access entry and the controller's "
+            "credentials come from the eks-pod-identity-agent add-on, neither known on an existing cluster): "
+            "use provisioner managed with cluster.existing",
+        )
+    ]
 
 
 def _multi_node_checkpoints(s: StackSettings, stack: Optional[str]) -> list[str]:
@@ -256,7 +261,8 @@ STACK_RULES: tuple[StackRule, ...] = (
 NODE_RULES: tuple[StackRule, ...] = (
     StackRule(("gpuNodes", "preflight"), _preflight_efa),
     StackRule(("gpuNodes", "autoscaler"), _scale_to_zero),
-    StackRule(("gpuNodes", "autoscaler", "cluster", "queue", "workload"), _karpenter),
+    StackRule(("gpuNodes", "autoscaler", "queue", "workload"), _karpenter),
+    StackRule(("gpuNodes", "cluster"), _karpenter_cluster),
     StackRule(("gpuNodes", "storage", "workload"), _multi_node_checkpoints),
     StackRule(("gpuNodes", "storage", "workload"), _node_local_model),
 )
