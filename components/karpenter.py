@@ -154,7 +154,8 @@ class KarpenterGpuNodes(pulumi.ComponentResource):
                 namespace=specs.NAMESPACE,
                 values=pulumi.Output.all(cluster_name, queue.name).apply(
                     lambda a: specs.helm_values(
-                        cluster_name=a[0], queue_name=a[1], replicas=min(CONTROLLER_REPLICAS, system_nodes), node_overlay=overlay is not None
+                        cluster_name=a[0], queue_name=a[1], replicas=min(CONTROLLER_REPLICAS, system_nodes), node_overlay=overlay is not None,
+                        node_repair=settings.auto_repair,
                     )
                 ),
             ),

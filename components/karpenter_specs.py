@@ -405,15 +405,21 @@ def controller_policy(*, cluster_name: str, partition: str, region: str, account
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-def helm_values(*, cluster_name: str, queue_name: str, replicas: int = 2, node_overlay: bool = False) -> dict[str, Any]:
+def helm_values(
+    *, cluster_name: str, queue_name: str, replicas: int = 2, node_overlay: bool = False, node_repair: bool = False
+) -> dict[str, Any]:
     """Values of the karpenter chart (keys of its 1.14.1 values.yaml). Credentials come from the
     Pod Identity association of ``kube-system:karpenter`` (no role annotation); the controller runs
     on the system nodes (its chart's linux selector kept), never on a node it may remove;
     ``replicas`` at most the system nodes (the chart's anti-affinity puts one per node);
-    ``node_overlay``: the alpha feature gate the hugepages overlay needs."""
+    ``node_overlay``: the alpha feature gate the hugepages overlay needs; ``node_repair``
+    (``gpuNodes.autoRepair``): the alpha gate with which Karpenter replaces a node the
+    eks-node-monitoring-agent marks unhealthy (AcceleratedHardwareReady False for 10 minutes: GPU
+    XID errors, lost GPUs), as EKS node auto repair does for the managed group."""
     settings: dict[str, Any] = {"clusterName": cluster_name, "interruptionQueue": queue_name}
-    if node_overlay:
-        settings["featureGates"] = {"nodeOverlay": True}
+    gates = {name: True for name, on in (("nodeOverlay", node_overlay), ("nodeRepair", node_repair)) if on}
+    if gates:
+        settings["featureGates"] = gates
     return {
         "replicas": replicas,
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},

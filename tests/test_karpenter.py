@@ -376,7 +376,7 @@ def test_the_hugepages_the_pods_ask_for_are_declared_to_karpenter_by_a_node_over
     assert overlay["spec"]["requirements"] == [{"key": NODE_POOL_LABEL, "operator": "In", "values": ["rlinf-gpu"]}]
     # NodeOverlay is alpha: the release turns its feature gate on
     release = next(r for r in plan.resources if r["type"] == "kubernetes:helm.sh/v3:Release" and r["inputs"]["chart"] == specs.CHART)
-    assert release["inputs"]["values"]["settings"]["featureGates"] == {"nodeOverlay": True}
+    assert release["inputs"]["values"]["settings"]["featureGates"] == {"nodeOverlay": True, "nodeRepair": True}  # autoRepair on
     assert specs.node_overlay_spec(_gpu(hugepagesGib=0)) is None
 
 
@@ -430,7 +430,7 @@ def test_verify_expects_the_controller_its_crds_and_no_gpu_node_at_rest():
 def test_the_release_values_are_keys_of_the_charts_values_yaml_and_a_typo_is_caught():
     from tests.schemas import release_values_errors
 
-    values = specs.helm_values(cluster_name="c", queue_name="q", replicas=2, node_overlay=True)
+    values = specs.helm_values(cluster_name="c", queue_name="q", replicas=2, node_overlay=True, node_repair=True)
     inputs = {"chart": specs.CHART, "version": "1.14.1", "values": values}
     assert release_values_errors(inputs) == []
     values["settings"]["interruptionQueu"] = "q"
