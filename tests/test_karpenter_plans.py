@@ -278,3 +278,17 @@ def test_the_component_wires_the_queue_the_identity_the_access_entry_and_the_nod
 def test_the_component_refuses_a_managed_provisioner():
     with pytest.raises(Exception, match="provisioner: karpenter"):
         _run_component(provisioner="managed")
+
+
+# --- the diff of a change ---------------------------------------------------------------------------
+
+
+def test_a_node_class_change_is_drift_that_waits_for_the_run_and_turning_karpenter_off_says_what_goes():
+    from rlinf_eks.offline.diff import diff_plans
+
+    base = plan_stack("multi-node", KARPENTER).to_json()
+    bigger = diff_plans(base, plan_stack("multi-node", KARPENTER, "gpuNodes.rootVolumeGib=300").to_json())
+    drift = [w for w in bigger.gpu_or_cluster_warnings if "EC2NodeClass" in w]
+    assert drift and "drifted" in drift[0] and "do-not-disrupt" in drift[0]
+    back = diff_plans(base, plan_stack("multi-node").to_json())
+    assert any("NodePool" in w and "terminates every GPU node" in w for w in back.gpu_or_cluster_warnings)
