@@ -164,7 +164,7 @@ class KarpenterSettings(SettingsModel):
 
 
 class GpuNodeSettings(SettingsModel):
-    """The EKS managed node group of EFA GPU nodes."""
+    """The EFA GPU nodes: an EKS managed node group, or Karpenter's NodePool (provisioner karpenter)."""
 
     instance_type: Ec2InstanceType = "p5.48xlarge"
     """Defaults to p5.48xlarge."""

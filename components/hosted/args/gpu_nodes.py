@@ -75,7 +75,7 @@ class KarpenterSettings(TypedDict):
 
 
 class GpuNodeSettings(TypedDict):
-    "The EKS managed node group of EFA GPU nodes."
+    "The EFA GPU nodes: an EKS managed node group, or Karpenter's NodePool (provisioner karpenter)."
     instance_type: NotRequired[str]
     "Defaults to p5.48xlarge."
     instance_overrides: NotRequired[InstanceOverrides]
