@@ -32,6 +32,7 @@ _COMPONENTS = {
     "JobSetController": "jobset",
     "KueueQueue": "kueue",
     "ClusterAutoscaler": "autoscaler",
+    "KarpenterGpuNodes": "karpenter",
     "RlinfTraining": "workload",
     "CloudWatchObservability": "observability",
     "PrometheusObservability": "observability",

@@ -245,6 +245,36 @@ def scale_from_zero_tags(settings: GpuNodeSettings) -> dict[str, str]:
 
 # --- the component ------------------------------------------------------------------------------
 
+
+def efa_security_group(name: str, *, subnet_id: pulumi.Input[str], tags: Mapping[str, str], parent: pulumi.Resource) -> aws.ec2.SecurityGroup:
+    """The EFA security group ``<name>-efa`` in the subnet's VPC, with its self rules (the node
+    group's launch template and Karpenter's EC2NodeClass put it on every interface)."""
+    child = pulumi.ResourceOptions(parent=parent)
+    vpc_id = aws.ec2.get_subnet_output(id=subnet_id, opts=pulumi.InvokeOutputOptions(parent=parent)).vpc_id
+    group = aws.ec2.SecurityGroup(
+        f"{name}-efa",
+        vpc_id=vpc_id,
+        description="EFA: all traffic between the GPU nodes",
+        tags={**tags, "Name": f"{name}-efa"},
+        opts=child,
+    )
+    # EFA needs all traffic allowed from AND to the group itself; without the self rules the
+    # OS-bypass traffic is silently dropped and NCCL falls back to TCP sockets (AWS EFA guide).
+    for rule, direction, way in (
+        (aws.vpc.SecurityGroupIngressRule, "ingress", "from"),
+        (aws.vpc.SecurityGroupEgressRule, "egress", "to"),
+    ):
+        rule(
+            f"{name}-efa-{direction}-self",
+            security_group_id=group.id,
+            ip_protocol="-1",
+            referenced_security_group_id=group.id,
+            description=f"EFA: all traffic {way} the EFA group",
+            opts=child,
+        )
+    return group
+
+
 # the worker policies every EKS node needs, and Session Manager for a shell on a GPU node
 _NODE_POLICIES = (*WORKER_NODE_POLICIES, SSM_POLICY)
 
@@ -299,7 +329,7 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
         security_groups: list[pulumi.Input[str]] = [cluster_security_group_id]
         self.efa_security_group_id = pulumi.Output.from_input(None)
         if settings.efa:
-            efa_sg = self._efa_security_group(name, subnet_id, tags, child)
+            efa_sg = efa_security_group(name, subnet_id=subnet_id, tags=tags, parent=self)
             self.efa_security_group_id = efa_sg.id
             security_groups.append(efa_sg.id)
 
@@ -370,33 +400,6 @@ class EfaGpuNodeGroup(pulumi.ComponentResource):
                 "taints": self.taints,
             }
         )
-
-    def _efa_security_group(
-        self, name: str, subnet_id: pulumi.Input[str], tags: dict[str, str], child: pulumi.ResourceOptions
-    ) -> aws.ec2.SecurityGroup:
-        vpc_id = aws.ec2.get_subnet_output(id=subnet_id, opts=pulumi.InvokeOutputOptions(parent=self)).vpc_id
-        group = aws.ec2.SecurityGroup(
-            f"{name}-efa",
-            vpc_id=vpc_id,
-            description="EFA: all traffic between the GPU nodes",
-            tags={**tags, "Name": f"{name}-efa"},
-            opts=child,
-        )
-        # EFA needs all traffic allowed from AND to the group itself; without the self rules the
-        # OS-bypass traffic is silently dropped and NCCL falls back to TCP sockets (AWS EFA guide).
-        for rule, direction, way in (
-            (aws.vpc.SecurityGroupIngressRule, "ingress", "from"),
-            (aws.vpc.SecurityGroupEgressRule, "egress", "to"),
-        ):
-            rule(
-                f"{name}-efa-{direction}-self",
-                security_group_id=group.id,
-                ip_protocol="-1",
-                referenced_security_group_id=group.id,
-                description=f"EFA: all traffic {way} the EFA group",
-                opts=child,
-            )
-        return group
 
     def _launch_template(
         self,

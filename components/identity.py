@@ -27,6 +27,26 @@ def service_account_subject(namespace: str, service_account: str = SERVICE_ACCOU
     return f"system:serviceaccount:{namespace}:{service_account}"
 
 
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+
+
+def pod_identity_trust_policy() -> dict[str, Any]:
+    """EKS Pod Identity assumes the role for the pods it serves: sts:AssumeRole and sts:TagSession
+    (the session tags carry cluster, namespace and service account) from pods.eks.amazonaws.com
+    (EKS user guide, "Create an IAM role for EKS Pod Identity"). The CloudWatch agent's role and
+    Karpenter's controller role trust it."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+            }
+        ],
+    }
+
+
 def irsa_trust_policy(
     oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str = SERVICE_ACCOUNT
 ) -> dict[str, Any]:

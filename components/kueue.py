@@ -40,7 +40,7 @@ import yaml
 
 from .config import AutoscalerSettings, GpuNodeSettings, KubeRaySettings, QueueSettings, SettingsModel, StackSettings, WorkloadSettings
 from .quota import HOSTNAME_LABEL, NETWORK_LAYER_LABELS, QueuePlan, Resources, queue_plan
-from .scheduling import SYSTEM_NODE_LABELS, node_labels, node_taints
+from .scheduling import INSTANCE_TYPE_LABEL, KARPENTER_NODE_POOL, NODE_POOL_LABEL, SYSTEM_NODE_LABELS, node_labels, node_taints
 
 CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 RELEASE_NAME = "kueue"
@@ -141,16 +141,29 @@ def topology_spec() -> dict[str, Any]:
     return {"levels": [{"nodeLabel": label} for label in (*NETWORK_LAYER_LABELS, HOSTNAME_LABEL)]}
 
 
-def gpu_flavor_spec(settings: StackSettings, plan: QueuePlan) -> dict[str, Any]:
+def gpu_flavor_spec(settings: StackSettings, plan: QueuePlan, instance_type: Optional[str] = None) -> dict[str, Any]:
     """The GPU nodes as Kueue sees them: their labels (Kueue adds them to an admitted run's pods)
-    and their taint (a pod set must tolerate it to be given this flavor)."""
-    spec: dict[str, Any] = {
-        "nodeLabels": node_labels(settings.gpu_nodes, autoscaled=settings.autoscaler.enabled),
-        "nodeTaints": node_taints(),
-    }
+    and their taint (a pod set must tolerate it to be given this flavor). With Karpenter, the
+    NodePool's label too, and with fallback types the flavor's ``instance_type``: every pod of a
+    pod set admitted on it then selects that one type."""
+    gpu = settings.gpu_nodes
+    labels = node_labels(gpu, autoscaled=settings.autoscaler.enabled)
+    if gpu.provisioner == "karpenter":
+        labels[NODE_POOL_LABEL] = KARPENTER_NODE_POOL
+        if gpu.fallback_instance_types:
+            labels[INSTANCE_TYPE_LABEL] = instance_type or gpu.instance_type
+    spec: dict[str, Any] = {"nodeLabels": labels, "nodeTaints": node_taints()}
     if plan.topology.on:
         spec["topologyName"] = TOPOLOGY_NAME
     return spec
+
+
+def gpu_flavor_names(settings: StackSettings) -> list[tuple[str, str]]:
+    """(flavor, instance type) in the order Kueue tries them: ``rlinf-gpu`` for gpuNodes.instanceType,
+    then ``rlinf-gpu-<type>`` per fallback type (Karpenter only)."""
+    gpu = settings.gpu_nodes
+    types = gpu.karpenter_types if gpu.provisioner == "karpenter" else [gpu.instance_type]
+    return [(GPU_FLAVOR if i == 0 else f"{GPU_FLAVOR}-{t.replace('.', '-')}", t) for i, t in enumerate(types)]
 
 
 def system_flavor_spec() -> dict[str, Any]:
@@ -163,12 +176,13 @@ def _flavor_quota(name: str, covered: list[str], quota: Resources) -> dict[str, 
     return {"name": name, "resources": [{"name": r, "nominalQuota": quantities.get(r, zero.get(r, "0"))} for r in covered]}
 
 
-def cluster_queue_spec(plan: QueuePlan, settings: QueueSettings) -> dict[str, Any]:
+def cluster_queue_spec(plan: QueuePlan, settings: QueueSettings, gpu_flavors: Optional[list[str]] = None) -> dict[str, Any]:
     """One resource group over every resource the run's pods request: the GPU flavor holds the
     pool; the system flavor (a RayJob's submitter) holds one submitter pod's CPU and memory and
-    none of the rest. No cohort: nothing to borrow or lend."""
+    none of the rest. No cohort: nothing to borrow or lend. ``gpu_flavors`` (default
+    ``[rlinf-gpu]``): Karpenter's flavor per allowed type, tried in order, each holding the pool."""
     covered = list(plan.quota.by_name())
-    flavors = [_flavor_quota(GPU_FLAVOR, covered, plan.quota)]
+    flavors = [_flavor_quota(flavor, covered, plan.quota) for flavor in (gpu_flavors or [GPU_FLAVOR])]
     if plan.submitter is not None:
         flavors.append(_flavor_quota(SYSTEM_FLAVOR, covered, plan.submitter))
     return {
@@ -305,10 +319,13 @@ class KueueQueue(pulumi.ComponentResource):
             )
         if plan.topology.on:
             custom("topology", "Topology", TOPOLOGY_NAME, spec=topology_spec())
-        custom("gpu-flavor", "ResourceFlavor", GPU_FLAVOR, spec=gpu_flavor_spec(settings, plan))
+        gpu_flavors = gpu_flavor_names(settings)
+        for flavor, instance_type in gpu_flavors:
+            suffix = "gpu-flavor" if flavor == GPU_FLAVOR else f"flavor-{flavor}"
+            custom(suffix, "ResourceFlavor", flavor, spec=gpu_flavor_spec(settings, plan, instance_type))
         if plan.submitter is not None:
             custom("system-flavor", "ResourceFlavor", SYSTEM_FLAVOR, spec=system_flavor_spec())
-        custom("cluster-queue", "ClusterQueue", q.name, spec=cluster_queue_spec(plan, q))
+        custom("cluster-queue", "ClusterQueue", q.name, spec=cluster_queue_spec(plan, q, [flavor for flavor, _ in gpu_flavors]))
         objects.append(local_queue(f"{name}-local-queue", q.name, namespace=namespace, cluster_queue=q.name, opts=after_release))
         self.objects = objects
         self.register_outputs({"release": self.release.id})

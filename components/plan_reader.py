@@ -65,6 +65,8 @@ INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+SQS_QUEUE = "aws:sqs/queue:Queue"
+EVENT_RULE = "aws:cloudwatch/eventRule:EventRule"
 
 # IAM and KMS
 IAM_ROLE = "aws:iam/role:Role"

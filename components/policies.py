@@ -66,7 +66,7 @@ __all__ = [
     "SECURITY_GROUP_RULE", "INGRESS_RULE", "EGRESS_RULE", "BUCKETS", "BUCKET_VERSIONING", "BUCKET_ENCRYPTION",
     "BUCKET_PUBLIC_ACCESS_BLOCK", "CHECKPOINT_STORAGE",
     "Violation", "PolicyOptions", "Policy", "POLICIES", "evaluate", "options_from_settings",
-    "check_efa_node_groups", "check_imdsv2", "check_ebs_encrypted", "check_s3_encrypted", "check_checkpoint_bucket",
+    "check_efa_node_groups", "check_efa_node_classes", "check_imdsv2", "check_ebs_encrypted", "check_s3_encrypted", "check_checkpoint_bucket",
     "check_ray_ports_not_exposed", "check_no_privileged_containers", "check_gpu_pods_tolerate_gpu_taint",
     "check_eks_endpoint_private",
 ]
@@ -206,16 +206,55 @@ def check_efa_node_groups(resources: Sequence[Resource], options: PolicyOptions 
     return violations
 
 
+def _node_classes(resources: Sequence[Resource]) -> list[tuple[Resource, Mapping[str, Any]]]:
+    """(resource, spec) of every Karpenter EC2NodeClass: the launch template of Karpenter's nodes."""
+    return [(r, obj.get("spec") or {}) for r, obj in k8s_objects(resources) if obj.get("kind") == "EC2NodeClass"]
+
+
+def check_efa_node_classes(resources: Sequence[Resource], options: PolicyOptions = PolicyOptions()) -> list[Violation]:
+    """A Karpenter EC2NodeClass with efa-only interfaces holds the EFA node group's rules: one
+    subnet by id (one AZ), a placement group unless a capacity reservation places the nodes, and a
+    security group that allows all traffic from and to itself among its security groups (Karpenter
+    puts every selected group on every interface)."""
+    policy = "efa-node-class"
+    violations: list[Violation] = []
+    for resource, spec in _node_classes(resources):
+        if not any(n.get("interfaceType") == "efa-only" for n in spec.get("networkInterfaces") or []):
+            continue
+        subnets = spec.get("subnetSelectorTerms") or []
+        if len(subnets) != 1 or "id" not in subnets[0]:
+            violations.append(_violation(policy, resource, f"EFA nodes select subnets {subnets}: select exactly one subnet by id (one AZ)"))
+        if not spec.get("placementGroupSelector") and not spec.get("capacityReservationSelectorTerms"):
+            violations.append(_violation(
+                policy, resource,
+                "EC2NodeClass has no placementGroupSelector: EFA nodes need a cluster placement group unless a capacity "
+                "reservation or Capacity Block places them",
+            ))
+        ids = [term.get("id") for term in spec.get("securityGroupSelectorTerms") or []]
+        if any(not _known(i) for i in ids):
+            continue  # unknown until created: checked again at update
+        found, _ = _referenced(resources, resource, "spec", ids, SECURITY_GROUP)
+        if not any(_self_rules(resources, sg) >= {"ingress", "egress"} for sg in found):
+            violations.append(_violation(
+                policy, resource,
+                f"none of the security groups {ids} allows all traffic from and to itself (ingress and egress, protocol -1, "
+                "self): EFA traffic is dropped",
+            ))
+    return violations
+
+
 # --- launch templates --------------------------------------------------------------------------
 
 
 def check_imdsv2(resources: Sequence[Resource], options: PolicyOptions = PolicyOptions()) -> list[Violation]:
-    """Launch templates require IMDSv2 (``metadataOptions.httpTokens: required``): pods cannot
-    steal node credentials through IMDSv1 request forgery."""
+    """Launch templates and Karpenter EC2NodeClasses require IMDSv2 (``metadataOptions.httpTokens:
+    required``): pods cannot steal node credentials through IMDSv1 request forgery."""
+    templates = [(lt, _get(lt, "inputs", "metadataOptions", "httpTokens")) for lt in _of_type(resources, LAUNCH_TEMPLATE)]
+    templates += [(r, _get(spec, "metadataOptions", "httpTokens")) for r, spec in _node_classes(resources)]
     return [
-        _violation("imdsv2-required", lt, f"metadataOptions.httpTokens is {_get(lt, 'inputs', 'metadataOptions', 'httpTokens')!r}: set 'required' (IMDSv2)")
-        for lt in _of_type(resources, LAUNCH_TEMPLATE)
-        if _get(lt, "inputs", "metadataOptions", "httpTokens") not in ("required", UNKNOWN)
+        _violation("imdsv2-required", lt, f"metadataOptions.httpTokens is {tokens!r}: set 'required' (IMDSv2)")
+        for lt, tokens in templates
+        if tokens not in ("required", UNKNOWN)
     ]
 
 
@@ -227,6 +266,11 @@ def check_ebs_encrypted(resources: Sequence[Resource], options: PolicyOptions = 
             ebs = mapping.get("ebs")
             if ebs is not None and not (_truthy(ebs.get("encrypted")) or ebs.get("encrypted") == UNKNOWN or ebs.get("snapshotId")):
                 violations.append(_violation("ebs-encrypted", lt, f"EBS volume {mapping.get('deviceName')} is not encrypted: set ebs.encrypted 'true'"))
+    for resource, spec in _node_classes(resources):
+        for mapping in spec.get("blockDeviceMappings") or []:
+            ebs = mapping.get("ebs") or {}
+            if ebs.get("encrypted") is not True and not ebs.get("snapshotID"):
+                violations.append(_violation("ebs-encrypted", resource, f"EBS volume {mapping.get('deviceName')} is not encrypted: set ebs.encrypted true"))
     return violations
 
 
@@ -386,6 +430,7 @@ def check_eks_endpoint_private(resources: Sequence[Resource], options: PolicyOpt
 
 POLICIES: tuple[Policy, ...] = (
     Policy("efa-node-group", check_efa_node_groups.__doc__ or "", "stack", check_efa_node_groups),
+    Policy("efa-node-class", check_efa_node_classes.__doc__ or "", "stack", check_efa_node_classes),
     Policy("imdsv2-required", check_imdsv2.__doc__ or "", "resource", check_imdsv2),
     Policy("ebs-encrypted", check_ebs_encrypted.__doc__ or "", "resource", check_ebs_encrypted),
     Policy("s3-encrypted", check_s3_encrypted.__doc__ or "", "stack", check_s3_encrypted),

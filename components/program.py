@@ -27,6 +27,7 @@ from .device_plugins import DevicePlugins
 from .gpu_nodes import EfaGpuNodeGroup
 from .identity import TrainingIdentity, partition_of
 from .jobset import JobSetController
+from .karpenter import KarpenterGpuNodes
 from .kuberay import KubeRayOperator
 from .kueue import KueueQueue, local_queue
 from .network import Network
@@ -277,7 +278,21 @@ def _training(
 
 def _gpu_nodes(
     settings: StackSettings, network: Network, cluster: Cluster, tags: dict[str, str], before_gpu: list[pulumi.Resource]
-) -> EfaGpuNodeGroup:
+) -> EfaGpuNodeGroup | KarpenterGpuNodes:
+    if settings.gpu_nodes.provisioner == "karpenter":
+        return KarpenterGpuNodes(
+            "gpu",
+            settings=settings.gpu_nodes,
+            cluster_name=cluster.cluster_name,
+            cluster_security_group_id=cluster.cluster_security_group_id,
+            subnet_id=network.gpu_subnet_id,
+            zone=settings.gpu_az,
+            region=settings.region,
+            system_nodes=settings.cluster.system_nodes.count,
+            tags=tags,
+            # the NodePool last: nothing launches before the queue, the plugins and the network exist
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=before_gpu),
+        )
     return EfaGpuNodeGroup(
         "gpu",
         settings=settings.gpu_nodes,
@@ -293,7 +308,7 @@ def _gpu_nodes(
 
 def _outputs(
     cluster: Cluster,
-    gpu_nodes: EfaGpuNodeGroup,
+    gpu_nodes: EfaGpuNodeGroup | KarpenterGpuNodes,
     storage: CheckpointStorage,
     shared_fs: Optional[SharedFilesystem],
     training: Optional[RlinfTraining],
@@ -302,11 +317,14 @@ def _outputs(
         "clusterName": cluster.cluster_name,
         "kubeconfig": pulumi.Output.secret(cluster.kubeconfig),
         "apiEndpointAccess": cluster.endpoint_access,
-        "gpuNodeGroup": gpu_nodes.node_group_name,
+        # with Karpenter no node group: its NodePool instead
+        "gpuNodeGroup": gpu_nodes.node_group_name if isinstance(gpu_nodes, EfaGpuNodeGroup) else None,
         "placementGroup": gpu_nodes.placement_group_name,
         "checkpointBucket": storage.bucket_name,
         "sharedFilesystem": shared_fs.file_system_id if shared_fs else None,
     }
+    if isinstance(gpu_nodes, KarpenterGpuNodes):
+        outputs["gpuNodePool"] = gpu_nodes.node_pool_name
     if training is not None:
         outputs["trainingEntrypoint"] = training.entrypoint
     return outputs

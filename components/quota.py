@@ -119,7 +119,7 @@ class TopologyRequest:
         return f"kueue.x-k8s.io/podset-{self.mode}-topology"
 
 
-def topology_request(mode: str, layer: int, *, instance_type: str, autoscaled: bool) -> TopologyRequest:
+def topology_request(mode: str, layer: int, *, instance_type: str, autoscaled: bool, by: str = "the Cluster Autoscaler") -> TopologyRequest:
     """``queue.topology`` as it can be honoured: off when asked, on an autoscaled pool (Kueue's
     topology-aware scheduling counts the nodes that exist; the autoscaler adds nodes only for
     pending pods, which a queued run never has: it would wait forever), or on a type whose nodes
@@ -127,7 +127,7 @@ def topology_request(mode: str, layer: int, *, instance_type: str, autoscaled: b
     if mode == "off":
         return TopologyRequest("off", layer, "queue.topology: off")
     if autoscaled:
-        return TopologyRequest("off", layer, "the Cluster Autoscaler adds nodes only for pending pods, and Kueue places a run by the nodes that exist")
+        return TopologyRequest("off", layer, f"{by} adds nodes only for pending pods, and Kueue places a run by the nodes that exist")
     if instance_type not in NETWORK_TOPOLOGY_TYPES:
         return TopologyRequest("off", layer, f"{instance_type} nodes carry no topology.k8s.aws/network-node-layer labels")
     return TopologyRequest(mode, layer)
@@ -177,15 +177,24 @@ def has_submitter_pod(settings: StackSettings) -> bool:
     return wl.enabled and wl.launcher == "kuberay" and wl.rayjob.cluster == "embedded" and wl.rayjob.submission_mode == "K8sJobMode"
 
 
+def grows_for_pods(settings: StackSettings) -> tuple[bool, str]:
+    """Whether nodes are added for pending pods (the Cluster Autoscaler or Karpenter), and by whom."""
+    if settings.gpu_nodes.provisioner == "karpenter":
+        return True, "Karpenter"
+    return settings.autoscaler.enabled, "the Cluster Autoscaler"
+
+
 def queue_plan(settings: StackSettings, run_nodes: Optional[int] = None) -> QueuePlan:
     """The queue of ``settings``; ``run_nodes`` (default ``gpuNodes.nodeCount``) is the run's size."""
     gpu = settings.gpu_nodes
     shape = catalog.pod_shape_for(
         gpu.instance, gpu.hugepages_gib * catalog.GIB_MIB, settings.workload.shm_fraction, settings.observability_backend
     )
-    autoscaled = settings.autoscaler.enabled
+    autoscaled, by = grows_for_pods(settings)
     nodes = pool_nodes(gpu.node_count, gpu.max_nodes, autoscaled)
-    if autoscaled:
+    if gpu.provisioner == "karpenter":
+        nodes_from = f"gpuNodes.{'maxNodes' if gpu.max_nodes else 'nodeCount'} {nodes} (the NodePool's limits: Karpenter launches them)"
+    elif autoscaled:
         nodes_from = f"gpuNodes.maxNodes {nodes} (the autoscaler may add them)" if gpu.max_nodes else f"gpuNodes.nodeCount {nodes}"
     elif gpu.capacity_type == "CAPACITY_BLOCK":
         nodes_from = f"gpuNodes.nodeCount {nodes} (the Capacity Block's nodes)"
@@ -200,7 +209,7 @@ def queue_plan(settings: StackSettings, run_nodes: Optional[int] = None) -> Queu
         nodes_from=nodes_from,
         run_nodes=gpu.node_count if run_nodes is None else run_nodes,
         submitter=Resources(millicpu=SUBMITTER_MILLICPU, memory_mib=SUBMITTER_MEMORY_MIB) if has_submitter_pod(settings) else None,
-        topology=topology_request(q.topology, q.topology_layer, instance_type=gpu.instance_type, autoscaled=autoscaled),
+        topology=topology_request(q.topology, q.topology_layer, instance_type=gpu.instance_type, autoscaled=autoscaled, by=by),
         priority=q.priority,
         priority_value=classes.get(q.priority, 0),
         preemption=q.preemption,
@@ -233,7 +242,8 @@ def _required_topology(settings: StackSettings, stack: Optional[str]) -> list[st
     q = settings.queue
     if not q.enabled or q.topology != "required":
         return []
-    request = topology_request(q.topology, q.topology_layer, instance_type=settings.gpu_nodes.instance_type, autoscaled=settings.autoscaler.enabled)
+    autoscaled, by = grows_for_pods(settings)
+    request = topology_request(q.topology, q.topology_layer, instance_type=settings.gpu_nodes.instance_type, autoscaled=autoscaled, by=by)
     if request.on:
         return []
     return [problem_line("queue.topology", q.topology, f"cannot be required: {request.reason}; use preferred or off")]

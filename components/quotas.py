@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
+from . import catalog
+
 if TYPE_CHECKING:
     from .config import StackSettings
 
@@ -71,11 +73,17 @@ def needed(settings: StackSettings) -> list[QuotaNeed]:
     nodes. Spot draws on the Spot quota; on-demand, a capacity reservation and a Capacity Block on
     the On-Demand one."""
     gpu = settings.gpu_nodes
-    instance = gpu.instance
     option = "spot" if gpu.capacity_type == "SPOT" else "on-demand"
-    needs = [
-        _need(family_group(instance.name), option, f"{gpu.max_size} x {instance.name} (GPU nodes, {instance.vcpu} vCPUs each)", gpu.max_size * instance.vcpu)
-    ]
+    # Karpenter may launch any allowed type (maxNodes of them at most): per quota, the largest
+    types = gpu.karpenter_types if gpu.provisioner == "karpenter" else [gpu.instance_type]
+    by_group: dict[Optional[str], list[catalog.InstanceType]] = {}
+    for name in types:
+        by_group.setdefault(family_group(name), []).append(gpu.instance if name == gpu.instance_type else catalog.lookup(name))
+    needs = []
+    for group, instances in by_group.items():
+        vcpu = max(i.vcpu for i in instances)
+        names = " or ".join(i.name for i in instances)
+        needs.append(_need(group, option, f"{gpu.max_size} x {names} (GPU nodes, {vcpu} vCPUs each)", gpu.max_size * vcpu))
     if not settings.cluster.existing:
         system = settings.cluster.system_nodes
         each = standard_vcpus(system.instance_type) if family_group(system.instance_type) == "Standard" else None

@@ -90,6 +90,23 @@ def accelerator_label_value(gpu_model: str) -> str:
     return f"nvidia-{gpu_model.lower()}"
 
 
+# --- Karpenter (gpuNodes.provisioner: karpenter) -------------------------------------------------
+
+KARPENTER_NODE_POOL = "rlinf-gpu"
+"""The NodePool (and EC2NodeClass) of the GPU nodes when Karpenter launches them."""
+
+NODE_POOL_LABEL = "karpenter.sh/nodepool"
+"""Karpenter labels every node it launches with its NodePool's name; the Kueue flavors select it."""
+
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+"""The kubelet's (and Karpenter's) instance-type label: a Kueue flavor per allowed type selects it,
+so all pods of one run get one type."""
+
+DO_NOT_DISRUPT_ANNOTATION: Mapping[str, str] = {"karpenter.sh/do-not-disrupt": "true"}
+"""Pod annotation: Karpenter never voluntarily disrupts (consolidation, drift, expiry) a node that
+runs a pod carrying it; every training pod does when Karpenter launches the GPU nodes."""
+
+
 class GpuNodeFacts(Protocol):
     """What the node labels depend on: plain values (config's GpuNodeSettings has them)."""
 

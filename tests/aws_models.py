@@ -659,6 +659,63 @@ def _pod_identity_association(i: Inputs) -> Iterator[Call]:
     yield Call("eks", "CreatePodIdentityAssociation", _drop_none(request))
 
 
+@translates("aws:eks/accessEntry:AccessEntry")
+def _access_entry(i: Inputs) -> Iterator[Call]:
+    request = {
+        "clusterName": i["clusterName"],
+        "principalArn": i["principalArn"],
+        "type": i.get("type"),
+        "kubernetesGroups": i.get("kubernetesGroups"),
+        "username": i.get("userName"),
+        "tags": i.get("tags"),
+    }
+    yield Call("eks", "CreateAccessEntry", _drop_none(request))
+
+
+# SQS (json protocol: attributes are a string map) and EventBridge
+
+
+@translates("aws:sqs/queue:Queue")
+def _sqs_queue(i: Inputs) -> Iterator[Call]:
+    attributes = {
+        "MessageRetentionPeriod": i.get("messageRetentionSeconds"),
+        "SqsManagedSseEnabled": i.get("sqsManagedSseEnabled"),
+        "KmsMasterKeyId": i.get("kmsMasterKeyId"),
+        "VisibilityTimeout": i.get("visibilityTimeoutSeconds"),
+    }
+    attributes = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in attributes.items() if v is not None}
+    yield Call(
+        "sqs",
+        "CreateQueue",
+        _drop_none({"QueueName": i.get("name") or autoname(i.resource), "Attributes": attributes or None, "tags": i.get("tags")}),
+    )
+
+
+@translates("aws:sqs/queuePolicy:QueuePolicy")
+def _sqs_queue_policy(i: Inputs) -> Iterator[Call]:
+    yield Call("sqs", "SetQueueAttributes", {"QueueUrl": i["queueUrl"], "Attributes": {"Policy": i["policy"]}})
+
+
+@translates("aws:cloudwatch/eventRule:EventRule")
+def _event_rule(i: Inputs) -> Iterator[Call]:
+    request = {
+        "Name": i.get("name") or autoname(i.resource),
+        "EventPattern": i.get("eventPattern"),
+        "ScheduleExpression": i.get("scheduleExpression"),
+        "Description": i.get("description"),
+        "EventBusName": i.get("eventBusName"),
+        "State": i.get("state"),
+        "Tags": _tag_list(i.get("tags")) or None,
+    }
+    yield Call("events", "PutRule", _drop_none(request))
+
+
+@translates("aws:cloudwatch/eventTarget:EventTarget")
+def _event_target(i: Inputs) -> Iterator[Call]:
+    target = {"Id": i.get("targetId") or autoname(i.resource), "Arn": i["arn"]}
+    yield Call("events", "PutTargets", {"Rule": i["rule"], "Targets": [target]})
+
+
 # pulumi-eks's Cluster is a remote component: under mocks it has no children, so its inputs are
 # checked against the requests its children make (aws.eks.Cluster -> CreateCluster, the vpc-cni
 # and coredns addons -> CreateAddon). The cluster role is created inside it: a stand-in ARN named as
@@ -1069,6 +1126,7 @@ _POLICY_INPUTS = {
     "aws:iam/policy:Policy": ("policy",),
     "aws:s3/bucketPolicy:BucketPolicy": ("policy",),
     "aws:kms/key:Key": ("policy",),
+    "aws:sqs/queuePolicy:QueuePolicy": ("policy",),
 }
 
 

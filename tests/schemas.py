@@ -126,6 +126,33 @@ def is_transition_rule(rule: dict[str, Any]) -> bool:
     return "oldSelf" in rule["rule"]
 
 
+def _kubernetes_cel_functions() -> dict[str, Any]:
+    """The Kubernetes CEL string extensions the CRDs use that cel-python lacks (Karpenter's rules
+    call ``split`` and ``find``): ``s.split(sep)`` (all parts) and ``s.find(regex)`` (the first
+    match, or "" without one), as k8s.io/apiserver's cel library defines them."""
+    import re
+
+    from celpy import celtypes
+
+    def split(text: Any, sep: Any) -> Any:
+        return celtypes.ListType([celtypes.StringType(part) for part in str(text).split(str(sep))])
+
+    def find(text: Any, pattern: Any) -> Any:
+        match = re.search(str(pattern), str(text))
+        return celtypes.StringType(match.group(0) if match else "")
+
+    return {"split": split, "find": find}
+
+
+@lru_cache(maxsize=None)
+def _cel_program(rule: str) -> Any:
+    """One compiled program per rule text (Karpenter's CRDs repeat rules over 30-entry lists)."""
+    import celpy
+
+    env = celpy.Environment()
+    return env.program(env.compile(rule), functions=_kubernetes_cel_functions())
+
+
 def cel_errors(schema: dict[str, Any], obj: Any, path: str = "") -> list[str]:
     """Evaluate every create-time CEL rule of ``schema`` on ``obj`` as the API server would: each
     rule on the value at its node (absent values are not checked), ``self`` bound to it; a rule
@@ -136,8 +163,7 @@ def cel_errors(schema: dict[str, Any], obj: Any, path: str = "") -> list[str]:
     for rule in schema.get("x-kubernetes-validations") or []:
         if is_transition_rule(rule):
             continue
-        env = celpy.Environment()
-        program = env.program(env.compile(rule["rule"]))
+        program = _cel_program(rule["rule"])
         verdict = program.evaluate({"self": celpy.json_to_cel(obj)})
         if verdict is not True and not (isinstance(verdict, celpy.celtypes.BoolType) and bool(verdict)):
             errors.append(f"{path or '.'}: {rule.get('message') or rule['rule']} (rule: {rule['rule']})")
@@ -159,6 +185,35 @@ def kueue_errors(obj: dict[str, Any]) -> list[str]:
     """A Kueue object against its CRD at its apiVersion: the structural schema (unknown fields
     rejected) and the CEL rules a create would run."""
     schema = kueue_schema(obj["kind"], obj["apiVersion"].split("/")[1])
+    validator = jsonschema.Draft7Validator(closed(copy.deepcopy(schema)))
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+    return errors + cel_errors(schema, obj)
+
+
+# --- Karpenter (v1.14.1 CRDs and chart values in ../shared/schemas/karpenter) ---------------------
+
+KARPENTER_SCHEMAS = SHARED / "schemas" / "karpenter"
+KARPENTER_CRD_FILES = {
+    "EC2NodeClass": "karpenter.k8s.aws_ec2nodeclasses.yaml",
+    "NodePool": "karpenter.sh_nodepools.yaml",
+    "NodeClaim": "karpenter.sh_nodeclaims.yaml",
+}
+KARPENTER_CHART = "karpenter-1.14.1"
+"""The chart whose values.yaml is ../shared/schemas/karpenter/values.yaml (not under schemas/helm)."""
+KARPENTER_PASSTHROUGH = frozenset({"nodeSelector"})
+"""Its keys rendered with toYaml whatever they hold (no meta.json for it in ../shared): the chart's
+templates/deployment.yaml at v1.14.1 renders ``{{- with .Values.nodeSelector }} nodeSelector:
+{{- toYaml . }}``; values.yaml's default ``{kubernetes.io/os: linux}`` is an example, not a schema."""
+
+
+def karpenter_schema(kind: str, version: str = "v1") -> dict[str, Any]:
+    return crd_schema(KARPENTER_SCHEMAS / KARPENTER_CRD_FILES[kind], version, "Karpenter CRD schemas")
+
+
+def karpenter_errors(obj: dict[str, Any]) -> list[str]:
+    """A NodePool / EC2NodeClass against the v1.14.1 CRD: the structural schema (unknown fields
+    rejected) and every create-time CEL rule."""
+    schema = karpenter_schema(obj["kind"], obj["apiVersion"].split("/")[1])
     validator = jsonschema.Draft7Validator(closed(copy.deepcopy(schema)))
     errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
     return errors + cel_errors(schema, obj)
@@ -203,8 +258,11 @@ SUBCHART_KEYS = {
 
 
 def chart_values(chart: str) -> dict[str, Any]:
-    """The values.yaml of ``chart`` (a folder of ../shared/schemas/helm: name-version), parsed once
-    per process with libyaml (kube-prometheus-stack's is 200 KB): shared, copy it to change it."""
+    """The values.yaml of ``chart`` (a folder of ../shared/schemas/helm: name-version; Karpenter's in
+    ../shared/schemas/karpenter), parsed once per process with libyaml (kube-prometheus-stack's is
+    200 KB): shared, copy it to change it."""
+    if chart == KARPENTER_CHART:
+        return _parsed(require_shared(KARPENTER_SCHEMAS / "values.yaml", "the karpenter chart's values"))
     return _parsed(require_shared(HELM_CHARTS / chart / "values.yaml", f"the {chart} chart's values"))
 
 
@@ -212,6 +270,8 @@ def chart_values(chart: str) -> dict[str, Any]:
 def chart_passthrough(chart: str) -> frozenset[str]:
     """The key paths of ``chart`` that take values its values.yaml does not list (meta.json's
     passthrough and template_keys, and the subcharts' keys above)."""
+    if chart == KARPENTER_CHART:  # no meta.json in ../shared: its toYaml keys, read from its templates
+        return KARPENTER_PASSTHROUGH
     meta = json.loads(require_shared(HELM_CHARTS / chart / "meta.json", f"the {chart} chart's metadata").read_text())
     name = chart.rsplit("-", 1)[0]
     return frozenset(meta.get("passthrough") or {}) | frozenset(meta.get("template_keys") or {}) | SUBCHART_KEYS.get(name, frozenset())

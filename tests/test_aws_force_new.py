@@ -19,6 +19,7 @@ VARIANTS = [
     ("multi-node", "observability.backend=cloudwatch"),
     ("single-node", "storage.sharedFilesystem.enabled=true"),
     ("single-node", "workload.model.source=s3://acme-models/openvla"),
+    ("multi-node", "gpuNodes.provisioner=karpenter"),
 ]
 
 

@@ -83,6 +83,9 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("single-node", ("aws:region=cn-north-1", "availabilityZone=cn-north-1a")),
     ("multi-node", ("observability.backend=prometheus",)),
     ("single-node", ("observability.backend=none",)),
+    ("multi-node", ("gpuNodes.provisioner=karpenter",)),
+    ("capacity-block", ("gpuNodes.provisioner=karpenter",)),
+    ("single-node", ("gpuNodes.provisioner=karpenter", "gpuNodes.capacityReservationId=cr-0123456789abcdef0", "aws:region=us-west-2", "availabilityZone=us-west-2b")),
 ]
 
 

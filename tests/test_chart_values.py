@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.harness import ALL_STACKS, plan_stack, require_shared
-from tests.schemas import HELM_CHARTS, chart_passthrough, chart_values, release_chart, release_values_errors, unknown_keys
+from tests.schemas import HELM_CHARTS, KARPENTER_CHART, chart_passthrough, chart_values, release_chart, release_values_errors, unknown_keys
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -17,6 +17,7 @@ VARIANTS = [
     ("multi-node", "observability.backend=prometheus"),
     ("autoscaled", "gpuNodes.maxNodes=4"),
     ("autoscaled", "gpuNodes.scaleToZero=false", "autoscaler.enabled=false"),
+    ("multi-node", "gpuNodes.provisioner=karpenter"),
 ]
 PLANS = [(stack,) for stack in ALL_STACKS] + VARIANTS
 
@@ -39,7 +40,7 @@ def test_the_stacks_install_every_chart_of_the_shared_data():
     # every pinned chart's values are checked by some plan above, at the version the shared data has
     shared = {p.name for p in require_shared(HELM_CHARTS, "the pinned charts").iterdir() if p.is_dir()}
     planned = {release_chart(r["inputs"]) for plan in PLANS for r in releases(*plan)}
-    assert planned == {chart for chart in shared if chart.rsplit("-", 1)[0] not in ADDON_CHARTS}
+    assert planned == {chart for chart in shared if chart.rsplit("-", 1)[0] not in ADDON_CHARTS} | {KARPENTER_CHART}
 
 
 def test_a_misspelt_or_misplaced_key_is_named_with_its_chart():

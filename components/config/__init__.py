@@ -43,6 +43,7 @@ from .gpu_nodes import (
     CapacityBlockSettings,
     GpuNodeSettings,
     InstanceOverrides,
+    KarpenterSettings,
     PlacementGroupSettings,
     capacity_block_time_problems,
 )
@@ -72,7 +73,7 @@ __all__ = [
     "AbsolutePath", "AutoscalerSettings", "Bool", "CAPACITY_BLOCK_END_UTC", "CAPACITY_BLOCK_MAX_DAYS",
     "CAPACITY_BLOCK_MAX_INSTANCES", "CapacityBlockSettings", "ChartVersion", "ClusterSettings", "ConfigError",
     "DevicePluginSettings", "Dialect", "EKS_CLUSTER_NAME_MAX", "EKS_NODEGROUP_NAME_MAX", "Ec2InstanceType", "Float",
-    "GpuNodeSettings", "InstanceOverrides", "Int", "KubeRaySettings", "MAX_USER_TAGS", "MODEL_SOURCE_FORMS",
+    "GpuNodeSettings", "InstanceOverrides", "Int", "KarpenterSettings", "KubeRaySettings", "MAX_USER_TAGS", "MODEL_SOURCE_FORMS",
     "ManualJobSettings", "ModelSettings", "ModelSource", "NODE_RULES", "Namespace", "NetworkSettings", "ObservabilitySettings", "PROJECT",
     "PLATFORM_SECTIONS", "PROVIDER_NAMESPACES", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings",
     "PrometheusSettings", "QueueSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings",

@@ -18,7 +18,7 @@ from .. import catalog
 from ..scheduling import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels
 from .aws_rules import label_problem
 from .errors import key_path, problem_line, raise_all, rule_error
-from .types import Bool, Ec2InstanceType, Int, SettingsModel
+from .types import Bool, ChartVersion, Ec2InstanceType, Int, SettingsModel
 
 
 class InstanceOverrides(SettingsModel):
@@ -142,8 +142,29 @@ def capacity_block_time_problems(gpu: "GpuNodeSettings", now: datetime) -> list[
     return []
 
 
+class KarpenterSettings(SettingsModel):
+    """The Karpenter controller and its node class (with ``gpuNodes.provisioner: karpenter``)."""
+
+    version: ChartVersion = "1.14.1"
+    """Karpenter chart version (oci://public.ecr.aws/karpenter/karpenter), pinned; its CRDs are the ones
+    the NodePool and EC2NodeClass are checked against. Defaults to 1.14.1."""
+    ami_alias: str = "al2023@v20251120"
+    """The EKS AL2023 AMI release the nodes boot (EC2NodeClass amiSelectorTerms alias, al2023@vYYYYMMDD; the
+    NVIDIA variant is chosen by instance type). Pinned, never @latest: a new AMI would replace idle nodes
+    under a run. Defaults to al2023@v20251120."""
+    consolidate_after_minutes: Int = Field(5, ge=0, le=1440)
+    """How long an empty GPU node stays before Karpenter removes it (disruption.consolidateAfter). Defaults to 5."""
+
+    @field_validator("ami_alias")
+    @classmethod
+    def _alias(cls, value: str) -> str:
+        if not re.fullmatch(r"al2023@v\d{8}", value):
+            raise PydanticCustomError("alias", "a pinned AL2023 AMI release such as al2023@v20251120 (not @latest)")
+        return value
+
+
 class GpuNodeSettings(SettingsModel):
-    """The EKS managed node group of EFA GPU nodes."""
+    """The EFA GPU nodes: an EKS managed node group, or Karpenter's NodePool (provisioner karpenter)."""
 
     instance_type: Ec2InstanceType = "p5.48xlarge"
     """Defaults to p5.48xlarge."""
@@ -181,6 +202,16 @@ class GpuNodeSettings(SettingsModel):
     """2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels."""
+    provisioner: Literal["managed", "karpenter"] = "managed"
+    """Who launches the GPU nodes: managed (the default: an EKS managed node group of nodeCount nodes) or
+    karpenter (a Karpenter NodePool and EC2NodeClass: nodes launched for admitted runs' pending pods, up to
+    maxNodes, and removed once empty; no GPU node while idle)."""
+    fallback_instance_types: list[Ec2InstanceType] = Field(default_factory=list)
+    """With provisioner karpenter: further instance types, in order of preference after instanceType, with the
+    same GPU count and EFA layout. Each is a Kueue flavor of its own, so one run never mixes types (needs the
+    queue). Defaults to none."""
+    karpenter: KarpenterSettings = Field(default_factory=KarpenterSettings)
+    """With provisioner karpenter: the controller's chart version, the AMI release and how long empty nodes stay."""
 
     @field_validator("node_count", mode="before")
     @classmethod
@@ -244,6 +275,7 @@ class GpuNodeSettings(SettingsModel):
                 *self._placement_problems(),
                 *self._size_problems(),
                 *self._label_problems(),
+                *self._provisioner_problems(instance),
             ]
         )
         return self
@@ -322,6 +354,61 @@ class GpuNodeSettings(SettingsModel):
             errors.append(rule_error("maxNodes", self.max_nodes, f"must be at least nodeCount ({self.node_count})"))
         if self.local_nvme_raid0 and self.ami_type != "AL2023_x86_64_NVIDIA":
             errors.append(rule_error("localNvmeRaid0", True, "the NVMe RAID0 is set up by nodeadm, on AL2023 AMIs only"))
+        return errors
+
+    @property
+    def karpenter_types(self) -> list[str]:
+        """The NodePool's instance types, in order of preference: instanceType, then the fallbacks."""
+        return [self.instance_type, *self.fallback_instance_types]
+
+    def _provisioner_problems(self, instance: catalog.InstanceType) -> list[PydanticCustomError]:
+        """Karpenter's own limits, and fallback types that a run could not use like instanceType."""
+        errors: list[PydanticCustomError] = []
+        if self.provisioner == "managed":
+            if self.fallback_instance_types:
+                errors.append(rule_error("fallbackInstanceTypes", self.fallback_instance_types, "only with provisioner karpenter (a managed node group has one instance type)"))
+            return errors
+        if self.ami_type != "AL2023_x86_64_NVIDIA":
+            errors.append(rule_error("amiType", self.ami_type, "provisioner karpenter boots the AL2023 NVIDIA AMI (karpenter.amiAlias); use AL2023_x86_64_NVIDIA"))
+        if self.instance_overrides is not None:
+            errors.append(rule_error("instanceOverrides", self.instance_overrides.given(), "Karpenter reads the instance figures from EC2 itself; with provisioner karpenter use catalog types only"))
+        layout = catalog.efa_interfaces_for(instance) if self.efa else []
+        seen = {self.instance_type}
+        for index, name in enumerate(self.fallback_instance_types):
+            key = f"fallbackInstanceTypes[{index}]"
+            if name in seen:
+                errors.append(rule_error(key, name, "listed twice (instanceType and the fallbacks are one ordered list)"))
+                continue
+            seen.add(name)
+            if name not in catalog.CATALOG:
+                errors.append(rule_error(key, name, "not in the catalog; fallback types are catalog types: " + ", ".join(sorted(catalog.CATALOG))))
+                continue
+            other = catalog.lookup(name)
+            other_layout = catalog.efa_interfaces_for(other) if self.efa else []
+            if other.gpus != instance.gpus or other_layout != layout:
+                same = sorted(
+                    n for n, row in catalog.CATALOG.items()
+                    if n != self.instance_type and row.gpus == instance.gpus and (catalog.efa_interfaces_for(row) if self.efa else []) == layout
+                )
+                errors.append(
+                    rule_error(
+                        key,
+                        name,
+                        f"has {other.gpus} GPUs and {len(other_layout)} EFA interfaces, {self.instance_type} {instance.gpus} and {len(layout)}: "
+                        "a run's pods ask for one shape; same shape: " + (", ".join(same) or "none in the catalog"),
+                    )
+                )
+            elif other.vcpu < instance.vcpu or other.memory_gib < instance.memory_gib:
+                errors.append(
+                    rule_error(
+                        key,
+                        name,
+                        f"has {other.vcpu} vCPU and {other.memory_gib} GiB, less than {self.instance_type} ({instance.vcpu} vCPU, "
+                        f"{instance.memory_gib} GiB): the training pod sized for {self.instance_type} would not fit",
+                    )
+                )
+            elif self.capacity_type == "CAPACITY_BLOCK":
+                errors.append(rule_error(key, name, "a Capacity Block holds one instance type; no fallback with capacityType CAPACITY_BLOCK"))
         return errors
 
     def _label_problems(self) -> list[PydanticCustomError]:

@@ -150,9 +150,61 @@ def _preflight_efa(s: StackSettings, stack: Optional[str]) -> list[str]:
 
 
 def _scale_to_zero(s: StackSettings, stack: Optional[str]) -> list[str]:
-    if s.gpu_nodes.scale_to_zero and not s.autoscaler.enabled:
+    if s.gpu_nodes.scale_to_zero and not s.autoscaler.enabled and s.gpu_nodes.provisioner == "managed":
         return [problem_line("gpuNodes.scaleToZero", True, "nodes come back from zero only with the cluster autoscaler: set autoscaler.enabled: true")]
     return []
+
+
+def _karpenter(s: StackSettings, stack: Optional[str]) -> list[str]:
+    """Karpenter is the only provisioner of the GPU nodes, and fallback types need the queue that
+    gives each run one of them, as one pod set."""
+    gpu = s.gpu_nodes
+    if gpu.provisioner != "karpenter":
+        return []
+    problems: list[str] = []
+    if s.autoscaler.enabled:
+        problems.append(
+            problem_line(
+                "autoscaler.enabled",
+                True,
+                "gpuNodes.provisioner karpenter launches and removes the GPU nodes itself; two autoscalers would fight over "
+                "them: set autoscaler.enabled: false (or provisioner managed)",
+            )
+        )
+    if gpu.fallback_instance_types and s.workload.enabled and s.workload.launcher == "kuberay":
+        problems.append(
+            problem_line(
+                "gpuNodes.fallbackInstanceTypes",
+                gpu.fallback_instance_types,
+                "a RayJob's head and workers are separate Kueue pod sets, each given its flavor (its instance type) on its "
+                "own, so one run could span two types: use workload.launcher manual (one pod set), or list no fallback types",
+            )
+        )
+    if gpu.fallback_instance_types and not s.queue.enabled:
+        problems.append(
+            problem_line(
+                "gpuNodes.fallbackInstanceTypes",
+                gpu.fallback_instance_types,
+                "each type is a Kueue flavor, so that a run's pods all get one type: set queue.enabled: true, "
+                "or list no fallback types",
+            )
+        )
+    return problems
+
+
+def _karpenter_cluster(s: StackSettings, stack: Optional[str]) -> list[str]:
+    """Karpenter needs a cluster this stack creates (a rule of the platform, skipped for experiments)."""
+    if s.gpu_nodes.provisioner != "karpenter" or not s.cluster.existing:
+        return []
+    return [
+        problem_line(
+            "gpuNodes.provisioner",
+            "karpenter",
+            "needs a cluster this stack creates (its nodes join through an EKS access entry and the controller's "
+            "credentials come from the eks-pod-identity-agent add-on, neither known on an existing cluster): "
+            "use provisioner managed with cluster.existing",
+        )
+    ]
 
 
 def _multi_node_checkpoints(s: StackSettings, stack: Optional[str]) -> list[str]:
@@ -210,6 +262,8 @@ STACK_RULES: tuple[StackRule, ...] = (
 NODE_RULES: tuple[StackRule, ...] = (
     StackRule(("gpuNodes", "preflight"), _preflight_efa),
     StackRule(("gpuNodes", "autoscaler"), _scale_to_zero),
+    StackRule(("gpuNodes", "autoscaler", "queue", "workload"), _karpenter),
+    StackRule(("gpuNodes", "cluster"), _karpenter_cluster),
     StackRule(("gpuNodes", "storage", "workload"), _multi_node_checkpoints),
     StackRule(("gpuNodes", "storage", "workload"), _node_local_model),
     StackRule(("platform", "workload", "gpuNodes", "autoscaler", "kuberay", "preflight", "queue", "observability", "cluster"), no_effect_problems),

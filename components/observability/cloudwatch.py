@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import pulumi
 import pulumi_aws as aws
 
+from ..identity import POD_IDENTITY_PRINCIPAL, pod_identity_trust_policy  # noqa: F401 (POD_IDENTITY_PRINCIPAL re-exported)
 from ..scheduling import GPU_NODE_LABELS, gpu_toleration
 
 ADDON = "amazon-cloudwatch-observability"
@@ -25,23 +26,6 @@ NAMESPACE = "amazon-cloudwatch"
 AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
 # The least-privilege managed policy the CloudWatch user guide names for the agent.
 AGENT_POLICY = "CloudWatchAgentServerPolicy"
-POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
-
-
-def pod_identity_trust_policy() -> dict[str, Any]:
-    """EKS Pod Identity assumes the role for the pods it serves: sts:AssumeRole and sts:TagSession
-    (the session tags carry cluster, namespace and service account) from pods.eks.amazonaws.com
-    (EKS user guide, "Create an IAM role for EKS Pod Identity")."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-            }
-        ],
-    }
 
 
 def configuration_values() -> dict[str, Any]:

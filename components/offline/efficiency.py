@@ -24,6 +24,7 @@ import math
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from .. import catalog, pricing
+from ..karpenter_reader import karpenter_pools
 from ..plan_reader import (
     EFA,
     EIP,
@@ -102,9 +103,10 @@ def training_pods(resources: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def gpu_node_groups(resources: list[Mapping[str, Any]], gpu_instance_type: Optional[str] = None) -> list[NodeGroup]:
     """Node groups whose instance type is ``gpu_instance_type`` (or any catalog GPU type), each
-    with its launch template."""
+    with its launch template; Karpenter's NodePools among them (0 nodes at rest, with their
+    EC2NodeClass as the template: karpenter_reader)."""
     wanted = (lambda t: t == gpu_instance_type) if gpu_instance_type else (lambda t: t in catalog.CATALOG)
-    return [group for group in node_groups(resources) if wanted(group.instance_type)]
+    return [group for group in [*node_groups(resources), *karpenter_pools(resources)] if wanted(group.instance_type)]
 
 
 def _fraction(part: float, whole: float) -> Optional[float]:
@@ -260,7 +262,7 @@ def _node_facts(groups: list[NodeGroup], instance: catalog.InstanceType, request
     desired = sum(g.desired_size for g in groups)
     max_size = sum(g.max_size for g in groups)
     # Nodes while training: the group's desired size; a group that idles at zero is brought up by
-    # the cluster autoscaler for the pending training pods, at most maxSize nodes.
+    # the cluster autoscaler (or Karpenter) for the pending training pods, at most maxSize nodes.
     if desired > 0:
         training_nodes, basis = desired, "scalingConfig.desiredSize"
     else:

@@ -18,6 +18,7 @@ from ..plan_reader import (
     DATA_REPOSITORY_ASSOCIATION,
     EGRESS_RULE,
     EIP,
+    EVENT_RULE,
     EKS_CLUSTER,
     IAM_POLICY,
     IAM_ROLE,
@@ -35,6 +36,7 @@ from ..plan_reader import (
     ROUTE_TABLE,
     ROUTE_TABLE_ASSOCIATION,
     SECURITY_GROUP,
+    SQS_QUEUE,
     SUBNET,
     VPC,
 )
@@ -174,6 +176,19 @@ def _placement_group(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dic
     return group, {"name": group, "placementGroupId": f"pg-{_hex(name)}", "arn": cloud._arn("aws:ec2", f"placement-group/{group}")}
 
 
+def _sqs_queue(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    """An SQS queue: its id is its URL; name (auto-named as Pulumi does), ARN and URL."""
+    queue = state.get("name") or f"{name}-{_hex(name, 7)}"
+    url = f"https://sqs.{cloud.region}.amazonaws.com/{ACCOUNT}/{queue}"
+    return url, {"name": queue, "arn": f"arn:aws:sqs:{cloud.region}:{ACCOUNT}:{queue}", "url": url}
+
+
+def _event_rule(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    """An EventBridge rule on the default bus: its id and name (auto-named as Pulumi does)."""
+    rule = state.get("name") or f"{name}-{_hex(name, 7)}"
+    return rule, {"name": rule, "arn": f"arn:aws:events:{cloud.region}:{ACCOUNT}:rule/{rule}"}
+
+
 def _node_group(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
     group = state.get("nodeGroupName") or f"{name}-{_hex(name, 7)}"
     cluster = state.get("clusterName", "cluster")
@@ -249,6 +264,8 @@ _RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
     ROUTE_TABLE_ASSOCIATION: _prefixed("rtbassoc"),
     LAUNCH_TEMPLATE: _launch_template,
     PLACEMENT_GROUP: _placement_group,
+    SQS_QUEUE: _sqs_queue,
+    EVENT_RULE: _event_rule,
     IAM_ROLE: _iam_role,
     IAM_POLICY: _iam_policy,
     OIDC_PROVIDER: _oidc_provider,

@@ -33,6 +33,7 @@ from ..plan_reader import (
     RAY_JOB,
     SUBNET,
 )
+from ..karpenter_reader import NODE_CLASS, NODE_POOL
 from ..scheduling import GPU_NODE_LABELS, GPU_TAINT
 from ..workload import RESUME_ANNOTATION, RUN_DIR_ANNOTATION, RUN_IDENTITY_ANNOTATION
 from . import replacement
@@ -53,7 +54,9 @@ COMPONENT_REPLACES: dict[str, tuple[str, ...]] = {
 _ROLLS: dict[str, tuple[str, ...]] = {
     NODE_GROUP: ("version", "releaseVersion", "launchTemplate.version"),
 }
-GPU_OR_CLUSTER = (NODE_GROUP, LAUNCH_TEMPLATE, *EKS_CLUSTERS, PLACEMENT_GROUP)
+KARPENTER_NODES = (NODE_POOL, NODE_CLASS)
+"""Karpenter's NodePool and EC2NodeClass (gpuNodes.provisioner karpenter): the GPU nodes' group and template."""
+GPU_OR_CLUSTER = (NODE_GROUP, LAUNCH_TEMPLATE, *EKS_CLUSTERS, PLACEMENT_GROUP, *KARPENTER_NODES)
 _DATA_STORES = (*BUCKETS, LUSTRE)
 # Changes that recreate the training run itself (a Job or JobSet of the manual launcher, the RayJob).
 _RESTARTS: dict[str, tuple[str, ...]] = {JOB: ("spec",), JOBSET: ("spec",), RAY_JOB: ("spec",)}
@@ -328,6 +331,8 @@ def warnings_of(rc: ResourceChange, resource: dict[str, Any] | None = None, old:
         if rc.type == NODE_GROUP:
             name, effect, _ = _NODE_GROUP_WORDS[_node_group_role(old or resource)]
             return [f"deletes {name} ({effect})"]
+        if rc.type in KARPENTER_NODES:
+            return ["deleted: Karpenter terminates every GPU node it launched from it (running training is interrupted)"]
         if rc.type in GPU_OR_CLUSTER:
             return ["deleted: the GPU nodes or the cluster go away"]
         return []
@@ -346,6 +351,8 @@ def warnings_of(rc: ResourceChange, resource: dict[str, Any] | None = None, old:
             what = "the placement group, and through the launch template the GPU nodes"
         elif rc.type == LAUNCH_TEMPLATE:
             what = "the launch template, and so the GPU node group"
+        elif rc.type in KARPENTER_NODES:
+            what = "Karpenter's GPU node template: its nodes are terminated with it (running training is interrupted)"
         warnings.append(f"replaces {what}: {', '.join(rc.replaced_by)}")
     rolled = sorted({p for p in inputs if under(p, _ROLLS.get(rc.type, ()))})
     if rolled and rc.kind == "update":
@@ -359,6 +366,13 @@ def warnings_of(rc: ResourceChange, resource: dict[str, Any] | None = None, old:
         verdict = run_verdict(old, resource)
         because = ", ".join(restarted or rc.replaced_by)
         warnings.append(f"replaces the training run (running pods stop{'; the new run ' + verdict if verdict else ''}): {because}")
+    if rc.type in KARPENTER_NODES and rc.kind == "update" and any(under(p, ("spec",)) for p in inputs):
+        # Karpenter's drift: nodes that no longer match their NodePool / EC2NodeClass are replaced,
+        # voluntarily, so never under a pod with karpenter.sh/do-not-disrupt (every training pod)
+        warnings.append(
+            "Karpenter replaces the GPU nodes as drifted, each once no training pod runs on it (karpenter.sh/do-not-disrupt): "
+            "a running run keeps its nodes, the next run gets new ones"
+        )
     if rc.type == LAUNCH_TEMPLATE and inputs and rc.kind == "update":
         # Any launch template change makes a new version; the node group follows latestVersion,
         # so its nodes roll (and a name change replaces the template, so the node group too).

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Mapping, Optional
 
-from .. import autoscaler, catalog, device_plugins, jobset, kuberay, kueue
+from .. import autoscaler, catalog, device_plugins, jobset, karpenter_specs, kuberay, kueue
 from ..config import StackSettings
 from ..identity import SERVICE_ACCOUNT
 from ..observability import prometheus
@@ -250,6 +250,11 @@ def _releases(settings: StackSettings) -> dict[str, Release]:
         found["autoscaler"] = Release(
             autoscaler.CHART, autoscaler.CHART, settings.autoscaler.version, autoscaler.NAMESPACE, "the Cluster Autoscaler"
         )
+    if gpu.provisioner == "karpenter":
+        found["karpenter"] = Release(
+            "karpenter", "karpenter", settings.gpu_nodes.karpenter.version, karpenter_specs.NAMESPACE, "the Karpenter controller",
+            crds_first_install_only=True,
+        )
     if settings.observability_backend == "prometheus":
         prom = settings.observability.prometheus
         found["prometheus"] = Release(
@@ -271,6 +276,11 @@ def _crds(settings: StackSettings, releases: Mapping[str, Release]) -> tuple[Crd
         crds.append(CrdExpectation("jobsets.jobset.x-k8s.io", releases["jobset"]))
     if "kuberay" in releases:
         crds += [CrdExpectation(f"{kind}.ray.io", releases["kuberay"]) for kind in ("rayclusters", "rayjobs")]
+    if "karpenter" in releases:
+        kinds = ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"]
+        if karpenter_specs.node_overlay_spec(settings.gpu_nodes) is not None:
+            kinds.append("nodeoverlays.karpenter.sh")
+        crds += [CrdExpectation(kind, releases["karpenter"]) for kind in kinds]
     if "prometheus" in releases:
         # the stack's PodMonitors, dcgm-exporter's ServiceMonitor, and the Prometheus the chart runs
         crds += [CrdExpectation(f"{kind}.monitoring.coreos.com", releases["prometheus"]) for kind in ("podmonitors", "servicemonitors", "prometheuses")]
@@ -286,7 +296,10 @@ def _gpu_nodes(settings: StackSettings, stack: str) -> GpuNodeExpectation:
         allocatable[EFA_RESOURCE] = str(efa_devices)
     allocatable[HUGEPAGES_2MI_RESOURCE] = quantity(HUGEPAGES_2MI_RESOURCE, gpu.hugepages_gib * catalog.GIB_MIB) if gpu.hugepages_gib else "0"
     zero_reason = ""
-    if gpu.scale_to_zero:
+    karpenter = gpu.provisioner == "karpenter"
+    if karpenter:
+        zero_reason = f"gpuNodes.provisioner karpenter: NodePool {karpenter_specs.NODE_POOL} launches nodes for an admitted run's pods and removes them once empty"
+    elif gpu.scale_to_zero:
         zero_reason = "gpuNodes.scaleToZero: the Cluster Autoscaler brings nodes when training pods are pending"
     elif gpu.scheduled_start is not None:
         zero_reason = f"the Capacity Block's nodes come at {gpu.capacity_block.api_time(gpu.scheduled_start)}"  # type: ignore[union-attr]
@@ -294,7 +307,11 @@ def _gpu_nodes(settings: StackSettings, stack: str) -> GpuNodeExpectation:
     topology = (*NETWORK_LAYER_LABELS, ZONE_LABEL) if gpu.instance_type in NETWORK_TOPOLOGY_TYPES else (ZONE_LABEL,)
     return GpuNodeExpectation(
         instance_type=gpu.instance_type,
-        node_group=f"the GPU node group of stack {owner} (pulumi stack output gpuNodeGroup)",
+        node_group=(
+            f"the GPU NodePool of stack {owner} (pulumi stack output gpuNodePool)"
+            if karpenter
+            else f"the GPU node group of stack {owner} (pulumi stack output gpuNodeGroup)"
+        ),
         count=gpu.node_count,
         min_count=0 if zero_reason else gpu.node_count,
         max_count=gpu.max_size,
@@ -322,6 +339,7 @@ def _workloads(releases: Mapping[str, Release]) -> tuple[tuple[WorkloadExpectati
         "jobset": lambda r: f"{helm_fullname(r.name, r.chart)}-controller",
         "kuberay": lambda r: kuberay.RELEASE_NAME,  # the chart's fullnameOverride (values.yaml): kuberay-operator
         "autoscaler": lambda r: autoscaler.CHART,  # fullnameOverride set by autoscaler.py
+        "karpenter": lambda r: helm_fullname(r.name, r.chart),  # the chart's Deployment: karpenter
     }
     for key, name in names.items():
         if key in releases:

@@ -34,6 +34,7 @@ from ..jobset import JobSetController
 from ..kuberay import KubeRayOperator
 from ..kueue import pod_annotations, run_labels
 from ..loading import parse
+from ..scheduling import DO_NOT_DISRUPT_ANNOTATION
 from . import fabric, image_check, manual, network_policy, progress, rayjob, scripts, watchdog
 from .image_contract import contract_for
 from .env import SECRET_ENV, plain_env, trainer_pythonpath
@@ -261,6 +262,9 @@ class RlinfTraining(pulumi.ComponentResource):
         annotations = {"rlinf-eks/launch-sha256": _fingerprint(files)}
         # Kueue: the pods' network layer (queue.topology), read by Kueue from the pod templates
         annotations.update(pod_annotations(settings))
+        # Karpenter: consolidation (or drift, expiry) never takes a node from under a running run
+        if settings.gpu_nodes.provisioner == "karpenter":
+            annotations.update(DO_NOT_DISRUPT_ANNOTATION)
         if wl.launcher == "manual":
             self._manual(name, namespace, pod_inputs, annotations, jobset)
         else:

@@ -10,7 +10,7 @@ from typing_extensions import NotRequired
 
 from .addons import AutoscalerSettings, DevicePluginSettings, KubeRaySettings, PreflightSettings
 from .cluster import ClusterSettings, SystemNodeSettings
-from .gpu_nodes import CapacityBlockSettings, GpuNodeSettings, InstanceOverrides, PlacementGroupSettings
+from .gpu_nodes import CapacityBlockSettings, GpuNodeSettings, InstanceOverrides, KarpenterSettings, PlacementGroupSettings
 from .network import NetworkSettings
 from .observability import ObservabilitySettings, PrometheusSettings
 from .platform import PlatformSettings
@@ -18,7 +18,7 @@ from .queue import PriorityClassSettings, QueueSettings
 from .storage import SharedFilesystemSettings, StorageSettings
 from .workload import EvalSettings, ManualJobSettings, ModelSettings, RayJobSettings, RestartSettings, RolloutSettings, TrainerSettings, WorkloadSettings
 
-__all__ = ["AutoscalerSettings", "CapacityBlockSettings", "ClusterSettings", "DevicePluginSettings", "DevicePluginsArgs", "EfaGpuNodeGroupArgs", "EvalSettings", "GpuNodeSettings", "InstanceOverrides", "KubeRayOperatorArgs", "KubeRaySettings", "ManualJobSettings", "ModelSettings", "NetworkSettings", "ObservabilitySettings", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings", "PrometheusSettings", "QueueSettings", "RayJobSettings", "RestartSettings", "RlinfStackArgs", "RlinfTrainingArgs", "RolloutSettings", "SharedFilesystemSettings", "StorageSettings", "SystemNodeSettings", "TrainerSettings", "WorkloadSettings"]  # fmt: skip
+__all__ = ["AutoscalerSettings", "CapacityBlockSettings", "ClusterSettings", "DevicePluginSettings", "DevicePluginsArgs", "EfaGpuNodeGroupArgs", "EvalSettings", "GpuNodeSettings", "InstanceOverrides", "KarpenterSettings", "KubeRayOperatorArgs", "KubeRaySettings", "ManualJobSettings", "ModelSettings", "NetworkSettings", "ObservabilitySettings", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings", "PrometheusSettings", "QueueSettings", "RayJobSettings", "RestartSettings", "RlinfStackArgs", "RlinfTrainingArgs", "RolloutSettings", "SharedFilesystemSettings", "StorageSettings", "SystemNodeSettings", "TrainerSettings", "WorkloadSettings"]  # fmt: skip
 
 
 class EfaGpuNodeGroupArgs(TypedDict):

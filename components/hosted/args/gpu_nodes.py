@@ -57,8 +57,25 @@ class PlacementGroupSettings(TypedDict):
     "With strategy existing: the placement group's name."
 
 
+class KarpenterSettings(TypedDict):
+    "The Karpenter controller and its node class (with ``gpuNodes.provisioner: karpenter``)."
+    version: NotRequired[str]
+    (
+        "Karpenter chart version (oci://public.ecr.aws/karpenter/karpenter), pinned; its CRDs are the ones\n"
+        "the NodePool and EC2NodeClass are checked against. Defaults to 1.14.1."
+    )
+    ami_alias: NotRequired[str]
+    (
+        "The EKS AL2023 AMI release the nodes boot (EC2NodeClass amiSelectorTerms alias, al2023@vYYYYMMDD; the\n"
+        "NVIDIA variant is chosen by instance type). Pinned, never @latest: a new AMI would replace idle nodes\n"
+        "under a run. Defaults to al2023@v20251120."
+    )
+    consolidate_after_minutes: NotRequired[int]
+    "How long an empty GPU node stays before Karpenter removes it (disruption.consolidateAfter). Defaults to 5."
+
+
 class GpuNodeSettings(TypedDict):
-    "The EKS managed node group of EFA GPU nodes."
+    "The EFA GPU nodes: an EKS managed node group, or Karpenter's NodePool (provisioner karpenter)."
     instance_type: NotRequired[str]
     "Defaults to p5.48xlarge."
     instance_overrides: NotRequired[InstanceOverrides]
@@ -101,3 +118,17 @@ class GpuNodeSettings(TypedDict):
     "2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."
     labels: NotRequired[dict[str, str]]
     "Extra node labels."
+    provisioner: NotRequired[str]
+    (
+        "Who launches the GPU nodes: managed (the default: an EKS managed node group of nodeCount nodes) or\n"
+        "karpenter (a Karpenter NodePool and EC2NodeClass: nodes launched for admitted runs' pending pods, up to\n"
+        "maxNodes, and removed once empty; no GPU node while idle)."
+    )
+    fallback_instance_types: NotRequired[list[str]]
+    (
+        "With provisioner karpenter: further instance types, in order of preference after instanceType, with the\n"
+        "same GPU count and EFA layout. Each is a Kueue flavor of its own, so one run never mixes types (needs the\n"
+        "queue). Defaults to none."
+    )
+    karpenter: NotRequired[KarpenterSettings]
+    "With provisioner karpenter: the controller's chart version, the AMI release and how long empty nodes stay."
