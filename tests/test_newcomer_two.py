@@ -272,7 +272,7 @@ def test_a_region_missing_from_the_zone_table_is_said_not_checked():
          "- workload.trainer.overrides[0]='trainer.default_local_dir=/tmp/x': trainer.default_local_dir is generated from workload.runName"),
         (["workload.trainer.overrides[0]=~actor_rollout_ref.rollout"],
          "- workload.trainer.overrides[0]='~actor_rollout_ref.rollout': actor_rollout_ref.rollout.name is generated from workload.rollout.backend"),
-        (["gpuNodes.maxNodes=4"], "- gpuNodes.maxNodes=4: has no effect: nothing scales the GPU node group (autoscaler.enabled is false)"),
+        (["gpuNodes.maxNodes=4"], "- gpuNodes.maxNodes=4: has no effect: nothing scales the GPU node group (autoscaler.enabled is false, provisioner managed)"),
         (["autoscaler.imageTag=v1.35.0"], "- autoscaler.imageTag='v1.35.0': has no effect: autoscaler.enabled is false; remove it"),
         (["workload.rayjob.cluster=selector"], "- workload.rayjob.cluster='selector': has no effect: workload.launcher is manual, not kuberay"),
         (["workload.eval.checkpoint=global_step_50"], "- workload.eval.checkpoint='global_step_50': has no effect: workload.mode is train, not eval"),

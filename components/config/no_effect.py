@@ -49,11 +49,12 @@ def no_effect_problems(s: StackSettings, stack: Optional[str]) -> list[str]:
 def _sections(s: StackSettings) -> list[str]:
     problems: list[str] = []
     gpu = s.gpu_nodes
-    if gpu.max_nodes is not None and gpu.max_nodes > gpu.node_count and not s.autoscaler.enabled:
+    scales = s.autoscaler.enabled or gpu.provisioner == "karpenter"  # Karpenter's NodePool limit is maxNodes
+    if gpu.max_nodes is not None and gpu.max_nodes > gpu.node_count and not scales:
         problems.append(
             problem_line("gpuNodes.maxNodes", gpu.max_nodes,
-                         f"has no effect: nothing scales the GPU node group (autoscaler.enabled is false), so it stays at "
-                         f"nodeCount {gpu.node_count}; enable the autoscaler or remove maxNodes")
+                         f"has no effect: nothing scales the GPU node group (autoscaler.enabled is false, provisioner managed), "
+                         f"so it stays at nodeCount {gpu.node_count}; enable the autoscaler, use provisioner karpenter, or remove maxNodes")
         )  # fmt: skip
     if not s.autoscaler.enabled:
         problems += _off("autoscaler", s.autoscaler, "enabled", "autoscaler.enabled is false")
