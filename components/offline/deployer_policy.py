@@ -115,6 +115,32 @@ ACTIONS: dict[str, tuple[str, ...]] = {
         # FSx checks the caller may use the bucket it links
         "s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:GetBucketNotification", "s3:PutBucketNotification",
     ),
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": (
+        "s3:PutLifecycleConfiguration", "s3:GetLifecycleConfiguration",
+    ),
+    # the training images (images.build: training_image.py)
+    "aws:ecr/repository:Repository": (
+        "ecr:CreateRepository", "ecr:DescribeRepositories", "ecr:ListTagsForResource", "ecr:PutImageScanningConfiguration",
+        "ecr:PutImageTagMutability", "ecr:DeleteRepository", "ecr:TagResource", "ecr:UntagResource",
+        # KMS encryption (the AWS managed key aws/ecr): ECR creates it and a grant on the caller's behalf
+        "kms:CreateGrant", "kms:DescribeKey", "kms:RetireGrant",
+    ),
+    "aws:ecr/lifecyclePolicy:LifecyclePolicy": ("ecr:PutLifecyclePolicy", "ecr:GetLifecyclePolicy", "ecr:DeleteLifecyclePolicy"),
+    "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": (
+        "ecr:CreatePullThroughCacheRule", "ecr:DescribePullThroughCacheRules", "ecr:UpdatePullThroughCacheRule",
+        "ecr:DeletePullThroughCacheRule",
+        # ECR checks the credentials secret when the rule is created
+        "secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue",
+    ),
+    "aws:codebuild/project:Project": (
+        "codebuild:CreateProject", "codebuild:BatchGetProjects", "codebuild:UpdateProject", "codebuild:DeleteProject",
+        # CodeBuild is passed the project's service role
+        "iam:PassRole", "iam:GetRole",
+    ),
+    "aws:cloudwatch/logGroup:LogGroup": (
+        "logs:CreateLogGroup", "logs:DescribeLogGroups", "logs:PutRetentionPolicy", "logs:DeleteRetentionPolicy",
+        "logs:DeleteLogGroup", "logs:TagResource", "logs:UntagResource", "logs:ListTagsForResource",
+    ),
     "aws:autoscaling/schedule:Schedule": (
         "autoscaling:PutScheduledUpdateGroupAction", "autoscaling:DescribeScheduledActions", "autoscaling:DeleteScheduledAction",
     ),
