@@ -1,4 +1,4 @@
-"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify ...``.
+"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify|build-image ...``.
 
 Exit status: 0 success, 1 a diff found changes (``diff``) or, under ``--strict``, policy violations
 or placeholder values (unless ``--allow-placeholders``), 2 bad input (stack config, arguments).
@@ -168,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     from .verify.cli import add_parser as add_verify
 
     add_verify(commands)
+
+    from .image_build.cli import add_parser as add_build_image
+
+    add_build_image(commands)
 
     args = parser.parse_args(argv)
     return args.func(args)

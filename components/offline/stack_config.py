@@ -50,6 +50,11 @@ def available_stacks(root: Path) -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in config_dir.glob("Pulumi.*.yaml"))
 
 
+def stack_file_path(root: Path, stack: str) -> Path:
+    """Where the stack's file is: ``<stackConfigDir>/Pulumi.<stack>.yaml`` (it may not exist)."""
+    return root / _project_file(root).get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+
+
 def _project_file(root: Path) -> dict[str, Any]:
     return _read_yaml(root / "Pulumi.yaml", root)
 
@@ -192,7 +197,7 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
         elif not isinstance(decl, dict):
             values[_qualify(key, project)] = decl
 
-    path = root / project_file.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+    path = stack_file_path(root, stack)
     if not path.is_file():
         known = ", ".join(available_stacks(root)) or "none"
         raise StackConfigError(f"unknown stack {stack!r}: no {path.relative_to(root)} (stacks: {known})")
