@@ -58,6 +58,12 @@ def _plan(args: argparse.Namespace) -> int:
     if faults:
         print(faults)
         print()
+    from .offline.first_step import render as render_first_step
+
+    first_step = render_first_step(plan.first_step)
+    if first_step:
+        print(first_step)
+        print()
     from .offline.queue import render as render_queue
 
     queue = render_queue(plan.settings, plan.stack)

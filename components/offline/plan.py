@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..policies import Violation
 
 PLAN_FILE = "plan.json"
+FIRST_STEP = "firstStep"
 MANIFESTS = "manifests"
 EFFICIENCY_FILE = "efficiency.json"
 EFFICIENCY_PICTURE = "efficiency.svg"
@@ -71,7 +72,17 @@ class Plan:
         if self.region is not None:
             # where every AWS resource of the stack lives (aws:region): a change moves them all
             data["region"] = self.region
+        estimate = self.first_step
+        if estimate is not None:
+            # the wait from node Ready to the first step, on paper (offline/first_step.py)
+            data[FIRST_STEP] = estimate
         return data
+
+    @property
+    def first_step(self) -> dict[str, Any] | None:
+        from .first_step import first_step
+
+        return first_step(self.settings, self.stack)
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
