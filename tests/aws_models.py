@@ -1261,6 +1261,9 @@ ACTION_EXCEPTIONS: dict[str, str] = {
     "s3:GetAccelerateConfiguration": "GetBucketAccelerateConfiguration",
     "s3:GetBucketObjectLockConfiguration": "GetObjectLockConfiguration",
     "s3:GetLifecycleConfiguration": "GetBucketLifecycleConfiguration",
+    # Amazon S3: s3:PutLifecycleConfiguration grants PutBucketLifecycleConfiguration (the training
+    # images' context bucket, offline/deployer_policy.py)
+    "s3:PutLifecycleConfiguration": "PutBucketLifecycleConfiguration",
     "s3:GetReplicationConfiguration": "GetBucketReplication",
     "s3:GetBucketPublicAccessBlock": "GetPublicAccessBlock",
     "s3:PutBucketPublicAccessBlock": "PutPublicAccessBlock",
