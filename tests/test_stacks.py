@@ -46,8 +46,10 @@ def test_two_runs_give_identical_bytes():
 
 def test_plan_json_has_the_public_shape():
     plan = json.loads(plan_stack("single-node").dumps())
-    # region: extended in 0.3 (where every AWS resource lives; the diff reads a change of it)
-    assert set(plan) == {"project", "stack", "resources", "outputs", "notPlanned", "region"}
+    # region: extended in 0.3 (where every AWS resource lives; the diff reads a change of it);
+    # firstStep: extended by issue 35 (the wait from node Ready to the first step, a stack that trains)
+    assert set(plan) == {"project", "stack", "resources", "outputs", "notPlanned", "region", "firstStep"}
+    assert set(plan["firstStep"]) == {"imagePull", "inputStaging", "rayJoin", "trainerStart", "totalSeconds", "cuts"}
     assert plan["project"] == "rlinf-eks" and plan["stack"] == "single-node" and plan["region"] == "us-east-1"
     for resource in plan["resources"]:
         assert set(resource) == {"urn", "type", "name", "id", "parent", "custom", "provider", "inputs", "options"}
