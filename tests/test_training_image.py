@@ -199,3 +199,11 @@ def test_the_nvme_raid_moves_containerds_root_and_drops_that_advice():
     raid = first_step(settings(gpuNodes={"localNvmeRaid0": True}), "test")
     assert "gp3 root volume" in plain["imagePull"]["containerdRoot"] and any("localNvmeRaid0" in c for c in plain["cuts"])
     assert "NVMe RAID0" in raid["imagePull"]["containerdRoot"] and not any("localNvmeRaid0" in c for c in raid["cuts"])
+
+
+def test_the_quotas_name_codebuilds_concurrent_builds_only_when_images_are_built():
+    from rlinf_eks.quotas import render as render_quotas
+
+    assert "CodeBuild" not in render_quotas(settings())
+    line = next(l for l in render_quotas(settings(images={"build": True, "computeType": "BUILD_GENERAL1_LARGE"})).splitlines() if "CodeBuild" in l)
+    assert "concurrently running builds of BUILD_GENERAL1_LARGE on Linux: at least 1" in line
