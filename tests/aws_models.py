@@ -265,6 +265,17 @@ def _pod_identity_names(params: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+# CloudWatch Logs API reference, PutRetentionPolicy: "retentionInDays ... Possible values are: 1, 3,
+# 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, and
+# 3653" (the model types it as any integer).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
+
+
+def _log_retention(params: Mapping[str, Any]) -> list[str]:
+    days = params.get("retentionInDays")
+    return [] if days in LOG_RETENTION_DAYS else [f"retentionInDays={days}: one of {', '.join(map(str, LOG_RETENTION_DAYS))}"]
+
+
 DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]], ...]] = {
     ("ec2", "CreateSecurityGroup"): (_create_security_group,),
     ("ec2", "AuthorizeSecurityGroupIngress"): (_rule_descriptions,),
@@ -276,6 +287,7 @@ DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]]
     ("eks", "CreateAddon"): (_addon_configuration,),
     ("eks", "CreatePodIdentityAssociation"): (_pod_identity_names,),
     ("autoscaling", "PutScheduledUpdateGroupAction"): (_scheduled_action,),
+    ("logs", "PutRetentionPolicy"): (_log_retention,),
 }
 
 

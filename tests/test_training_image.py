@@ -207,3 +207,19 @@ def test_the_quotas_name_codebuilds_concurrent_builds_only_when_images_are_built
     assert "CodeBuild" not in render_quotas(settings())
     line = next(l for l in render_quotas(settings(images={"build": True, "computeType": "BUILD_GENERAL1_LARGE"})).splitlines() if "CodeBuild" in l)
     assert "concurrently running builds of BUILD_GENERAL1_LARGE on Linux: at least 1" in line
+
+
+def test_the_aws_model_checks_of_the_new_types_can_fail():
+    def problems(type_, inputs):
+        resource = {"type": type_, "name": "x", "id": "x-id", "inputs": inputs}
+        return [p for call in aws_models.calls_for(resource) for p in aws_models.validate(call)]
+
+    assert any("repositoryName='Bad Name'" in p for p in problems("aws:ecr/repository:Repository", {"name": "Bad Name"}))
+    project = one(_component(), "aws:codebuild/project:Project")["inputs"]
+    bad = {**project, "environment": {**project["environment"], "computeType": "BUILD_GENERAL1_HUGE"}}
+    assert any("computeType='BUILD_GENERAL1_HUGE': not one of the API's values" in p for p in problems("aws:codebuild/project:Project", bad))
+    assert any("retentionInDays=4: one of 1, 3, 5" in p
+               for p in problems("aws:cloudwatch/logGroup:LogGroup", {"name": "/aws/codebuild/p", "retentionInDays": 4}))  # fmt: skip
+    with pytest.raises(aws_models.Untranslated, match="unread|reach no translated request"):
+        aws_models.calls_for({"type": "aws:ecr/lifecyclePolicy:LifecyclePolicy", "name": "x", "id": "x",
+                              "inputs": {"repository": "r", "policy": "{}", "extra": 1}})  # fmt: skip
