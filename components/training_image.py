@@ -34,7 +34,7 @@ phases:
       - aws ecr get-login-password --region "$AWS_REGION" | docker login --username AWS --password-stdin "${REPOSITORY_URI%%/*}"
   build:
     commands:
-      - docker build --progress=plain -f Dockerfile --build-arg RAY_VERSION="$RAY_VERSION" ${BASE_IMAGE:+--build-arg BASE_IMAGE="$BASE_IMAGE"} -t "$REPOSITORY_URI:$IMAGE_TAG" .
+      - docker build -f Dockerfile --build-arg RAY_VERSION="$RAY_VERSION" ${BASE_IMAGE:+--build-arg BASE_IMAGE="$BASE_IMAGE"} -t "$REPOSITORY_URI:$IMAGE_TAG" .
   post_build:
     commands:
       - test "$CODEBUILD_BUILD_SUCCEEDING" = 1

@@ -223,3 +223,23 @@ def test_the_aws_model_checks_of_the_new_types_can_fail():
     with pytest.raises(aws_models.Untranslated, match="unread|reach no translated request"):
         aws_models.calls_for({"type": "aws:ecr/lifecyclePolicy:LifecyclePolicy", "name": "x", "id": "x",
                               "inputs": {"repository": "r", "policy": "{}", "extra": 1}})  # fmt: skip
+
+
+def test_the_buildspec_is_yaml_whose_commands_pass_shellcheck(tmp_path):
+    import subprocess
+
+    import yaml
+
+    from rlinf_eks.training_image import BUILDSPEC
+    from tests.test_shellcheck import shellcheck_binary
+
+    spec = yaml.safe_load(BUILDSPEC)
+    assert spec["version"] == 0.2 and set(spec["phases"]) == {"pre_build", "build", "post_build"}
+    commands = [c for phase in spec["phases"].values() for c in phase["commands"]]
+    # the variables CodeBuild sets (the project's environment, build-image's overrides, CodeBuild's own)
+    script = "#!/bin/sh\n" + "".join(f': "${{{v}:?}}"\n' for v in ("AWS_REGION", "REPOSITORY_URI", "RAY_VERSION", "IMAGE_TAG",
+                                                                     "CODEBUILD_BUILD_SUCCEEDING")) + "\n".join(commands) + "\n"  # fmt: skip
+    (tmp_path / "buildspec.sh").write_text(script)
+    # SC2086 off: ${BASE_IMAGE:+...} is split on purpose (no argument without the cache, two with it)
+    done = subprocess.run([shellcheck_binary(), "--norc", "-s", "sh", "-e", "SC2086", str(tmp_path / "buildspec.sh")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
