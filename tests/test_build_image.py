@@ -307,3 +307,12 @@ def test_bad_input_is_one_line_before_any_aws_call(args, message, project_copy, 
     assert run(_args(**args), clients_for=no_clients, root=project_copy) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_an_interrupt_stops_following_with_one_line(project_copy, capsys):
+    def interrupted(region):
+        raise KeyboardInterrupt
+
+    assert run(_args(), clients_for=interrupted, root=project_copy) == 130
+    assert capsys.readouterr().err == ("error: interrupted: stopped following; a started build goes on in CodeBuild "
+                                       "(run build-image again with --wait)\n")  # fmt: skip

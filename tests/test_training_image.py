@@ -243,3 +243,8 @@ def test_the_buildspec_is_yaml_whose_commands_pass_shellcheck(tmp_path):
     # SC2086 off: ${BASE_IMAGE:+...} is split on purpose (no argument without the cache, two with it)
     done = subprocess.run([shellcheck_binary(), "--norc", "-s", "sh", "-e", "SC2086", str(tmp_path / "buildspec.sh")], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
+
+
+def test_on_bottlerocket_the_layers_go_to_the_data_volume_and_no_al2023_advice_is_given():
+    estimate = first_step(settings(gpuNodes={"amiType": "BOTTLEROCKET_x86_64_NVIDIA"}), "test")
+    assert "gp3 data volume" in estimate["imagePull"]["containerdRoot"] and estimate["cuts"] == []

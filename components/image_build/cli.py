@@ -140,6 +140,9 @@ def run(
         return _fail(1, f"AWS refused {err.operation_name}: {info.get('Code')}: {info.get('Message')}")
     except BotoCoreError as err:
         return _fail(1, f"AWS call failed: {err}")
+    except KeyboardInterrupt:
+        # stops following only: the build goes on in CodeBuild (and is found already built next time)
+        return _fail(130, "interrupted: stopped following; a started build goes on in CodeBuild (run build-image again with --wait)")
     if result.digest:
         _report(result, request)
     if target is not None and result.digest:

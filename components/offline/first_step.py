@@ -50,6 +50,11 @@ def fsx_throughput_mb_per_s(settings: StackSettings) -> int:
     return round(fs.storage_capacity_gib / 1000 * fs.throughput_mbps_per_tib)
 
 
+def _volume(settings: StackSettings) -> str:
+    """Where containerd keeps the layers without the NVMe RAID0: Bottlerocket's data volume, else the root volume."""
+    return "data volume" if settings.gpu_nodes.ami_type.startswith("BOTTLEROCKET") else "root volume"
+
+
 def _pull(settings: StackSettings, family: Optional[str]) -> dict[str, Any]:
     low, high = TYPICAL_IMAGE_GB
     return {
@@ -61,7 +66,7 @@ def _pull(settings: StackSettings, family: Optional[str]) -> dict[str, Any]:
         "seconds": {"low": round(low * 1000 / PULL_MB_PER_S), "high": round(high * 1000 / PULL_MB_PER_S)},
         "formula": "compressed image size (MB) / pull throughput (MB/s)",
         "containerdRoot": "instance-store NVMe RAID0 (gpuNodes.localNvmeRaid0)" if settings.gpu_nodes.local_nvme_raid0
-        else f"the gp3 root volume (baseline {GP3_BASELINE_MB_PER_S:.0f} MB/s for the unpacked layers)",
+        else f"the gp3 {_volume(settings)} (baseline {GP3_BASELINE_MB_PER_S:.0f} MB/s for the unpacked layers)",
     }  # fmt: skip
 
 
@@ -77,7 +82,7 @@ def _staging(settings: StackSettings, stack: str) -> dict[str, Any]:
         note = "staged once for every pod and every later run (a later run waits 0 s)"
     else:
         target_mb = GP3_BASELINE_MB_PER_S if not settings.gpu_nodes.local_nvme_raid0 else None
-        target = "the node-local volume " + (f"(gp3 root, {GP3_BASELINE_MB_PER_S:.0f} MB/s baseline)" if target_mb else "(NVMe RAID0)")
+        target = "the node-local volume " + (f"(gp3 {_volume(settings)}, {GP3_BASELINE_MB_PER_S:.0f} MB/s baseline)" if target_mb else "(NVMe RAID0)")
         note = "staged on every node, on every run"
     return {
         "inputs": inputs,
