@@ -26,7 +26,8 @@ SECTION = "firstStep"
 # The images' compressed sizes are not known offline (none was built here); these are the figures
 # the project works with (issue 35: "15-20 GB compressed"), for every family alike.
 TYPICAL_IMAGE_GB = (15.0, 20.0)
-IMAGE_SIZE_SOURCE = "estimate: issue 35's 15-20 GB compressed for these images (none measured here; build-image prints the real size)"
+IMAGE_SIZE_SOURCE = ("estimate: 15-20 GB compressed, the size the project expects of these images (none was built here; "
+                     "build-image prints the real size)")
 
 # containerd fetches layers in parallel but unpacks them one at a time: a 5.4 GB deep-learning
 # image took 120 s on a 32-vCPU node with an SSD persistent disk (containerd/containerd#8881), 45 MB/s
