@@ -316,3 +316,13 @@ def test_an_interrupt_stops_following_with_one_line(project_copy, capsys):
     assert run(_args(), clients_for=interrupted, root=project_copy) == 130
     assert capsys.readouterr().err == ("error: interrupted: stopped following; a started build goes on in CodeBuild "
                                        "(run build-image again with --wait)\n")  # fmt: skip
+
+
+def test_the_command_is_registered_on_the_cli(capsys):
+    from rlinf_eks.__main__ import main
+
+    assert main(["build-image", "single-node"]) == 2
+    assert capsys.readouterr().err.startswith("error: stack single-node: images.build is off")
+    with pytest.raises(SystemExit):
+        main(["build-image", "--help"])
+    assert "--update-stack" in capsys.readouterr().out
