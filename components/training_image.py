@@ -222,8 +222,8 @@ class TrainingImage(pulumi.ComponentResource):
                         aws.codebuild.ProjectEnvironmentEnvironmentVariableArgs(name="REPOSITORY_URI", value=repository.repository_url),
                         aws.codebuild.ProjectEnvironmentEnvironmentVariableArgs(name="IMAGE_FAMILY", value=family),
                         aws.codebuild.ProjectEnvironmentEnvironmentVariableArgs(name="RAY_VERSION", value=ray_version),
+                        # build-image sets the tag, and BASE_IMAGE with the Docker Hub cache only
                         aws.codebuild.ProjectEnvironmentEnvironmentVariableArgs(name="IMAGE_TAG", value="unset"),
-                        aws.codebuild.ProjectEnvironmentEnvironmentVariableArgs(name="BASE_IMAGE", value=""),
                     ],
                 ),
                 source=aws.codebuild.ProjectSourceArgs(

@@ -171,7 +171,8 @@ def _start(stubs: dict, context_key: str = ANY) -> None:
     stubs["s3"].add_response("put_object", {"ETag": '"0"'}, {"Bucket": BUCKET, "Key": context_key, "Body": ANY, "ContentType": "application/zip"})
     stubs["codebuild"].add_response(
         "start_build", {"build": _build("IN_PROGRESS", "SUBMITTED")},
-        {"projectName": PROJECT, "sourceLocationOverride": ANY, "environmentVariablesOverride": ANY},
+        {"projectName": PROJECT, "sourceLocationOverride": ANY, "environmentVariablesOverride": [
+            {"name": "IMAGE_TAG", "value": ANY, "type": "PLAINTEXT"}, {"name": "RAY_VERSION", "value": "2.49.2", "type": "PLAINTEXT"}]},
     )  # fmt: skip
 
 
@@ -326,3 +327,44 @@ def test_the_command_is_registered_on_the_cli(capsys):
     with pytest.raises(SystemExit):
         main(["build-image", "--help"])
     assert "--update-stack" in capsys.readouterr().out
+
+
+def test_with_the_docker_hub_cache_the_base_comes_through_it_and_without_wait_the_command_returns(project_copy, capsys):
+    platform = project_copy / "stacks" / "Pulumi.platform.yaml"
+    platform.write_text(platform.read_text().replace(
+        "    families: [rlinf-embodied, rlinf-reasoning]\n",
+        "    families: [rlinf-embodied, rlinf-reasoning]\n    dockerHubCache:\n"
+        "      credentialArn: arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf\n",
+    ))  # fmt: skip
+    base = f"{REGISTRY}/docker-hub/{package(ROOT / 'images', FAMILY).base_image}"
+
+    def fill(stubs):
+        stubs["codebuild"].add_response("batch_get_projects", {"projects": [_project()]}, {"names": [PROJECT]})
+        stubs["ecr"].add_response("describe_repositories", {"repositories": [{"repositoryName": REPOSITORY}]}, {"repositoryNames": [REPOSITORY]})
+        stubs["ecr"].add_client_error("describe_images", "ImageNotFoundException", "not found")
+        stubs["s3"].add_response("put_object", {"ETag": '"0"'}, {"Bucket": BUCKET, "Key": ANY, "Body": ANY, "ContentType": "application/zip"})
+        variables = [{"name": "IMAGE_TAG", "value": ANY, "type": "PLAINTEXT"}, {"name": "RAY_VERSION", "value": "2.49.2", "type": "PLAINTEXT"},
+                     {"name": "BASE_IMAGE", "value": base, "type": "PLAINTEXT"}]  # fmt: skip
+        stubs["codebuild"].add_response("start_build", {"build": _build("IN_PROGRESS", "SUBMITTED")},
+                                        {"projectName": PROJECT, "sourceLocationOverride": ANY, "environmentVariablesOverride": variables})  # fmt: skip
+
+    clients, stack, stubs = _stubbed(fill)
+    with stack:
+        status = run(_args(wait=False), clients_for=lambda region: clients, root=project_copy)
+    out = capsys.readouterr().out
+    assert status == 0 and f"(base through the cache: {base})" in out and "not waiting (--wait follows it)" in out
+    for stub in stubs.values():
+        stub.assert_no_pending_responses()
+
+
+def test_an_image_already_built_from_this_context_is_not_built_again(project_copy, capsys):
+    def fill(stubs):
+        stubs["codebuild"].add_response("batch_get_projects", {"projects": [_project()]}, {"names": [PROJECT]})
+        stubs["ecr"].add_response("describe_repositories", {"repositories": [{"repositoryName": REPOSITORY}]}, {"repositoryNames": [REPOSITORY]})
+        stubs["ecr"].add_response("describe_images", {"imageDetails": [{"imageDigest": DIGEST}]}, {"repositoryName": REPOSITORY, "imageIds": ANY})
+
+    clients, stack, stubs = _stubbed(fill)
+    with stack:
+        status = run(_args(), clients_for=lambda region: clients, root=project_copy)
+    out = capsys.readouterr().out
+    assert status == 0 and "is already built from this context (tags are immutable): not rebuilt" in out and f"image: {URI}@{DIGEST}" in out

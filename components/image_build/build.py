@@ -186,8 +186,9 @@ def run_build(
     variables = [
         {"name": "IMAGE_TAG", "value": tag, "type": "PLAINTEXT"},
         {"name": "RAY_VERSION", "value": request.ray_version, "type": "PLAINTEXT"},
-        {"name": "BASE_IMAGE", "value": base, "type": "PLAINTEXT"},
     ]
+    if base:  # the buildspec passes --build-arg BASE_IMAGE only when it is set
+        variables.append({"name": "BASE_IMAGE", "value": base, "type": "PLAINTEXT"})
     started = clients.codebuild.start_build(
         projectName=project.name, sourceLocationOverride=f"{project.bucket}/{key}", environmentVariablesOverride=variables
     )["build"]
