@@ -35,6 +35,7 @@ _COMPONENTS = {
     "RlinfTraining": "workload",
     "CloudWatchObservability": "observability",
     "PrometheusObservability": "observability",
+    "TrainingImage": "training_image",
 }
 
 __all__ = sorted(_COMPONENTS)

@@ -84,6 +84,11 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("single-node", ("aws:region=cn-north-1", "availabilityZone=cn-north-1a")),
     ("multi-node", ("observability.backend=prometheus",)),
     ("single-node", ("observability.backend=none",)),
+    # the training images built in the account (images.build), with and without the Docker Hub cache
+    ("single-node", ("images.build=true",)),
+    ("multi-node", ("images.build=true", "images.families[0]=rlinf-embodied", "images.families[1]=simplevla-rl",
+                    "images.computeType=BUILD_GENERAL1_LARGE", "images.logRetentionDays=7")),
+    ("platform", ("images.dockerHubCache.credentialArn=arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf",)),
 ]
 
 
