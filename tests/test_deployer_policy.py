@@ -89,6 +89,14 @@ def test_the_requests_are_checked_against_arns_not_waved_through():
         assert _denied(plan, without), sid
 
 
+def test_the_image_requests_are_checked_against_arns_too():
+    plan = plan_stack("platform")
+    policy = deployer_policy_of_plan(plan)
+    for sid in ("EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups"):
+        without = {**policy, "Statement": [s for s in policy["Statement"] if s["Sid"] != sid]}
+        assert _denied(plan, without), sid
+
+
 # --- the policy keeps to its stack -----------------------------------------------------------------
 
 
