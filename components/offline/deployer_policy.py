@@ -8,8 +8,8 @@ plan gives its roles and buckets) and the condition (the stack's tag on create a
 scope used, its ``Sid`` the scope's name; ``DIR/deployer-policy.md`` says why each is as wide as it
 is and how large the policy is against IAM's managed-policy limit. ``Resource: "*"`` only where IAM
 accepts nothing else (Describe/List reads, sts:GetCallerIdentity, kms:CreateKey under a tag
-condition, ECR's pull through cache rules). Kubernetes objects and Helm releases go through the cluster's API with the deployer's
-EKS access entry (the cluster creator's admin), not IAM.
+condition, ECR's pull through cache rules). Kubernetes objects and Helm releases go through the
+cluster's API with the deployer's EKS access entry (the cluster creator's admin), not IAM.
 
 Adding a resource type is one entry in :data:`ACTIONS`::
 
