@@ -36,6 +36,7 @@ _COMPONENTS = {
     "RlinfTraining": "workload",
     "CloudWatchObservability": "observability",
     "PrometheusObservability": "observability",
+    "TrainingImage": "training_image",
 }
 
 __all__ = sorted(_COMPONENTS)

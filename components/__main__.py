@@ -1,4 +1,4 @@
-"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify|report ...``.
+"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify|report|build-image ...``.
 
 Exit status: 0 success, 1 a diff found changes (``diff``) or, under ``--strict``, policy violations
 or placeholder values (unless ``--allow-placeholders``), 2 bad input (stack config, arguments).
@@ -60,6 +60,12 @@ def _plan(args: argparse.Namespace) -> int:
     faults = render_faults(plan.settings, plan.stack)
     if faults:
         print(faults)
+        print()
+    from .offline.first_step import render as render_first_step
+
+    first_step = render_first_step(plan.first_step)
+    if first_step:
+        print(first_step)
         print()
     from .offline.queue import render as render_queue
 
@@ -177,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     from .report.cli import add_parser as add_report
 
     add_report(commands)
+
+    from .image_build.cli import add_parser as add_build_image
+
+    add_build_image(commands)
 
     args = parser.parse_args(argv)
     return args.func(args)

@@ -96,6 +96,11 @@ RAY_JOB = "kubernetes:ray.io/v1:RayJob"
 
 # this library's components
 CHECKPOINT_STORAGE = "rlinf-eks:index:CheckpointStorage"
+TRAINING_IMAGE = "rlinf-eks:index:TrainingImage"
+
+# the training image build (training_image.py)
+ECR_REPOSITORY = "aws:ecr/repository:Repository"
+CODEBUILD_PROJECT = "aws:codebuild/project:Project"
 
 # the extended resources pods request, as the device plugins advertise them (scheduling.py)
 GPU = GPU_RESOURCE

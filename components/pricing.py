@@ -144,6 +144,8 @@ AWS_VPC_PRICING = "aws-vpc-pricing-2026-02"
 AWS_FSX_PRICING = "aws-fsx-lustre-pricing"
 AWS_KMS_PRICING = "aws-kms-pricing"
 AWS_EBS_PRICING = "aws-ebs-pricing"
+AWS_CODEBUILD_PRICING = "aws-codebuild-pricing"
+AWS_ECR_PRICING = "aws-ecr-pricing"
 
 SERVICE_SOURCES: Mapping[str, str] = {
     AWS_EKS_PRICING: "AWS Containers blog 'Amazon EKS extended support for Kubernetes versions pricing' (2024): "
@@ -158,6 +160,11 @@ SERVICE_SOURCES: Mapping[str, str] = {
     AWS_KMS_PRICING: "aws.amazon.com/kms/pricing: $1 per customer managed key per month, prorated hourly, every region",
     AWS_EBS_PRICING: "aws.amazon.com/ebs/pricing: gp3 $0.08 per GB-month (3000 IOPS and 125 MB/s included) in "
     "us-east-1 and us-west-2",
+    AWS_CODEBUILD_PRICING: "aws.amazon.com/codebuild/pricing, on-demand Linux, as quoted on 2026-12-05 by kindatechnical.com "
+    "'Understanding CodeBuild Pricing' and c3x.dev 'aws_codebuild_project cost estimation': general1.large $0.02 per "
+    "build-minute (xlarge and 2xlarge: not found in any source read here)",
+    AWS_ECR_PRICING: "aws.amazon.com/ecr/pricing: private repository storage $0.10 per GB-month (the price page's figure, "
+    "not re-read on 2026-12-05)",
 }
 
 # End of standard support per EKS minor version (AWS_EKS_CALENDAR): the calendar lives with the
@@ -264,6 +271,40 @@ def instance_hour(instance_type: str, region: str) -> ServicePrice:
         return _unpriced(f"On-Demand {instance_type}", region, dict.fromkeys(priced))
     row = row or on_demand_price(instance_type, region)
     return ServicePrice(row.usd_per_hour, row.source, row.reason, f"as of {row.as_of}" if row.known and row.as_of else None)
+
+
+_CODEBUILD_PER_MINUTE: Mapping[str, float] = {"BUILD_GENERAL1_LARGE": 0.02}
+ECR_PER_GB_MONTH = 0.10
+
+
+@dataclass(frozen=True)
+class UsagePrice:
+    """A price per unit of use (a build-minute, a GB-month), or why there is none."""
+
+    usd: Optional[float]
+    unit: str
+    source: Optional[str]
+    reason: Optional[str] = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"usd": self.usd, "unit": self.unit, "source": SERVICE_SOURCES.get(self.source) if self.source else None,
+                "reason": self.reason}  # fmt: skip
+
+
+def codebuild_per_minute(compute_type: str, region: str) -> UsagePrice:
+    """Per build-minute of an on-demand Linux CodeBuild compute type (us-east-1 and us-west-2 in
+    the sources; other regions not priced)."""
+    if region not in ("us-east-1", "us-west-2"):
+        return UsagePrice(None, "build-minute", None, f"no CodeBuild price sourced for {region}; priced regions: us-east-1, us-west-2")
+    price = _CODEBUILD_PER_MINUTE.get(compute_type)
+    if price is None:
+        return UsagePrice(None, "build-minute", None, f"no price of {compute_type} sourced (priced: {', '.join(_CODEBUILD_PER_MINUTE)})")
+    return UsagePrice(price, "build-minute", AWS_CODEBUILD_PRICING)
+
+
+def ecr_storage_per_gb_month(region: str) -> UsagePrice:
+    """Per GB-month of ECR private repository storage (the price page gives one figure)."""
+    return UsagePrice(ECR_PER_GB_MONTH, "GB-month", AWS_ECR_PRICING)
 
 
 # Billed by use, not by the hour: the report lists them, it cannot price them.

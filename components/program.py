@@ -33,7 +33,8 @@ from .kueue import KueueQueue, local_queue
 from .network import Network
 from .observability import CloudWatchObservability, PrometheusObservability
 from .storage import SHARED_CLAIM, CheckpointStorage, SharedFilesystem, persistent_volume_spec
-from .trainers import chosen_inputs
+from .trainers import chosen_inputs, recipe_of
+from .training_image import TrainingImage, family_of_dockerfile
 from .workload import RlinfTraining
 
 
@@ -89,7 +90,11 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     # replacement of the Job: only dependents whose inputs change are replaced with it.
     before_gpu += [r for r in (shared_fs, operator, jobset, queue, training) if r is not None]
     gpu_nodes = _gpu_nodes(settings, network, cluster, tags, before_gpu)
+    images = _training_images(settings, stack, tags)
     outputs = _outputs(cluster, gpu_nodes, storage, shared_fs, training)
+    if images is not None:
+        outputs["trainingImages"] = {f: {"repositoryUrl": images.repository_urls[f], "buildProject": images.project_names[f]}
+                                     for f in images.repository_urls}  # fmt: skip
     if role == "platform":
         outputs.update(_platform_outputs(settings, cluster, identity, shared_fs))
     return outputs
@@ -303,6 +308,29 @@ def _gpu_nodes(
         tags=tags,
         # the network too: nodes join only once the private route through the NAT gateway exists
         opts=pulumi.ResourceOptions(depends_on=before_gpu),
+    )
+
+
+def image_families(settings: StackSettings) -> list[str]:
+    """The families images.build makes: images.families, or the family of the stack's trainer
+    dialect (a platform, which has none, names them: config's rule)."""
+    if settings.images.families is not None:
+        return list(settings.images.families)
+    return [family_of_dockerfile(recipe_of(settings.workload.trainer.dialect).dockerfile)]
+
+
+def _training_images(settings: StackSettings, stack: str, tags: dict[str, str]) -> Optional[TrainingImage]:
+    """ECR repositories and CodeBuild projects of the training images (images.build). Nothing of
+    the cluster depends on them: the nodes pull by the image's name, set in workload.image."""
+    if not settings.images.build:
+        return None
+    return TrainingImage(
+        "training-image",
+        settings=settings.images,
+        families=image_families(settings),
+        stack=stack,
+        ray_version=settings.workload.ray_version,
+        tags=tags,
     )
 
 

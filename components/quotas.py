@@ -104,4 +104,11 @@ def render(settings: StackSettings) -> str:
             "  a quota is not capacity: on-demand p5/p5en are often unavailable (InsufficientInstanceCapacity); "
             "a Capacity Block (gpuNodes.capacityType: CAPACITY_BLOCK) or a capacity reservation (gpuNodes.capacityReservationId) holds them"
         )
+    if settings.images.build:
+        # the quota's code is not known here (no source read gives it): named by its service and compute type
+        lines.append(
+            f"  CodeBuild (service code codebuild): concurrently running builds of {settings.images.compute_type} on Linux: at least 1 "
+            "(build-image runs one build per family at a time); a new account can have less: aws service-quotas "
+            "list-service-quotas --service-code codebuild"
+        )
     return "\n".join(lines)

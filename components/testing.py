@@ -142,14 +142,30 @@ def plan_project(project_dir: str | Path, stack: str, *, sets: Iterable[str] = (
     ``pulumi config set --path KEY VALUE`` would do on a copy), exactly as the CLI reads this
     project's stacks; then ``program``, or else the project's own program (``main`` in Pulumi.yaml,
     ``__main__.py`` by default) run as ``pulumi up`` runs it. Secure values in the stack file stay
-    secret (``[secret]``). Raises ``rlinf_eks.offline.stack_config.StackConfigError`` for a missing
-    or malformed file or ``--set``."""
+    secret (``[secret]``). A stack of this project itself carries its settings, as the CLI's plan
+    does (plan.json's ``firstStep``, the placeholders). Raises
+    ``rlinf_eks.offline.stack_config.StackConfigError`` for a missing or malformed file or ``--set``."""
     root = Path(project_dir).resolve()
     stack_config = load(root, stack, list(sets))
     if stack_config.problems:
         raise StackConfigError("; ".join(stack_config.problems))
     main = program if program is not None else _main_of(root)
-    return plan_of_run(_run(main, stack_config))
+    return plan_of_run(_run(main, stack_config), _own_settings(stack_config))
+
+
+def _own_settings(stack_config: StackConfig) -> Any:
+    """This project's settings of a stack of its own (what the CLI's plan carries: plan.json's
+    firstStep, efficiency.json), else None (another project, or an experiment without its platform)."""
+    from .config import PROJECT, ConfigError
+    from .offline.plan import settings_of
+    from .offline.stack_config import StackConfigError
+
+    if stack_config.project != PROJECT:
+        return None
+    try:
+        return settings_of(stack_config)
+    except (ConfigError, StackConfigError):
+        return None
 
 
 def _main_of(root: Path) -> Program:

@@ -265,6 +265,17 @@ def _pod_identity_names(params: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+# CloudWatch Logs API reference, PutRetentionPolicy: "retentionInDays ... Possible values are: 1, 3,
+# 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, and
+# 3653" (the model types it as any integer).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
+
+
+def _log_retention(params: Mapping[str, Any]) -> list[str]:
+    days = params.get("retentionInDays")
+    return [] if days in LOG_RETENTION_DAYS else [f"retentionInDays={days}: one of {', '.join(map(str, LOG_RETENTION_DAYS))}"]
+
+
 DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]], ...]] = {
     ("ec2", "CreateSecurityGroup"): (_create_security_group,),
     ("ec2", "AuthorizeSecurityGroupIngress"): (_rule_descriptions,),
@@ -276,6 +287,7 @@ DOCUMENTED: dict[tuple[str, str], tuple[Callable[[Mapping[str, Any]], list[str]]
     ("eks", "CreateAddon"): (_addon_configuration,),
     ("eks", "CreatePodIdentityAssociation"): (_pod_identity_names,),
     ("autoscaling", "PutScheduledUpdateGroupAction"): (_scheduled_action,),
+    ("logs", "PutRetentionPolicy"): (_log_retention,),
 }
 
 
@@ -958,6 +970,26 @@ def _versioning(i: Inputs) -> Iterator[Call]:
     )
 
 
+def _lifecycle_rule(rule: Mapping[str, Any]) -> dict[str, Any]:
+    expiration, noncurrent = rule.get("expiration") or {}, rule.get("noncurrentVersionExpiration") or {}
+    abort = rule.get("abortIncompleteMultipartUpload") or {}
+    return _drop_none(
+        {
+            "ID": rule.get("id"),
+            "Status": rule["status"],
+            "Filter": {"Prefix": (rule.get("filter") or {}).get("prefix")} if rule.get("filter") else None,
+            "Expiration": {"Days": _int(expiration.get("days"))} if expiration else None,
+            "NoncurrentVersionExpiration": {"NoncurrentDays": _int(noncurrent.get("noncurrentDays"))} if noncurrent else None,
+            "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": _int(abort.get("daysAfterInitiation"))} if abort else None,
+        }
+    )
+
+
+@translates("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")
+def _bucket_lifecycle(i: Inputs) -> Iterator[Call]:
+    yield Call("s3", "PutBucketLifecycleConfiguration", {"Bucket": i["bucket"], "LifecycleConfiguration": {"Rules": [_lifecycle_rule(r) for r in i["rules"]]}})
+
+
 # FSx (json protocol)
 
 
@@ -1063,6 +1095,113 @@ def _schedule(i: Inputs) -> Iterator[Call]:
             }
         ),
     )
+
+
+# ECR (json protocol; the repository's settings go in with CreateRepository)
+
+
+@translates("aws:ecr/repository:Repository", provider_only=("forceDelete",))  # forceDelete: delete images with the repository
+def _ecr_repository(i: Inputs) -> Iterator[Call]:
+    encryption = (i.get("encryptionConfigurations") or [None])[0]
+    scanning = i.get("imageScanningConfiguration")
+    yield Call(
+        "ecr",
+        "CreateRepository",
+        _drop_none(
+            {
+                "repositoryName": i.get("name") or autoname(i.resource),
+                "imageTagMutability": i.get("imageTagMutability"),
+                "imageTagMutabilityExclusionFilters": [
+                    {"filterType": f.get("filterType"), "filter": f.get("filter")} for f in i.get("imageTagMutabilityExclusionFilters") or []
+                ] or None,
+                "imageScanningConfiguration": {"scanOnPush": scanning.get("scanOnPush", False)} if scanning else None,
+                "encryptionConfiguration": _drop_none({"encryptionType": encryption.get("encryptionType"), "kmsKey": encryption.get("kmsKey")})
+                if encryption else None,
+                "tags": _tag_list(i.get("tags")) or None,
+            }
+        ),
+    )
+
+
+@translates("aws:ecr/lifecyclePolicy:LifecyclePolicy")
+def _ecr_lifecycle(i: Inputs) -> Iterator[Call]:
+    yield Call("ecr", "PutLifecyclePolicy", {"repositoryName": i["repository"], "lifecyclePolicyText": i["policy"]})
+
+
+@translates("aws:ecr/pullThroughCacheRule:PullThroughCacheRule")
+def _ecr_pull_through(i: Inputs) -> Iterator[Call]:
+    yield Call(
+        "ecr",
+        "CreatePullThroughCacheRule",
+        _drop_none(
+            {
+                "ecrRepositoryPrefix": i["ecrRepositoryPrefix"],
+                "upstreamRegistryUrl": i["upstreamRegistryUrl"],
+                "credentialArn": i.get("credentialArn"),
+                "customRoleArn": i.get("customRoleArn"),
+                "upstreamRepositoryPrefix": i.get("upstreamRepositoryPrefix"),
+            }
+        ),
+    )
+
+
+# CodeBuild (json protocol)
+
+
+@translates("aws:codebuild/project:Project")
+def _codebuild_project(i: Inputs) -> Iterator[Call]:
+    env = i["environment"]
+    source = i["source"]
+    logs = i.get("logsConfig") or {}
+    cloudwatch, s3_logs = logs.get("cloudwatchLogs"), logs.get("s3Logs")
+    artifacts = i["artifacts"]
+    yield Call(
+        "codebuild",
+        "CreateProject",
+        _drop_none(
+            {
+                "name": i.get("name") or autoname(i.resource),
+                "description": i.get("description"),
+                "serviceRole": i["serviceRole"],
+                "timeoutInMinutes": _int(i.get("buildTimeout")),
+                "queuedTimeoutInMinutes": _int(i.get("queuedTimeout")),
+                "source": {
+                    "type": source["type"], "location": source.get("location"), "buildspec": source.get("buildspec"),
+                    "insecureSsl": source.get("insecureSsl"), "gitCloneDepth": _int(source.get("gitCloneDepth")),
+                },
+                "artifacts": {"type": artifacts["type"], "location": artifacts.get("location"), "name": artifacts.get("name")},
+                "environment": {
+                    "type": env["type"], "image": env["image"], "computeType": env["computeType"],
+                    "privilegedMode": env.get("privilegedMode"), "imagePullCredentialsType": env.get("imagePullCredentialsType"),
+                    "environmentVariables": [
+                        _drop_none({"name": v["name"], "value": v["value"], "type": v.get("type")}) for v in env.get("environmentVariables") or []
+                    ] or None,
+                },
+                "logsConfig": {
+                    "cloudWatchLogs": _drop_none({"status": cloudwatch["status"], "groupName": cloudwatch.get("groupName"),
+                                                  "streamName": cloudwatch.get("streamName")}) if cloudwatch else None,
+                    "s3Logs": _drop_none({"status": s3_logs["status"], "location": s3_logs.get("location")}) if s3_logs else None,
+                } if logs else None,
+                "tags": _tag_list(i.get("tags"), "key", "value") or None,
+            }
+        ),
+    )  # fmt: skip
+
+
+# CloudWatch Logs (json protocol)
+
+
+@translates("aws:cloudwatch/logGroup:LogGroup", provider_only=("skipDestroy",))  # skipDestroy: keep it on destroy
+def _log_group(i: Inputs) -> Iterator[Call]:
+    name = i.get("name") or autoname(i.resource)
+    yield Call(
+        "logs",
+        "CreateLogGroup",
+        _drop_none({"logGroupName": name, "kmsKeyId": i.get("kmsKeyId"), "logGroupClass": i.get("logGroupClass"),
+                    "tags": dict(i.get("tags") or {}) or None}),
+    )  # fmt: skip
+    if i.get("retentionInDays"):
+        yield Call("logs", "PutRetentionPolicy", {"logGroupName": name, "retentionInDays": _int(i["retentionInDays"])})
 
 
 # --- coverage ------------------------------------------------------------------------------------
@@ -1193,13 +1332,22 @@ ACTION_EXCEPTIONS: dict[str, str] = {
     "s3:GetAccelerateConfiguration": "GetBucketAccelerateConfiguration",
     "s3:GetBucketObjectLockConfiguration": "GetObjectLockConfiguration",
     "s3:GetLifecycleConfiguration": "GetBucketLifecycleConfiguration",
+    # Amazon S3: s3:PutLifecycleConfiguration grants PutBucketLifecycleConfiguration (the training
+    # images' context bucket, offline/deployer_policy.py)
+    "s3:PutLifecycleConfiguration": "PutBucketLifecycleConfiguration",
     "s3:GetReplicationConfiguration": "GetBucketReplication",
     "s3:GetBucketPublicAccessBlock": "GetPublicAccessBlock",
     "s3:PutBucketPublicAccessBlock": "PutPublicAccessBlock",
     "s3:DeleteBucketPublicAccessBlock": "DeletePublicAccessBlock",
 }
 # Permission-only actions (Service Authorization Reference: "[permission only]"), with no API operation.
-PERMISSION_ONLY = {"iam:PassRole"}
+PERMISSION_ONLY = {
+    "iam:PassRole",
+    # Amazon ECR user guide, "IAM permissions required to sync an upstream registry with a pull
+    # through cache": ecr:BatchImportUpstreamImage is a permission only (no API operation), checked
+    # when a pull through the cache imports an upstream image
+    "ecr:BatchImportUpstreamImage",
+}
 
 
 @functools.lru_cache(maxsize=None)

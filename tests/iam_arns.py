@@ -25,6 +25,15 @@ condition keys for <service>" (https://docs.aws.amazon.com/service-authorization
   CreateDataRepositoryAssociation authorizes the new association and the file system.
 - Amazon EC2 Auto Scaling: ``autoScalingGroup:${GroupId}:autoScalingGroupName/${GroupName}``; EKS
   tags a managed node group's group ``eks:cluster-name``.
+- Amazon ECR: ``repository/${RepositoryName}``; CreateRepository supports ``aws:RequestTag/${TagKey}``,
+  with tags also ``ecr:TagResource``; PutLifecyclePolicy acts on the repository; the pull through
+  cache rule actions list no resource type (``*``).
+- AWS CodeBuild: ``arn:${Partition}:codebuild:${Region}:${Account}:project/${ProjectName}``;
+  CreateProject supports ``aws:RequestTag/${TagKey}`` and passes ``serviceRole`` (``iam:PassRole``
+  with ``iam:PassedToService`` ``codebuild.amazonaws.com``).
+- Amazon CloudWatch Logs: ``log-group:${LogGroupName}``; CreateLogGroup supports
+  ``aws:RequestTag/${TagKey}``, and with ``tags`` also needs ``logs:TagResource`` (CloudWatch Logs API
+  reference, CreateLogGroup); PutRetentionPolicy acts on the group.
 
 The ids of resources that do not exist yet are the mocks' ids in the plan; the tags of an existing
 resource are the planned resource's with that id (none for a resource outside the plan).
@@ -80,7 +89,7 @@ def _request_tags(tags: Mapping[str, str] | Iterable[Mapping[str, str]] | None) 
         return {}
     if isinstance(tags, Mapping):
         return {f"aws:RequestTag/{k}": v for k, v in tags.items()}
-    return {f"aws:RequestTag/{t.get('Key', t.get('TagKey'))}": t.get("Value", t.get("TagValue")) for t in tags}
+    return {f"aws:RequestTag/{t.get('Key', t.get('TagKey', t.get('key')))}": t.get("Value", t.get("TagValue", t.get("value"))) for t in tags}
 
 
 def _ec2_new(w: World, call: Call, resource: Mapping[str, Any], kind: str, id_: str) -> list[Request]:
@@ -166,11 +175,43 @@ def _kms_on_key(w: World, call: Call, resource: Mapping[str, Any]) -> list[Reque
 _S3_ACTION = {
     "PutBucketEncryption": "s3:PutEncryptionConfiguration",
     "PutPublicAccessBlock": "s3:PutBucketPublicAccessBlock",
+    "PutBucketLifecycleConfiguration": "s3:PutLifecycleConfiguration",
 }
 
 
 def _s3_bucket(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
     return [Request(_S3_ACTION.get(call.operation, f"s3:{call.operation}"), w.arn("s3", call.params["Bucket"]))]
+
+
+def _tagged(action: str, arn: str, tags: dict[str, str], tag_action: str) -> list[Request]:
+    """A create with tags: the create, and the tag action the tags need, both on the new resource."""
+    return [Request(action, arn, tags)] + ([Request(tag_action, arn, tags)] if tags else [])
+
+
+def _ecr_create(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    arn = w.arn("ecr", f"repository/{call.params['repositoryName']}")
+    return _tagged("ecr:CreateRepository", arn, _request_tags(call.params.get("tags")), "ecr:TagResource")
+
+
+def _ecr_on_repository(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    return [Request(f"ecr:{call.operation}", w.arn("ecr", f"repository/{call.params['repositoryName']}"))]
+
+
+def _codebuild_create(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    tags = _request_tags(call.params.get("tags"))
+    return [
+        Request("codebuild:CreateProject", w.arn("codebuild", f"project/{call.params['name']}"), tags),
+        Request("iam:PassRole", call.params["serviceRole"], {"iam:PassedToService": "codebuild.amazonaws.com"}),
+    ]
+
+
+def _logs_create(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    arn = w.arn("logs", f"log-group:{call.params['logGroupName']}")
+    return _tagged("logs:CreateLogGroup", arn, _request_tags(call.params.get("tags")), "logs:TagResource")
+
+
+def _logs_on_group(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    return [Request(f"logs:{call.operation}", w.arn("logs", f"log-group:{call.params['logGroupName']}"))]
 
 
 def _fsx_create(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
@@ -244,6 +285,14 @@ RULES: dict[tuple[str, str], Rule] = {
     ("fsx", "CreateDataRepositoryAssociation"): _fsx_association,
     ("fsx", "DeleteDataRepositoryAssociation"): _fsx_association,
     ("autoscaling", "PutScheduledUpdateGroupAction"): _asg,
+    ("s3", "PutBucketLifecycleConfiguration"): _s3_bucket,
+    ("ecr", "CreateRepository"): _ecr_create,
+    ("ecr", "PutLifecyclePolicy"): _ecr_on_repository,
+    # no resource type: a registry setting
+    ("ecr", "CreatePullThroughCacheRule"): lambda w, c, r: [Request("ecr:CreatePullThroughCacheRule", "*")],
+    ("codebuild", "CreateProject"): _codebuild_create,
+    ("logs", "CreateLogGroup"): _logs_create,
+    ("logs", "PutRetentionPolicy"): _logs_on_group,
 }
 
 
@@ -329,6 +378,15 @@ OWN: dict[str, Callable[[World, Mapping[str, Any]], Request]] = {
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": lambda w, r: w.existing(
         "", "fsx", f"association/{r['inputs']['fileSystemId']}/{r['id']}", r["id"]
     ),
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": _own_bucket("bucket"),
+    "aws:ecr/repository:Repository": lambda w, r: Request("", w.arn("ecr", f"repository/{r['inputs']['name']}")),
+    "aws:ecr/lifecyclePolicy:LifecyclePolicy": lambda w, r: Request("", w.arn("ecr", f"repository/{r['inputs']['repository']}")),
+    # the rule governs the repositories under its prefix (its own actions take Resource "*")
+    "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": lambda w, r: Request(
+        "", w.arn("ecr", f"repository/{r['inputs']['ecrRepositoryPrefix']}/*")
+    ),
+    "aws:codebuild/project:Project": lambda w, r: Request("", w.arn("codebuild", f"project/{r['inputs']['name']}")),
+    "aws:cloudwatch/logGroup:LogGroup": lambda w, r: Request("", w.arn("logs", f"log-group:{r['inputs']['name']}")),
     "aws:autoscaling/schedule:Schedule": lambda w, r: Request(
         "", w.arn("autoscaling", f"autoScalingGroup:{ASG_ID}:autoScalingGroupName/{r['inputs']['autoscalingGroupName']}"),
         {"aws:ResourceTag/eks:cluster-name": w.cluster},

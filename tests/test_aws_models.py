@@ -86,6 +86,11 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("multi-node", ("gpuNodes.provisioner=karpenter",)),
     ("capacity-block", ("gpuNodes.provisioner=karpenter",)),
     ("single-node", ("gpuNodes.provisioner=karpenter", "gpuNodes.capacityReservationId=cr-0123456789abcdef0", "aws:region=us-west-2", "availabilityZone=us-west-2b")),
+    # the training images built in the account (images.build), with and without the Docker Hub cache
+    ("single-node", ("images.build=true",)),
+    ("multi-node", ("images.build=true", "images.families[0]=rlinf-embodied", "images.families[1]=simplevla-rl",
+                    "images.computeType=BUILD_GENERAL1_LARGE", "images.logRetentionDays=7")),
+    ("platform", ("images.dockerHubCache.credentialArn=arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf",)),
 ]
 
 

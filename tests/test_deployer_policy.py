@@ -22,7 +22,8 @@ from tests.iam_arns import World, own_resource, requests_for
 from tests.iam_eval import Request, allowed, allowing, like
 from tests.test_aws_models import VARIANTS
 
-CASES = [(s, ()) for s in STACKS] + VARIANTS[::4]
+# every fourth variant, and every one that builds the training images (images.build)
+CASES = [(s, ()) for s in STACKS] + [v for n, v in enumerate(VARIANTS) if n % 4 == 0 or any(x.startswith("images.") for x in v[1])]
 
 
 def _all_actions() -> set[str]:
@@ -52,7 +53,7 @@ def test_every_plan_gets_a_well_formed_policy_covering_each_of_its_aws_resource_
     assert not any(a.endswith(":*") or a == "*" for a in actions)  # no wildcard action
     # Resource "*" only in the statements whose scope says why IAM accepts nothing else
     star = {s["Sid"] for s in policy["Statement"] if "*" in s["Resource"]}
-    assert star <= {"ReadsWithoutResourceLevelPermissions", "EksAddonVersionsCatalog", "KmsCreateKeysTaggedWithTheStack"}
+    assert star <= {"ReadsWithoutResourceLevelPermissions", "EksAddonVersionsCatalog", "KmsCreateKeysTaggedWithTheStack", "EcrPullThroughCacheRules"}
     assert "Condition" in next(s for s in policy["Statement"] if s["Sid"] == "KmsCreateKeysTaggedWithTheStack") if "KmsCreateKeysTaggedWithTheStack" in star else True
     reads = next(s for s in policy["Statement"] if s["Sid"] == "ReadsWithoutResourceLevelPermissions")["Action"]
     assert all(a.split(":")[1].startswith(("Describe", "List", "GetCallerIdentity")) for a in reads), reads
@@ -84,6 +85,14 @@ def test_the_requests_are_checked_against_arns_not_waved_through():
     plan = plan_stack("multi-node")
     policy = deployer_policy_of_plan(plan)
     for sid in ("EksOnlyTheStacksCluster", "Ec2CreateOnlyTaggedWithTheStack", "IamPassTheStacksRolesToItsServices", "S3OnlyTheStacksBuckets"):
+        without = {**policy, "Statement": [s for s in policy["Statement"] if s["Sid"] != sid]}
+        assert _denied(plan, without), sid
+
+
+def test_the_image_requests_are_checked_against_arns_too():
+    plan = plan_stack("platform")
+    policy = deployer_policy_of_plan(plan)
+    for sid in ("EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups"):
         without = {**policy, "Statement": [s for s in policy["Statement"] if s["Sid"] != sid]}
         assert _denied(plan, without), sid
 
@@ -150,6 +159,72 @@ def test_pass_role_only_the_stacks_roles_to_its_services(multi):
     platform = deployer_policy_of_plan(plan_stack("platform"))
     agent = "arn:aws:iam::123456789012:role/observability-agent-4c7e041"
     assert allowed(platform, Request("iam:PassRole", agent, {"iam:PassedToService": "pods.eks.amazonaws.com"}))
+
+
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+
+
+@pytest.fixture(scope="module")
+def images():
+    """The multi-node stack with the training images and the Docker Hub cache."""
+    plan = plan_stack("multi-node", "images.build=true", f"images.dockerHubCache.credentialArn={SECRET}")
+    return plan, deployer_policy_of_plan(plan)
+
+
+def test_the_training_images_only_the_stacks_repositories_projects_and_log_groups(images):
+    _, policy = images
+    ecr, logs = "arn:aws:ecr:us-east-1:123456789012:repository/", "arn:aws:logs:us-east-1:123456789012:log-group:"
+    project = "arn:aws:codebuild:us-east-1:123456789012:project/"
+    assert allowed(policy, Request("ecr:DeleteRepository", ecr + "rlinf-eks/multi-node/rlinf-embodied"))
+    assert allowed(policy, Request("ecr:PutLifecyclePolicy", ecr + "rlinf-eks/multi-node/simplevla-rl"))
+    assert allowed(policy, Request("codebuild:DeleteProject", project + "rlinf-eks-multi-node-rlinf-embodied"))
+    assert allowed(policy, Request("logs:DeleteLogGroup", logs + "/aws/codebuild/rlinf-eks-multi-node-rlinf-embodied"))
+    assert allowed(policy, Request("logs:PutRetentionPolicy", logs + "/aws/codebuild/rlinf-eks-multi-node-rlinf-embodied:*"))
+    # another stack's, also one whose name starts with this stack's (multi-node-kuberay), and another region's
+    for action, arn in (
+        ("ecr:DeleteRepository", ecr + "rlinf-eks/platform/rlinf-embodied"),
+        ("ecr:DeleteRepository", ecr + "rlinf-eks/multi-node-kuberay/rlinf-embodied"),
+        ("ecr:DeleteRepository", ecr + "someone-elses/repository"),
+        ("ecr:DeleteRepository", "arn:aws:ecr:us-west-2:123456789012:repository/rlinf-eks/multi-node/rlinf-embodied"),
+        ("codebuild:DeleteProject", project + "rlinf-eks-platform-rlinf-embodied"),
+        ("codebuild:DeleteProject", project + "rlinf-eks-multi-node-kuberay-rlinf-embodied"),
+        ("codebuild:UpdateProject", project + "rlinf-eks-multi-node-rlinf-reasoning"),  # a family the stack does not build
+        ("logs:DeleteLogGroup", logs + "/aws/codebuild/rlinf-eks-platform-rlinf-embodied"),
+        ("logs:DeleteLogGroup", logs + "/aws/codebuild/rlinf-eks-multi-node-kuberay-rlinf-embodied"),
+        ("logs:DeleteLogGroup", logs + "/aws/eks/rlinf-multi-node/cluster"),
+    ):
+        assert not allowed(policy, Request(action, arn)), (action, arn)
+
+
+def test_the_build_role_is_passed_to_codebuild_only_and_the_secret_is_the_named_one(images):
+    _, policy = images
+    role = "arn:aws:iam::123456789012:role/training-image-rlinf-embodied-build-60908b9"
+    assert allowed(policy, Request("iam:PassRole", role, {"iam:PassedToService": "codebuild.amazonaws.com"}))
+    assert not allowed(policy, Request("iam:PassRole", role, {"iam:PassedToService": "lambda.amazonaws.com"}))
+    assert allowed(policy, Request("secretsmanager:GetSecretValue", SECRET))
+    assert not allowed(policy, Request("secretsmanager:GetSecretValue", SECRET.replace("docker-hub-AbCdEf", "other-AbCdEf")))
+    assert not allowed(policy, Request("secretsmanager:GetSecretValue", "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod-db-x1y2z3"))
+    linked = next(s for s in policy["Statement"] if s["Sid"] == "IamServiceLinkedRolesOfItsServices")
+    assert "pullthroughcache.ecr.amazonaws.com" in linked["Condition"]["StringEquals"]["iam:AWSServiceName"]
+    # retiring a KMS grant only through ECR in the region
+    key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd"
+    assert allowed(policy, Request("kms:RetireGrant", key, {"kms:ViaService": "ecr.us-east-1.amazonaws.com"}))
+    assert not allowed(policy, Request("kms:RetireGrant", key))
+    assert not allowed(policy, Request("kms:RetireGrant", key, {"kms:ViaService": "ebs.us-east-1.amazonaws.com"}))
+
+
+def test_the_image_grants_only_where_the_images_are_built():
+    def sids_and_actions(*sets):
+        policy = deployer_policy_of_plan(plan_stack("multi-node", *sets))
+        return {s["Sid"] for s in policy["Statement"]}, {a for s in policy["Statement"] for a in s["Action"]}
+
+    sids, actions = sids_and_actions()
+    assert not any(a.split(":")[0] in {"ecr", "codebuild", "logs", "secretsmanager"} for a in actions)
+    sids, actions = sids_and_actions("images.build=true")
+    assert {"EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups"} <= sids
+    # no pull through cache rule planned: neither its actions nor the secret
+    assert "EcrPullThroughCacheRules" not in sids and "SecretsManagerTheCacheCredentials" not in sids
+    assert not any(a.startswith("secretsmanager:") for a in actions)
 
 
 def test_the_arns_follow_the_region_and_its_partition():
@@ -249,6 +324,7 @@ def test_the_plan_writes_the_deployer_policy_and_its_notes(tmp_path):
 _ON_THE_RESOURCE = {
     "Ec2ChangeOnlyTheStacksResources", "EksOnlyTheStacksCluster", "IamChangeOnlyTheStacksRoles", "KmsOnlyTheStacksKeys",
     "S3OnlyTheStacksBuckets", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups",
+    "EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups",
 }
 # EC2 tag calls on a rule act on the rule (security-group-rule/<id>), which the plan leaves untagged
 # (the provider then sends none), not on the group the other calls name

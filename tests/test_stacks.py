@@ -47,9 +47,11 @@ def test_two_runs_give_identical_bytes():
 def test_plan_json_has_the_public_shape():
     plan = json.loads(plan_stack("single-node").dumps())
     # region: extended in 0.3 (where every AWS resource lives; the diff reads a change of it);
-    # unchecked: extended in 0.3 (what only `pulumi up` can judge; left out when nothing is)
-    assert set(plan) == {"project", "stack", "resources", "outputs", "notPlanned", "region", "unchecked"}
+    # unchecked: extended in 0.3 (what only `pulumi up` can judge; left out when nothing is);
+    # firstStep: extended by issue 35 (the wait from node Ready to the first step, a stack that trains)
+    assert set(plan) == {"project", "stack", "resources", "outputs", "notPlanned", "region", "unchecked", "firstStep"}
     assert all(isinstance(line, str) and "=" in line for line in plan["unchecked"])
+    assert set(plan["firstStep"]) == {"imagePull", "inputStaging", "rayJoin", "trainerStart", "totalSeconds", "cuts"}
     assert plan["project"] == "rlinf-eks" and plan["stack"] == "single-node" and plan["region"] == "us-east-1"
     for resource in plan["resources"]:
         assert set(resource) == {"urn", "type", "name", "id", "parent", "custom", "provider", "inputs", "options"}

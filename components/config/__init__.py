@@ -6,7 +6,7 @@ rejected, and every problem is reported at once, each naming its key path, the v
 would be valid, before any resource is created.
 
     types          field types every section shares (Int, Bool, Namespace, ...) and SettingsModel
-    network, cluster, gpu_nodes, workload, storage, addons, observability
+    network, cluster, gpu_nodes, workload, storage, addons, observability, images
                    one module per section of a stack file (addons: kuberay, devicePlugins,
                    autoscaler, preflight); model_source parses workload.model.source
     platform       the stack's role (both, platform, experiment) and an experiment's platform
@@ -47,6 +47,7 @@ from .gpu_nodes import (
     PlacementGroupSettings,
     capacity_block_time_problems,
 )
+from .images import IMAGE_FAMILIES, PULL_THROUGH_SECRET_PREFIX, DockerHubCacheSettings, ImageSettings, secret_arn_problem
 from .model_source import MODEL_SOURCE_FORMS, ModelSource, parse_model_source
 from .network import NetworkSettings
 from .queue import PriorityClassSettings, QueueSettings
@@ -73,7 +74,7 @@ __all__ = [
     "AbsolutePath", "AutoscalerSettings", "Bool", "CAPACITY_BLOCK_END_UTC", "CAPACITY_BLOCK_MAX_DAYS",
     "CAPACITY_BLOCK_MAX_INSTANCES", "CapacityBlockSettings", "ChartVersion", "ClusterSettings", "ConfigError",
     "DevicePluginSettings", "Dialect", "EKS_CLUSTER_NAME_MAX", "EKS_NODEGROUP_NAME_MAX", "Ec2InstanceType", "Float",
-    "GpuNodeSettings", "InstanceOverrides", "Int", "KarpenterSettings", "KubeRaySettings", "MAX_USER_TAGS", "MODEL_SOURCE_FORMS",
+    "GpuNodeSettings", "IMAGE_FAMILIES", "ImageSettings", "DockerHubCacheSettings", "PULL_THROUGH_SECRET_PREFIX", "secret_arn_problem", "InstanceOverrides", "Int", "KarpenterSettings", "KubeRaySettings", "MAX_USER_TAGS", "MODEL_SOURCE_FORMS",
     "ManualJobSettings", "ModelSettings", "ModelSource", "NODE_RULES", "Namespace", "NetworkSettings", "ObservabilitySettings", "PROJECT",
     "PLATFORM_SECTIONS", "PROVIDER_NAMESPACES", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings",
     "PrometheusSettings", "QueueSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings",

@@ -22,7 +22,7 @@ Role = Literal["both", "platform", "experiment"]
 
 PLATFORM_SECTIONS: tuple[str, ...] = (
     "availabilityZone", "network", "cluster", "gpuNodes", "devicePlugins", "kuberay", "autoscaler", "storage",
-    "observability",
+    "observability", "images",
 )  # fmt: skip
 """Top-level keys only a platform (or a ``both`` stack) sets: an experiment reads them from its platform."""
 

@@ -21,6 +21,7 @@ from .aws_rules import MAX_USER_TAGS, tag_problem
 from .cluster import ClusterSettings
 from .errors import describe_errors, did_you_mean
 from .gpu_nodes import GpuNodeSettings
+from .images import ImageSettings
 from .network import NetworkSettings
 from .observability import ObservabilitySettings
 from .platform import PlatformSettings
@@ -91,6 +92,9 @@ class StackSettings(SettingsModel):
     platform: PlatformSettings = Field(default_factory=PlatformSettings)
     """The stack's role (both, platform, experiment) and an experiment's platform stack. A platform
     stack needs no workload section (it has no run)."""
+    images: ImageSettings = Field(default_factory=ImageSettings)
+    """The training images built in this account: ECR repositories and CodeBuild projects (optional;
+    python -m rlinf_eks build-image)."""
 
     @property
     def gpu_az(self) -> str:

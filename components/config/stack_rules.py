@@ -246,6 +246,14 @@ def _node_local_model(s: StackSettings, stack: Optional[str]) -> list[str]:
     ]
 
 
+def _image_families(s: StackSettings, stack: Optional[str]) -> list[str]:
+    """A platform runs no trainer, so it has no family of its own to build by default."""
+    if s.images.build and s.images.families is None and s.platform.role == "platform":
+        return [problem_line("images.families", None, "a platform runs no trainer, so it has no image family of its own: "
+                             "name the families its experiments use, such as [rlinf-embodied, rlinf-reasoning]")]  # fmt: skip
+    return []
+
+
 STACK_RULES: tuple[StackRule, ...] = (
     StackRule(("region", "availabilityZone"), _gpu_az),
     StackRule(("cluster",), _derived_cluster_name),
@@ -256,6 +264,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     StackRule(("autoscaler", "cluster"), _autoscaler_version),
     StackRule(("workload", "kuberay"), _kuberay_launcher),
     StackRule(("workload", "gpuNodes"), _tensor_parallel),
+    StackRule(("images", "platform"), _image_families),
 )
 """Config's rules up to the workload's; the trainers' rules follow them (rlinf_eks.loading)."""
 

@@ -35,6 +35,17 @@ class AwsForceNew:
 
 SOURCE_REPOSITORY = "hashicorp/terraform-provider-aws"
 
+READ_BEYOND_RECORD: frozenset[str] = frozenset({
+    # issue 35 (the training images): read from the same repository file by file on 2026-12-05, not in
+    # shared/reference/terraform-provider-aws/force-new.json: the log group's name, name_prefix and
+    # log_group_class are ForceNew (SDK schema); the lifecycle configuration's bucket and
+    # expected_bucket_owner are RequiresReplace (framework schema); both regional
+    'aws:cloudwatch/logGroup:LogGroup',
+    'aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration',
+})
+"""Types read from the provider's source after the shared record was made (the source of each is
+its ``source``); the record's own types are exactly the others."""
+
 FORCE_NEW: dict[str, AwsForceNew] = {
     'aws:autoscaling/schedule:Schedule': AwsForceNew(
         'aws_autoscaling_schedule',
@@ -50,6 +61,11 @@ FORCE_NEW: dict[str, AwsForceNew] = {
         'aws_cloudwatch_event_target',
         'internal/service/events/target.go@0762c41e2027fcd3cb8340d3e6886c6975fc0a59',
         ('eventBusName', 'rule', 'targetId'),
+    ),
+    'aws:cloudwatch/logGroup:LogGroup': AwsForceNew(
+        'aws_cloudwatch_log_group',
+        'internal/service/logs/group.go@0073593e7d6993ba482409f4dc35438daaa79bb3',
+        ('logGroupClass', 'name', 'namePrefix'),
     ),
     'aws:codebuild/project:Project': AwsForceNew(
         'aws_codebuild_project',
@@ -216,6 +232,11 @@ FORCE_NEW: dict[str, AwsForceNew] = {
         'aws_s3_bucket',
         'internal/service/s3/bucket.go@copy:1518242462',
         ('bucket', 'bucketPrefix', 'objectLockConfiguration.objectLockEnabled', 'objectLockEnabled'),
+    ),
+    'aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration': AwsForceNew(
+        'aws_s3_bucket_lifecycle_configuration',
+        'internal/service/s3/bucket_lifecycle_configuration.go@01606926a0c0ab9174aec440f976a48b0baee722',
+        ('bucket', 'expectedBucketOwner'),
     ),
     'aws:s3/bucketObjectv2:BucketObjectv2': AwsForceNew(
         'aws_s3_object',

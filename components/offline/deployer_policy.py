@@ -8,8 +8,8 @@ plan gives its roles and buckets) and the condition (the stack's tag on create a
 scope used, its ``Sid`` the scope's name; ``DIR/deployer-policy.md`` says why each is as wide as it
 is and how large the policy is against IAM's managed-policy limit. ``Resource: "*"`` only where IAM
 accepts nothing else (Describe/List reads, sts:GetCallerIdentity, kms:CreateKey under a tag
-condition). Kubernetes objects and Helm releases go through the cluster's API with the deployer's
-EKS access entry (the cluster creator's admin), not IAM.
+condition, ECR's pull through cache rules). Kubernetes objects and Helm releases go through the
+cluster's API with the deployer's EKS access entry (the cluster creator's admin), not IAM.
 
 Adding a resource type is one entry in :data:`ACTIONS`::
 
@@ -69,6 +69,8 @@ IAM_LINKED, IAM_OIDC = "IamServiceLinkedRolesOfItsServices", "IamOidcProviderOfT
 IAM_ATTACH = "IamAttachOnlyThePlansManagedPolicies"
 KMS_CREATE, KMS = "KmsCreateKeysTaggedWithTheStack", "KmsOnlyTheStacksKeys"
 S3, FSX_CREATE, FSX, ASG = "S3OnlyTheStacksBuckets", "FsxCreateTaggedWithTheStack", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups"
+ECR, ECR_CACHE, ECR_KMS = "EcrOnlyTheStacksRepositories", "EcrPullThroughCacheRules", "KmsRetireEcrGrantsOnDelete"
+SECRETS, CODEBUILD, LOGS = "SecretsManagerTheCacheCredentials", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups"
 
 
 def _ec2(create: str, describe: tuple[str, ...], change: tuple[str, ...], in_vpc: bool = False) -> Grants:
@@ -216,6 +218,41 @@ ACTIONS: dict[str, Grants] = {
         },
         service_linked=("s3.data-source.lustre.fsx.amazonaws.com",),
     ),
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": Grants({S3: ("s3:PutLifecycleConfiguration", "s3:GetLifecycleConfiguration")}),
+    # the training images (images.build: training_image.py)
+    "aws:ecr/repository:Repository": Grants({
+        ECR: ("ecr:CreateRepository", "ecr:DescribeRepositories", "ecr:ListTagsForResource", "ecr:PutImageScanningConfiguration",
+              "ecr:PutImageTagMutability", "ecr:DeleteRepository", "ecr:TagResource", "ecr:UntagResource"),
+        # encrypted with the AWS managed key aws/ecr: its deletion retires ECR's grant
+        ECR_KMS: ("kms:RetireGrant",),
+    }),
+    "aws:ecr/lifecyclePolicy:LifecyclePolicy": Grants({ECR: ("ecr:PutLifecyclePolicy", "ecr:GetLifecyclePolicy", "ecr:DeleteLifecyclePolicy")}),
+    "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": Grants(
+        {
+            ECR_CACHE: ("ecr:CreatePullThroughCacheRule", "ecr:UpdatePullThroughCacheRule", "ecr:DeletePullThroughCacheRule"),
+            READ: ("ecr:DescribePullThroughCacheRules",),
+            # the Docker Hub credentials the rule names (and ECR's service-linked role that reads them)
+            SECRETS: ("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"),
+            IAM_LINKED: ("iam:CreateServiceLinkedRole",),
+        },
+        names=("secrets", "credentialArn"), service_linked=("pullthroughcache.ecr.amazonaws.com",),
+    ),
+    "aws:codebuild/project:Project": Grants(
+        {
+            CODEBUILD: ("codebuild:CreateProject", "codebuild:BatchGetProjects", "codebuild:UpdateProject", "codebuild:DeleteProject"),
+            # CodeBuild is passed the project's service role (the build role)
+            IAM_PASS: ("iam:PassRole",),
+        },
+        names=("projects", "name"), pass_to=("codebuild.amazonaws.com",),
+    ),
+    "aws:cloudwatch/logGroup:LogGroup": Grants(
+        {
+            LOGS: ("logs:CreateLogGroup", "logs:PutRetentionPolicy", "logs:DeleteRetentionPolicy", "logs:DeleteLogGroup",
+                   "logs:TagResource", "logs:UntagResource", "logs:ListTagsForResource"),
+            READ: ("logs:DescribeLogGroups",),
+        },
+        names=("log_groups", "name"),
+    ),
     "aws:autoscaling/schedule:Schedule": Grants({
         ASG: ("autoscaling:PutScheduledUpdateGroupAction", "autoscaling:DeleteScheduledAction"),
         READ: ("autoscaling:DescribeScheduledActions",),
@@ -262,7 +299,7 @@ def name_pattern(resource: Mapping[str, Any], key: str) -> str:
 
 def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str, cluster: str, invokes: Iterable[str] = ()) -> Target:
     """The stack's target: its names gathered from the planned (and pulumi-eks's not planned) resources."""
-    names: dict[str, set[str]] = {"roles": set(), "buckets": set()}
+    names: dict[str, set[str]] = {"roles": set(), "buckets": set(), "projects": set(), "log_groups": set(), "secrets": set()}
     pass_to: set[str] = set()
     linked: set[str] = set()
     for r in resources:

@@ -33,12 +33,27 @@ Sources, the AWS Service Authorization Reference ("Actions, resources, and condi
 - Amazon EC2 Auto Scaling: ``autoScalingGroup:${GroupId}:autoScalingGroupName/${GroupName}`` with
   ``aws:ResourceTag/${TagKey}``; EKS names a managed node group's group ``eks-<nodegroup>-<uuid>``
   and tags it ``eks:cluster-name`` (EKS user guide, "Managed node groups").
+- Amazon ECR: ``repository/${RepositoryName}``; CreateRepository, DescribeRepositories,
+  ListTagsForResource, Put*/Get*/DeleteLifecyclePolicy, PutImageScanningConfiguration,
+  PutImageTagMutability, TagResource, UntagResource and DeleteRepository act on it; the pull through
+  cache rule actions (Create/Update/Delete/DescribePullThroughCacheRules) list no resource type
+  (registry-level: Resource ``*``). The ECR user guide: the first rule creates the service-linked
+  role ``AWSServiceRoleForECRPullThroughCache`` (``pullthroughcache.ecr.amazonaws.com``), which reads
+  the ``ecr-pullthroughcache/`` secret; with the AWS managed key (``aws/ecr``), "Encryption at rest",
+  the principal that deletes a repository needs ``kms:RetireGrant``.
+- AWS CodeBuild: ``project/${ProjectName}``; CreateProject passes the service role (``iam:PassRole``
+  to ``codebuild.amazonaws.com``, CodeBuild user guide, "Permissions reference").
+- Amazon CloudWatch Logs: ``log-group:${LogGroupName}`` (and ``...:*``, the form the calls on a
+  group's streams authorize); ``DescribeLogGroups`` is a List call (Resource ``*``).
+- AWS Secrets Manager: ``secret:${SecretId}`` for DescribeSecret and GetSecretValue.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from ..config.images import repository_name
 
 TAG_KEY = "stack"
 """The tag every resource of the stack carries (program.py: {"project", "stack": <stack>, ...};
@@ -73,6 +88,12 @@ class Target:
     """The services the plan passes its roles to (``iam:PassedToService``)."""
     service_linked: tuple[str, ...] = ()
     """The services whose service-linked role a first deploy may create (``iam:AWSServiceName``)."""
+    projects: tuple[str, ...] = ()
+    """The CodeBuild projects the plan names (``rlinf-eks-<stack>-<family>``)."""
+    log_groups: tuple[str, ...] = ()
+    """The CloudWatch log groups the plan names (``/aws/codebuild/<project>``)."""
+    secrets: tuple[str, ...] = ()
+    """The Secrets Manager secret ARNs the plan hands to ECR (``images.dockerHubCache.credentialArn``)."""
 
     @property
     def partition(self) -> str:
@@ -110,6 +131,15 @@ def _roles(t: Target) -> list[str]:
 
 def _buckets(t: Target) -> list[str]:
     return [t.arn("s3", name, regional=False) for name in t.buckets]
+
+
+def _repositories(t: Target) -> list[str]:
+    # the slash ends the stack's part of the name: rlinf-eks/multi-node/* is not multi-node-kuberay's
+    return [t.arn("ecr", f"repository/{repository_name(t.stack, '*')}")]
+
+
+def _log_groups(t: Target) -> list[str]:
+    return [t.arn("logs", f"log-group:{name}{tail}") for name in t.log_groups for tail in ("", ":*")]
 
 
 SCOPES: dict[str, Scope] = {
@@ -221,5 +251,38 @@ SCOPES: dict[str, Scope] = {
         lambda t: [t.arn("autoscaling", "autoScalingGroup:*:autoScalingGroupName/eks-*")],
         "The Auto Scaling groups EKS made for the cluster's managed node groups (eks-<nodegroup>-<uuid>, tagged eks:cluster-name).",
         lambda t: {"StringEquals": {"aws:ResourceTag/eks:cluster-name": t.cluster}},
+    ),
+    "EcrOnlyTheStacksRepositories": Scope(
+        _repositories,
+        "ECR repositories named rlinf-eks/<stack>/<family>: the stack's part of the name ends at the slash, so no "
+        "other stack's repository matches.",
+    ),
+    "EcrPullThroughCacheRules": Scope(
+        lambda t: ["*"],
+        "The pull through cache rule (images.dockerHubCache): the Service Authorization Reference lists no resource "
+        "type for the rule actions (a registry setting), so IAM accepts only Resource \"*\"; only when the plan has a rule.",
+    ),
+    "KmsRetireEcrGrantsOnDelete": Scope(
+        lambda t: [t.arn("kms", "key/*")],
+        "Deleting a repository encrypted with the AWS managed key aws/ecr retires ECR's grant on it (ECR user guide, "
+        "\"Encryption at rest\"): only through ECR in the region (kms:ViaService).",
+        lambda t: {"StringEquals": {"kms:ViaService": f"ecr.{t.region}.amazonaws.com"}},
+    ),
+    "SecretsManagerTheCacheCredentials": Scope(
+        lambda t: [arn for arn in t.secrets if arn != "*"],
+        "The Docker Hub credentials secret the pull through cache rule names (images.dockerHubCache.credentialArn), "
+        "that one ARN only.",
+        needs=lambda t: any(arn != "*" for arn in t.secrets),
+    ),
+    "CodebuildOnlyTheStacksProjects": Scope(
+        lambda t: [t.arn("codebuild", f"project/{name}") for name in t.projects],
+        "The CodeBuild projects with the plan's names (rlinf-eks-<stack>-<family>), by exact name: a pattern "
+        "rlinf-eks-<stack>-* would also match a stack named <stack>-<suffix>.",
+        needs=lambda t: bool(t.projects),
+    ),
+    "LogsOnlyTheStacksLogGroups": Scope(
+        _log_groups,
+        "The build log groups with the plan's names (/aws/codebuild/<project>), by exact name for the same reason.",
+        needs=lambda t: bool(t.log_groups),
     ),
 }

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from .. import catalog, pricing
 from ..karpenter_reader import karpenter_pools
+from .image_cost import image_build_cost
+from .image_cost import render as render_image_cost
 from ..plan_reader import (
     EFA,
     EIP,
@@ -230,6 +232,8 @@ def stack_cost_of(
         "supportTierDate": on_date,
         "notes": notes,
         "usageBased": list(pricing.USAGE_BASED),
+        # images.build: build-minutes and image storage, billed by use (offline/image_cost.py)
+        **({"imageBuild": images} if (images := image_build_cost(resources, region)) else {}),
     }
 
 
@@ -490,6 +494,7 @@ def _render_stack_cost(cost: Mapping[str, Any]) -> list[str]:
         )
     lines.extend(f"    note: {note}" for note in cost.get("notes", []))
     lines.append("    plus usage-based: " + "; ".join(cost["usageBased"]))
+    lines += render_image_cost(cost.get("imageBuild"))
     return lines
 
 

@@ -250,6 +250,26 @@ def _aws_eks_cluster(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dic
     }
 
 
+def _ecr_repository(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    repository = state.get("name") or f"{name}-{_hex(name, 7)}"
+    return repository, {
+        "name": repository,
+        "arn": cloud._arn("aws:ecr", f"repository/{repository}"),
+        "registryId": ACCOUNT,
+        "repositoryUrl": f"{ACCOUNT}.dkr.ecr.{cloud.region}.amazonaws.com/{repository}",
+    }
+
+
+def _log_group(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    group = state.get("name") or f"{name}-{_hex(name, 7)}"
+    return group, {"name": group, "arn": cloud._arn("aws:logs", f"log-group:{group}")}
+
+
+def _codebuild_project(cloud: FakeCloud, name: str, state: dict) -> tuple[str, dict]:
+    project = state.get("name") or f"{name}-{_hex(name, 7)}"
+    return project, {"name": project, "arn": cloud._arn("aws:codebuild", f"project/{project}")}
+
+
 _RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
     VPC: _prefixed("vpc"),
     SUBNET: _prefixed("subnet"),
@@ -277,6 +297,9 @@ _RESOURCES: dict[str, Callable[[FakeCloud, str, dict], tuple[str, dict]]] = {
     DATA_REPOSITORY_ASSOCIATION: _data_repository_association,
     EKS_CLUSTER: _eks_cluster,
     AWS_EKS_CLUSTER: _aws_eks_cluster,
+    "aws:ecr/repository:Repository": _ecr_repository,
+    "aws:cloudwatch/logGroup:LogGroup": _log_group,
+    "aws:codebuild/project:Project": _codebuild_project,
 }
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..policies import Violation
 
 PLAN_FILE = "plan.json"
+FIRST_STEP = "firstStep"
 MANIFESTS = "manifests"
 EFFICIENCY_FILE = "efficiency.json"
 EFFICIENCY_PICTURE = "efficiency.svg"
@@ -76,7 +77,17 @@ class Plan:
             data["region"] = self.region
         if self.unchecked:
             data["unchecked"] = self.unchecked
+        estimate = self.first_step
+        if estimate is not None:
+            # the wait from node Ready to the first step, on paper (offline/first_step.py)
+            data[FIRST_STEP] = estimate
         return data
+
+    @property
+    def first_step(self) -> dict[str, Any] | None:
+        from .first_step import first_step
+
+        return first_step(self.settings, self.stack)
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"

@@ -56,6 +56,11 @@ def _shown_path(path: Path, root: Path) -> Path:
     return path.relative_to(root) if path.is_relative_to(root) else path
 
 
+def stack_file_path(root: Path, stack: str) -> Path:
+    """Where the stack's file is: ``<stackConfigDir>/Pulumi.<stack>.yaml`` (it may not exist)."""
+    return root / _project_file(root).get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+
+
 def _project_file(root: Path) -> dict[str, Any]:
     return _read_yaml(root / "Pulumi.yaml", root)
 
@@ -265,7 +270,7 @@ def stack_file_of(root: Path, stack: str) -> tuple[str, Path]:
         if not path.is_file():
             raise StackConfigError(f"{stack!r}: no such stack file" + (" (it is a folder)" if path.is_dir() else ""))
         return name, path.resolve()
-    path = root / _project_file(root).get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+    path = stack_file_path(root, stack)
     if not path.is_file():
         known = ", ".join(available_stacks(root)) or "none"
         raise StackConfigError(

@@ -11,6 +11,7 @@ from typing_extensions import NotRequired
 from .addons import AutoscalerSettings, DevicePluginSettings, KubeRaySettings, PreflightSettings
 from .cluster import ClusterSettings, SystemNodeSettings
 from .gpu_nodes import CapacityBlockSettings, GpuNodeSettings, InstanceOverrides, KarpenterSettings, PlacementGroupSettings
+from .images import DockerHubCacheSettings, ImageSettings
 from .network import NetworkSettings
 from .observability import ObservabilitySettings, PrometheusSettings
 from .platform import PlatformSettings
@@ -18,7 +19,7 @@ from .queue import PriorityClassSettings, QueueSettings
 from .storage import SharedFilesystemSettings, StorageSettings
 from .workload import EvalSettings, ManualJobSettings, ModelSettings, RayJobSettings, RestartSettings, RolloutSettings, TrainerSettings, WorkloadSettings
 
-__all__ = ["AutoscalerSettings", "CapacityBlockSettings", "ClusterSettings", "DevicePluginSettings", "DevicePluginsArgs", "EfaGpuNodeGroupArgs", "EvalSettings", "GpuNodeSettings", "InstanceOverrides", "KarpenterSettings", "KubeRayOperatorArgs", "KubeRaySettings", "ManualJobSettings", "ModelSettings", "NetworkSettings", "ObservabilitySettings", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings", "PrometheusSettings", "QueueSettings", "RayJobSettings", "RestartSettings", "RlinfStackArgs", "RlinfTrainingArgs", "RolloutSettings", "SharedFilesystemSettings", "StorageSettings", "SystemNodeSettings", "TrainerSettings", "WorkloadSettings"]  # fmt: skip
+__all__ = ["AutoscalerSettings", "CapacityBlockSettings", "ClusterSettings", "DevicePluginSettings", "DevicePluginsArgs", "DockerHubCacheSettings", "EfaGpuNodeGroupArgs", "EvalSettings", "GpuNodeSettings", "ImageSettings", "InstanceOverrides", "KarpenterSettings", "KubeRayOperatorArgs", "KubeRaySettings", "ManualJobSettings", "ModelSettings", "NetworkSettings", "ObservabilitySettings", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings", "PrometheusSettings", "QueueSettings", "RayJobSettings", "RestartSettings", "RlinfStackArgs", "RlinfTrainingArgs", "RolloutSettings", "SharedFilesystemSettings", "StorageSettings", "SystemNodeSettings", "TrainerSettings", "WorkloadSettings"]  # fmt: skip
 
 
 class EfaGpuNodeGroupArgs(TypedDict):
@@ -139,4 +140,9 @@ class RlinfStackArgs(TypedDict):
     (
         "The stack's role (both, platform, experiment) and an experiment's platform stack. A platform\n"
         "stack needs no workload section (it has no run)."
+    )
+    images: NotRequired[ImageSettings]
+    (
+        "The training images built in this account: ECR repositories and CodeBuild projects (optional;\n"
+        "python -m rlinf_eks build-image)."
     )
