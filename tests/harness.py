@@ -159,7 +159,11 @@ def plan_stack(stack: str, *sets: str) -> Plan:
 
 
 def _make_stack_plan(stack: str, sets: tuple[str, ...]) -> Plan:
-    config = load(ROOT, stack, list(sets))
+    from rlinf_eks.offline.stack_config import Unset
+
+    # "--unset KEY" as on the command line; every other edit is a --set KEY=VALUE
+    edits = [Unset(item[len("--unset "):]) if item.startswith("--unset ") else item for item in sets]
+    config = load(ROOT, stack, edits)
     return make_plan(config, platform_of(config))
 
 

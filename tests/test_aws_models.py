@@ -68,7 +68,7 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("capacity-block", ("gpuNodes.nodeCount=4", 'workload.trainer.batch["actor.global_batch_size"]=1280')),
     ("autoscaled", ("gpuNodes.maxNodes=4",)),
     ("autoscaled", ("gpuNodes.scaleToZero=false", "autoscaler.enabled=false")),
-    ("autoscaled", ("preflight.enabled=false",)),
+    ("autoscaled", ("preflight.enabled=false", "--unset preflight.minBusBandwidthFraction")),
     (
         "autoscaled",
         (

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from .. import catalog, pricing
 from ..karpenter_reader import karpenter_pools
+from .efficiency_render import render_efficiency  # noqa: F401 (the report's text, re-exported)
 from .image_cost import image_build_cost
-from .image_cost import render as render_image_cost
 from ..plan_reader import (
     EFA,
     EIP,
@@ -427,75 +427,6 @@ def efficiency_report(plan: PlanLike, settings: StackSettings, on_date: Optional
 
 
 # --- text ---------------------------------------------------------------------------------------
-
-
-def _pct(value: Optional[float]) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
-def _usd(value: Optional[float]) -> str:
-    return "unknown" if value is None else f"${value:,.2f}/h"
-
-
-def _names(items: list[Any]) -> str:
-    return ", ".join(str(i) for i in items) or "none"
-
-
-def render_efficiency(report: Mapping[str, Any]) -> str:
-    """The report as a few lines for the terminal."""
-    nodes, gpus, efa = report["nodes"], report["gpus"], report["efaInterfaces"]
-    cpu, mem, place, cost = report["cpu"], report["memory"], report["placement"], report["cost"]
-    price = cost["price"]
-    lines = [
-        f"Efficiency ({report['instanceType']} in {report['region']}):",
-        f"  nodes        {nodes['whileTraining']} while training (min {nodes['min']}, desired {nodes['desired']}, max {nodes['max']})",
-        f"  GPUs         {gpus['requested']:g} of {gpus['onNodes']} requested by {report['trainingPods']['count']} training pod{'' if report['trainingPods']['count'] == 1 else 's'} ({_pct(gpus['fraction'])})",
-        f"  EFA          {efa['requested']:g} of {efa['attached']} interfaces requested ({_pct(efa['fraction'])})",
-        f"  CPU          {cpu['requestedMillicpu'] / 1000:g} of {cpu['allocatableMillicpu'] / 1000:g} allocatable cores ({_pct(cpu['fraction'])})",
-        f"  memory       {mem['requestedMiB'] / 1024:g} of {mem['allocatableMiB'] / 1024:.1f} allocatable GiB ({_pct(mem['fraction'])})",
-        f"  placement    one AZ: {'yes' if place['oneAvailabilityZone'] else 'no'} ({_names(place['availabilityZones'])}); "
-        f"one placement group: {'yes' if place['onePlacementGroup'] else 'no'} ({_names(place['placementGroups'])})",
-    ]
-    if cost["onDemandPerNodeHour"] is None:
-        lines.append(f"  cost         unknown: {price['reason']}")
-    else:
-        lines.append(
-            f"  cost         {_usd(cost['perHourWhileTraining'])} while training, {_usd(cost['perHourIdle'])} idle, "
-            f"{_usd(cost['perHourAtMax'])} at max ({_usd(cost['onDemandPerNodeHour'])} per node on-demand, as of {price['asOf']})"
-        )
-    if "items" in cost:
-        lines.extend(_render_stack_cost(cost))
-    lines.extend(f"  warning: {w}" for w in report.get("warnings", []))
-    return "\n".join(lines)
-
-
-def _usd_fine(value: Optional[float]) -> str:
-    # cents hide the small items (a KMS key is $0.0014/h)
-    return _usd(value) if value is None or value == 0 or value >= 0.01 else f"${value:.4f}/h"
-
-
-def _render_stack_cost(cost: Mapping[str, Any]) -> list[str]:
-    if cost["totalPerHourWhileTraining"] is None:
-        summary = cost.get("totalUnknownSummary") or "no sourced price"
-        lines = [f"  stack cost   unknown: {summary} (why: below)"]
-    else:
-        lines = [
-            f"  stack cost   {_usd(cost['totalPerHourWhileTraining'])} while training, {_usd(cost['totalPerHourIdle'])} idle, "
-            f"{_usd(cost['totalPerHourAtMax'])} at max, everything the stack bills by the hour:"
-        ]
-    for item in cost["items"]:
-        if item["price"]["usdPerUnitHour"] is None:
-            lines.append(f"    {item['item']:<18} unknown: {item['price']['reason'] or 'no sourced price'}")
-            continue
-        detail = item["price"]["detail"] or ""
-        lines.append(
-            f"    {item['item']:<18} {_usd_fine(item['perHourWhileTraining']):>13} while training, {_usd_fine(item['perHourIdle'])} idle"
-            f"{'  (' + detail + ')' if detail else ''}"
-        )
-    lines.extend(f"    note: {note}" for note in cost.get("notes", []))
-    lines.append("    plus usage-based: " + "; ".join(cost["usageBased"]))
-    lines += render_image_cost(cost.get("imageBuild"))
-    return lines
 
 
 def dumps(report: Mapping[str, Any]) -> str:
