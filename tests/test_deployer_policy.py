@@ -22,8 +22,10 @@ from tests.iam_arns import World, own_resource, requests_for
 from tests.iam_eval import Request, allowed, allowing, like
 from tests.test_aws_models import VARIANTS
 
-# every fourth variant, and every one that builds the training images (images.build)
-CASES = [(s, ()) for s in STACKS] + [v for n, v in enumerate(VARIANTS) if n % 4 == 0 or any(x.startswith("images.") for x in v[1])]
+# every fourth variant, and every one that builds the training images (images.build) or provisions with Karpenter
+CASES = [(s, ()) for s in STACKS] + [
+    v for n, v in enumerate(VARIANTS) if n % 4 == 0 or any(x.startswith(("images.", "gpuNodes.provisioner=")) for x in v[1])
+]
 
 
 def _all_actions() -> set[str]:
@@ -324,7 +326,8 @@ def test_the_plan_writes_the_deployer_policy_and_its_notes(tmp_path):
 _ON_THE_RESOURCE = {
     "Ec2ChangeOnlyTheStacksResources", "EksOnlyTheStacksCluster", "IamChangeOnlyTheStacksRoles", "KmsOnlyTheStacksKeys",
     "S3OnlyTheStacksBuckets", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups",
-    "EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups",
+    "EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups", "SqsOnlyTheStacksQueues",
+    "EventsOnlyTheStacksRules",
 }
 # EC2 tag calls on a rule act on the rule (security-group-rule/<id>), which the plan leaves untagged
 # (the provider then sends none), not on the group the other calls name
