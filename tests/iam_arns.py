@@ -430,7 +430,9 @@ OWN: dict[str, Callable[[World, Mapping[str, Any]], Request]] = {
     "aws:codebuild/project:Project": lambda w, r: Request("", w.arn("codebuild", f"project/{r['inputs']['name']}")),
     "aws:cloudwatch/logGroup:LogGroup": lambda w, r: Request("", w.arn("logs", f"log-group:{r['inputs']['name']}")),
     "aws:sqs/queue:Queue": lambda w, r: w.existing("", "sqs", _queue_name(r["id"]), r["id"]),
-    "aws:sqs/queuePolicy:QueuePolicy": lambda w, r: w.existing("", "sqs", _queue_name(r["inputs"]["queueUrl"]), r["inputs"]["queueUrl"]),
+    "aws:sqs/queuePolicy:QueuePolicy": lambda w, r: w.existing(
+        "", "sqs", _queue_name(r["inputs"]["queueUrl"]), r["inputs"]["queueUrl"]
+    ),
     # a rule's id is its name on the default bus; a target's calls name its rule
     "aws:cloudwatch/eventRule:EventRule": lambda w, r: w.existing("", "events", f"rule/{r['inputs'].get('name') or r['id']}", r["id"]),
     "aws:cloudwatch/eventTarget:EventTarget": lambda w, r: w.existing("", "events", f"rule/{r['inputs']['rule']}", r["inputs"]["rule"]),

@@ -356,3 +356,84 @@ def test_each_types_read_update_delete_actions_are_allowed_on_the_planned_resour
                 if not allowed(policy, Request(action, own.resource, own.context)):
                     denied.append(f"{resource['type']} {resource['name']}: {action} on {own.resource} {own.context}")
     assert checked and denied == []
+
+
+# --- Karpenter (gpuNodes.provisioner karpenter): its access entry, interruption queue and rules --------
+
+
+@pytest.fixture(scope="module")
+def karpenter():
+    plan = plan_stack("multi-node", "gpuNodes.provisioner=karpenter")
+    return plan, deployer_policy_of_plan(plan)
+
+
+def test_the_karpenter_requests_are_checked_against_arns_too(karpenter):
+    plan, policy = karpenter
+    for sid in ("SqsCreateQueuesTaggedWithTheStack", "SqsOnlyTheStacksQueues", "EventsCreateRulesTaggedWithTheStack",
+                "EventsTargetsOnlyTheStacksQueues", "IamPassTheStacksRolesToItsServices"):  # fmt: skip
+        without = {**policy, "Statement": [s for s in policy["Statement"] if s["Sid"] != sid]}
+        assert _denied(plan, without), sid
+
+
+SQS, RULE = "arn:aws:sqs:us-east-1:123456789012:", "arn:aws:events:us-east-1:123456789012:rule/"
+
+
+def test_karpenter_only_the_stacks_queue_and_rules(karpenter):
+    _, policy = karpenter
+    ours, theirs = {"aws:ResourceTag/stack": "multi-node"}, {"aws:ResourceTag/stack": "single-node"}
+    queue, rule = SQS + "gpu-interruption-e116fab", RULE + "gpu-spot-interruption-846d898"
+    assert allowed(policy, Request("sqs:DeleteQueue", queue, ours))
+    assert allowed(policy, Request("sqs:CreateQueue", queue, {"aws:RequestTag/stack": "multi-node"}))
+    assert allowed(policy, Request("events:DeleteRule", rule, ours))
+    assert allowed(policy, Request("events:RemoveTargets", rule, ours))
+    assert allowed(policy, Request("events:PutTargets", rule, {**ours, "events:TargetArn": queue}))
+    # the same autonamed pattern in another stack: its tag tells it apart
+    assert not allowed(policy, Request("sqs:DeleteQueue", queue, theirs))
+    assert not allowed(policy, Request("sqs:SetQueueAttributes", queue, theirs))
+    assert not allowed(policy, Request("sqs:DeleteQueue", queue))  # untagged
+    assert not allowed(policy, Request("sqs:CreateQueue", queue, {"aws:RequestTag/stack": "single-node"}))
+    assert not allowed(policy, Request("sqs:CreateQueue", queue))
+    assert not allowed(policy, Request("events:DeleteRule", rule, theirs))
+    assert not allowed(policy, Request("events:PutRule", rule, theirs))
+    assert not allowed(policy, Request("events:PutRule", rule, {"aws:RequestTag/stack": "single-node"}))
+    assert not allowed(policy, Request("events:RemoveTargets", rule, theirs))
+    # other names, another region
+    for action, arn in (
+        ("sqs:DeleteQueue", SQS + "orders-queue"),
+        ("sqs:SetQueueAttributes", "arn:aws:sqs:us-west-2:123456789012:gpu-interruption-e116fab"),
+        ("events:DeleteRule", RULE + "AutoScalingManagedRule"),
+        ("events:DeleteRule", "arn:aws:events:us-east-1:123456789012:rule/custom-bus/gpu-spot-interruption-846d898"),
+        ("events:DeleteRule", "arn:aws:events:us-west-2:123456789012:rule/gpu-spot-interruption-846d898"),
+    ):
+        assert not allowed(policy, Request(action, arn, ours)), (action, arn)
+    # the stack's rules send only to the stack's queue
+    elsewhere = ("arn:aws:lambda:us-east-1:123456789012:function:f", "arn:aws:sqs:us-west-2:123456789012:gpu-interruption-e116fab")
+    for target in (SQS + "orders-queue", *elsewhere):
+        assert not allowed(policy, Request("events:PutTargets", rule, {**ours, "events:TargetArn": target})), target
+    assert not allowed(policy, Request("events:PutTargets", rule, ours))  # no target named
+    assert not allowed(policy, Request("events:PutTargets", rule, {**theirs, "events:TargetArn": queue}))
+
+
+def test_karpenter_access_entries_only_on_the_stacks_cluster_and_its_role_to_pods(karpenter):
+    _, policy = karpenter
+    entry = "arn:aws:eks:us-east-1:123456789012:access-entry/{}/role/123456789012/gpu-node-role-4ad3f2c/0ac1"
+    assert allowed(policy, Request("eks:DeleteAccessEntry", entry.format("rlinf-multi-node")))
+    assert not allowed(policy, Request("eks:DeleteAccessEntry", entry.format("rlinf-single-node")))
+    assert not allowed(policy, Request("eks:UpdateAccessEntry", entry.format("rlinf-multi-node-kuberay")))
+    controller = "arn:aws:iam::123456789012:role/gpu-controller-86bf163"
+    assert allowed(policy, Request("iam:PassRole", controller, {"iam:PassedToService": "pods.eks.amazonaws.com"}))
+    assert not allowed(policy, Request("iam:PassRole", controller, {"iam:PassedToService": "ec2.amazonaws.com"}))
+    assert allowed(policy, Request("iam:PutRolePolicy", controller, {"aws:ResourceTag/stack": "multi-node"}))
+    assert not allowed(policy, Request("iam:PutRolePolicy", controller, {"aws:ResourceTag/stack": "single-node"}))
+
+
+def test_the_karpenter_grants_only_with_karpenter(multi, karpenter):
+    _, plain = multi
+    _, with_karpenter = karpenter
+
+    def services(policy):
+        return {a.split(":")[0] for s in policy["Statement"] for a in s["Action"]}
+
+    assert not {"sqs", "events"} & services(plain)
+    assert {"sqs", "events"} <= services(with_karpenter)
+    assert not any(s["Sid"].startswith(("Sqs", "Events")) for s in plain["Statement"])

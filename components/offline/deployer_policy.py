@@ -74,7 +74,8 @@ S3, FSX_CREATE, FSX, ASG = "S3OnlyTheStacksBuckets", "FsxCreateTaggedWithTheStac
 ECR, ECR_CACHE, ECR_KMS = "EcrOnlyTheStacksRepositories", "EcrPullThroughCacheRules", "KmsRetireEcrGrantsOnDelete"
 SECRETS, CODEBUILD, LOGS = "SecretsManagerTheCacheCredentials", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups"
 SQS_CREATE, SQS = "SqsCreateQueuesTaggedWithTheStack", "SqsOnlyTheStacksQueues"
-EVENTS_CREATE, EVENTS, EVENTS_TARGETS = "EventsCreateRulesTaggedWithTheStack", "EventsOnlyTheStacksRules", "EventsTargetsOnlyTheStacksQueues"
+EVENTS_CREATE, EVENTS = "EventsCreateRulesTaggedWithTheStack", "EventsOnlyTheStacksRules"
+EVENTS_TARGETS = "EventsTargetsOnlyTheStacksQueues"
 
 
 def _ec2(create: str, describe: tuple[str, ...], change: tuple[str, ...], in_vpc: bool = False) -> Grants:
@@ -329,7 +330,8 @@ def name_pattern(resource: Mapping[str, Any], key: str) -> str:
 
 def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str, cluster: str, invokes: Iterable[str] = ()) -> Target:
     """The stack's target: its names gathered from the planned (and pulumi-eks's not planned) resources."""
-    names: dict[str, set[str]] = {"roles": set(), "buckets": set(), "projects": set(), "log_groups": set(), "secrets": set(), "queues": set(), "rules": set()}
+    kinds = ("roles", "buckets", "projects", "log_groups", "secrets", "queues", "rules")
+    names: dict[str, set[str]] = {kind: set() for kind in kinds}
     pass_to: set[str] = set()
     linked: set[str] = set()
     for r in resources:
