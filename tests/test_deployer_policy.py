@@ -437,3 +437,20 @@ def test_the_karpenter_grants_only_with_karpenter(multi, karpenter):
     assert not {"sqs", "events"} & services(plain)
     assert {"sqs", "events"} <= services(with_karpenter)
     assert not any(s["Sid"].startswith(("Sqs", "Events")) for s in plain["Statement"])
+
+
+def test_the_target_gathers_the_queue_and_rule_names_and_the_scopes_need_them():
+    resources = [
+        {"type": "aws:sqs/queue:Queue", "name": "gpu-interruption", "inputs": {}},
+        {"type": "aws:cloudwatch/eventRule:EventRule", "name": "gpu-rebalance", "inputs": {}},
+        {"type": "aws:cloudwatch/eventRule:EventRule", "name": "named", "inputs": {"name": "rlinf-rule"}},
+        {"type": "aws:cloudwatch/eventTarget:EventTarget", "name": "gpu-rebalance", "inputs": {"rule": "gpu-rebalance-1"}},
+    ]
+    target = dp.target_of(resources, stack="s", region="eu-west-1", cluster="rlinf-s")
+    assert target.queues == ("gpu-interruption-*",) and target.rules == ("gpu-rebalance-*", "rlinf-rule")
+    targets = next(s for s in dp.deployer_policy(resources, target=target)["Statement"] if s["Sid"] == "EventsTargetsOnlyTheStacksQueues")
+    assert targets["Resource"] == ["arn:aws:events:eu-west-1:*:rule/gpu-rebalance-*", "arn:aws:events:eu-west-1:*:rule/rlinf-rule"]
+    assert targets["Condition"]["ArnLike"] == {"events:TargetArn": ["arn:aws:sqs:eu-west-1:*:gpu-interruption-*"]}
+    # no names, no statement (an empty Resource list is not a policy IAM accepts)
+    empty = dp.deployer_policy(resources, target=Target(stack="s", region="eu-west-1", cluster="rlinf-s"))
+    assert not any(s["Sid"].startswith(("Sqs", "Events")) for s in empty["Statement"])
