@@ -437,6 +437,9 @@ def test_the_karpenter_grants_only_with_karpenter(multi, karpenter):
     assert not {"sqs", "events"} & services(plain)
     assert {"sqs", "events"} <= services(with_karpenter)
     assert not any(s["Sid"].startswith(("Sqs", "Events")) for s in plain["Statement"])
+    # and the larger policy still splits into managed policies under the limit
+    parts = dp.split(with_karpenter)
+    assert len(parts) > 1 and all(dp.size(p) <= dp.MANAGED_POLICY_LIMIT for p in parts)
 
 
 def test_the_target_gathers_the_queue_and_rule_names_and_the_scopes_need_them():
