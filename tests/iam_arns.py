@@ -34,6 +34,15 @@ condition keys for <service>" (https://docs.aws.amazon.com/service-authorization
 - Amazon CloudWatch Logs: ``log-group:${LogGroupName}``; CreateLogGroup supports
   ``aws:RequestTag/${TagKey}``, and with ``tags`` also needs ``logs:TagResource`` (CloudWatch Logs API
   reference, CreateLogGroup); PutRetentionPolicy acts on the group.
+- Amazon SQS: ``arn:${Partition}:sqs:${Region}:${Account}:${QueueName}`` (a queue URL's last path
+  segment); CreateQueue supports ``aws:RequestTag/${TagKey}`` and with ``tags`` also needs
+  ``sqs:TagQueue`` (SQS API reference, CreateQueue); SetQueueAttributes acts on the queue, with its
+  ``aws:ResourceTag/${TagKey}`` (SQS developer guide, "ABAC condition keys for Amazon SQS").
+- Amazon EventBridge: ``rule/${RuleName}`` on the default event bus; PutRule supports
+  ``aws:RequestTag/${TagKey}`` and with ``Tags`` also needs ``events:TagResource`` (EventBridge API
+  reference, PutRule); PutTargets acts on the rule, with its ``aws:ResourceTag/${TagKey}`` and each
+  target's ARN as ``events:TargetArn`` (EventBridge user guide, "Using IAM policy conditions in
+  Amazon EventBridge").
 
 The ids of resources that do not exist yet are the mocks' ids in the plan; the tags of an existing
 resource are the planned resource's with that id (none for a resource outside the plan).
@@ -214,6 +223,30 @@ def _logs_on_group(w: World, call: Call, resource: Mapping[str, Any]) -> list[Re
     return [Request(f"logs:{call.operation}", w.arn("logs", f"log-group:{call.params['logGroupName']}"))]
 
 
+def _queue_name(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _sqs_create(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    arn = w.arn("sqs", call.params["QueueName"])
+    return _tagged("sqs:CreateQueue", arn, _request_tags(call.params.get("tags")), "sqs:TagQueue")
+
+
+def _sqs_on_queue(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    url = call.params["QueueUrl"]
+    return [w.existing(f"sqs:{call.operation}", "sqs", _queue_name(url), url)]
+
+
+def _events_put_rule(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    arn = w.arn("events", f"rule/{call.params['Name']}")
+    return _tagged("events:PutRule", arn, _request_tags(call.params.get("Tags")), "events:TagResource")
+
+
+def _events_put_targets(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    rule = call.params["Rule"]
+    return [w.existing("events:PutTargets", "events", f"rule/{rule}", rule, **{"events:TargetArn": t["Arn"]}) for t in call.params["Targets"]]
+
+
 def _fsx_create(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
     tags = _request_tags(call.params.get("Tags"))
     arn = w.arn("fsx", f"file-system/{resource['id']}")
@@ -293,6 +326,10 @@ RULES: dict[tuple[str, str], Rule] = {
     ("codebuild", "CreateProject"): _codebuild_create,
     ("logs", "CreateLogGroup"): _logs_create,
     ("logs", "PutRetentionPolicy"): _logs_on_group,
+    ("sqs", "CreateQueue"): _sqs_create,
+    ("sqs", "SetQueueAttributes"): _sqs_on_queue,
+    ("events", "PutRule"): _events_put_rule,
+    ("events", "PutTargets"): _events_put_targets,
 }
 
 
@@ -329,6 +366,10 @@ def _own_eks(w: World, r: Mapping[str, Any]) -> Request:
         path = f"nodegroup/{i['clusterName']}/{i.get('nodeGroupName') or r['id'].split(':', 1)[-1]}/{EKS_UUID}"
     elif t == "aws:eks/addon:Addon":
         path = f"addon/{i['clusterName']}/{i['addonName']}/{EKS_UUID}"
+    elif t == "aws:eks/accessEntry:AccessEntry":
+        principal = i["principalArn"].split(":")
+        kind, name = principal[5].split("/", 1)
+        path = f"access-entry/{i['clusterName']}/{kind}/{principal[4]}/{name.rsplit('/', 1)[-1]}/{EKS_UUID}"
     else:
         path = f"podidentityassociation/{i['clusterName']}/a-{EKS_UUID[:17].replace('-', '')}"
     return Request("", w.arn("eks", path))
@@ -364,6 +405,7 @@ OWN: dict[str, Callable[[World, Mapping[str, Any]], Request]] = {
     "aws:eks/nodeGroup:NodeGroup": _own_eks,
     "aws:eks/addon:Addon": _own_eks,
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": _own_eks,
+    "aws:eks/accessEntry:AccessEntry": _own_eks,
     "aws:iam/role:Role": _own_role(None),
     "aws:iam/rolePolicy:RolePolicy": _own_role("role"),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": _own_role("role"),
@@ -387,6 +429,13 @@ OWN: dict[str, Callable[[World, Mapping[str, Any]], Request]] = {
     ),
     "aws:codebuild/project:Project": lambda w, r: Request("", w.arn("codebuild", f"project/{r['inputs']['name']}")),
     "aws:cloudwatch/logGroup:LogGroup": lambda w, r: Request("", w.arn("logs", f"log-group:{r['inputs']['name']}")),
+    "aws:sqs/queue:Queue": lambda w, r: w.existing("", "sqs", _queue_name(r["id"]), r["id"]),
+    "aws:sqs/queuePolicy:QueuePolicy": lambda w, r: w.existing(
+        "", "sqs", _queue_name(r["inputs"]["queueUrl"]), r["inputs"]["queueUrl"]
+    ),
+    # a rule's id is its name on the default bus; a target's calls name its rule
+    "aws:cloudwatch/eventRule:EventRule": lambda w, r: w.existing("", "events", f"rule/{r['inputs'].get('name') or r['id']}", r["id"]),
+    "aws:cloudwatch/eventTarget:EventTarget": lambda w, r: w.existing("", "events", f"rule/{r['inputs']['rule']}", r["inputs"]["rule"]),
     "aws:autoscaling/schedule:Schedule": lambda w, r: Request(
         "", w.arn("autoscaling", f"autoScalingGroup:{ASG_ID}:autoScalingGroupName/{r['inputs']['autoscalingGroupName']}"),
         {"aws:ResourceTag/eks:cluster-name": w.cluster},

@@ -22,8 +22,10 @@ from tests.iam_arns import World, own_resource, requests_for
 from tests.iam_eval import Request, allowed, allowing, like
 from tests.test_aws_models import VARIANTS
 
-# every fourth variant, and every one that builds the training images (images.build)
-CASES = [(s, ()) for s in STACKS] + [v for n, v in enumerate(VARIANTS) if n % 4 == 0 or any(x.startswith("images.") for x in v[1])]
+# every fourth variant, and every one that builds the training images (images.build) or provisions with Karpenter
+CASES = [(s, ()) for s in STACKS] + [
+    v for n, v in enumerate(VARIANTS) if n % 4 == 0 or any(x.startswith(("images.", "gpuNodes.provisioner=")) for x in v[1])
+]
 
 
 def _all_actions() -> set[str]:
@@ -324,7 +326,8 @@ def test_the_plan_writes_the_deployer_policy_and_its_notes(tmp_path):
 _ON_THE_RESOURCE = {
     "Ec2ChangeOnlyTheStacksResources", "EksOnlyTheStacksCluster", "IamChangeOnlyTheStacksRoles", "KmsOnlyTheStacksKeys",
     "S3OnlyTheStacksBuckets", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups",
-    "EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups",
+    "EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups", "SqsOnlyTheStacksQueues",
+    "EventsOnlyTheStacksRules",
 }
 # EC2 tag calls on a rule act on the rule (security-group-rule/<id>), which the plan leaves untagged
 # (the provider then sends none), not on the group the other calls name
@@ -353,3 +356,104 @@ def test_each_types_read_update_delete_actions_are_allowed_on_the_planned_resour
                 if not allowed(policy, Request(action, own.resource, own.context)):
                     denied.append(f"{resource['type']} {resource['name']}: {action} on {own.resource} {own.context}")
     assert checked and denied == []
+
+
+# --- Karpenter (gpuNodes.provisioner karpenter): its access entry, interruption queue and rules --------
+
+
+@pytest.fixture(scope="module")
+def karpenter():
+    plan = plan_stack("multi-node", "gpuNodes.provisioner=karpenter")
+    return plan, deployer_policy_of_plan(plan)
+
+
+def test_the_karpenter_requests_are_checked_against_arns_too(karpenter):
+    plan, policy = karpenter
+    for sid in ("SqsCreateQueuesTaggedWithTheStack", "SqsOnlyTheStacksQueues", "EventsCreateRulesTaggedWithTheStack",
+                "EventsTargetsOnlyTheStacksQueues", "IamPassTheStacksRolesToItsServices"):  # fmt: skip
+        without = {**policy, "Statement": [s for s in policy["Statement"] if s["Sid"] != sid]}
+        assert _denied(plan, without), sid
+
+
+SQS, RULE = "arn:aws:sqs:us-east-1:123456789012:", "arn:aws:events:us-east-1:123456789012:rule/"
+
+
+def test_karpenter_only_the_stacks_queue_and_rules(karpenter):
+    _, policy = karpenter
+    ours, theirs = {"aws:ResourceTag/stack": "multi-node"}, {"aws:ResourceTag/stack": "single-node"}
+    queue, rule = SQS + "gpu-interruption-e116fab", RULE + "gpu-spot-interruption-846d898"
+    assert allowed(policy, Request("sqs:DeleteQueue", queue, ours))
+    assert allowed(policy, Request("sqs:CreateQueue", queue, {"aws:RequestTag/stack": "multi-node"}))
+    assert allowed(policy, Request("events:DeleteRule", rule, ours))
+    assert allowed(policy, Request("events:RemoveTargets", rule, ours))
+    assert allowed(policy, Request("events:PutTargets", rule, {**ours, "events:TargetArn": queue}))
+    # the same autonamed pattern in another stack: its tag tells it apart
+    assert not allowed(policy, Request("sqs:DeleteQueue", queue, theirs))
+    assert not allowed(policy, Request("sqs:SetQueueAttributes", queue, theirs))
+    assert not allowed(policy, Request("sqs:DeleteQueue", queue))  # untagged
+    assert not allowed(policy, Request("sqs:CreateQueue", queue, {"aws:RequestTag/stack": "single-node"}))
+    assert not allowed(policy, Request("sqs:CreateQueue", queue))
+    assert not allowed(policy, Request("events:DeleteRule", rule, theirs))
+    assert not allowed(policy, Request("events:PutRule", rule, theirs))
+    assert not allowed(policy, Request("events:PutRule", rule, {"aws:RequestTag/stack": "single-node"}))
+    assert not allowed(policy, Request("events:RemoveTargets", rule, theirs))
+    # other names, another region
+    for action, arn in (
+        ("sqs:DeleteQueue", SQS + "orders-queue"),
+        ("sqs:SetQueueAttributes", "arn:aws:sqs:us-west-2:123456789012:gpu-interruption-e116fab"),
+        ("events:DeleteRule", RULE + "AutoScalingManagedRule"),
+        ("events:DeleteRule", "arn:aws:events:us-east-1:123456789012:rule/custom-bus/gpu-spot-interruption-846d898"),
+        ("events:DeleteRule", "arn:aws:events:us-west-2:123456789012:rule/gpu-spot-interruption-846d898"),
+    ):
+        assert not allowed(policy, Request(action, arn, ours)), (action, arn)
+    # the stack's rules send only to the stack's queue
+    elsewhere = ("arn:aws:lambda:us-east-1:123456789012:function:f", "arn:aws:sqs:us-west-2:123456789012:gpu-interruption-e116fab")
+    for target in (SQS + "orders-queue", *elsewhere):
+        assert not allowed(policy, Request("events:PutTargets", rule, {**ours, "events:TargetArn": target})), target
+    assert not allowed(policy, Request("events:PutTargets", rule, ours))  # no target named
+    assert not allowed(policy, Request("events:PutTargets", rule, {**theirs, "events:TargetArn": queue}))
+
+
+def test_karpenter_access_entries_only_on_the_stacks_cluster_and_its_role_to_pods(karpenter):
+    _, policy = karpenter
+    entry = "arn:aws:eks:us-east-1:123456789012:access-entry/{}/role/123456789012/gpu-node-role-4ad3f2c/0ac1"
+    assert allowed(policy, Request("eks:DeleteAccessEntry", entry.format("rlinf-multi-node")))
+    assert not allowed(policy, Request("eks:DeleteAccessEntry", entry.format("rlinf-single-node")))
+    assert not allowed(policy, Request("eks:UpdateAccessEntry", entry.format("rlinf-multi-node-kuberay")))
+    controller = "arn:aws:iam::123456789012:role/gpu-controller-86bf163"
+    assert allowed(policy, Request("iam:PassRole", controller, {"iam:PassedToService": "pods.eks.amazonaws.com"}))
+    assert not allowed(policy, Request("iam:PassRole", controller, {"iam:PassedToService": "ec2.amazonaws.com"}))
+    assert allowed(policy, Request("iam:PutRolePolicy", controller, {"aws:ResourceTag/stack": "multi-node"}))
+    assert not allowed(policy, Request("iam:PutRolePolicy", controller, {"aws:ResourceTag/stack": "single-node"}))
+
+
+def test_the_karpenter_grants_only_with_karpenter(multi, karpenter):
+    _, plain = multi
+    _, with_karpenter = karpenter
+
+    def services(policy):
+        return {a.split(":")[0] for s in policy["Statement"] for a in s["Action"]}
+
+    assert not {"sqs", "events"} & services(plain)
+    assert {"sqs", "events"} <= services(with_karpenter)
+    assert not any(s["Sid"].startswith(("Sqs", "Events")) for s in plain["Statement"])
+    # and the larger policy still splits into managed policies under the limit
+    parts = dp.split(with_karpenter)
+    assert len(parts) > 1 and all(dp.size(p) <= dp.MANAGED_POLICY_LIMIT for p in parts)
+
+
+def test_the_target_gathers_the_queue_and_rule_names_and_the_scopes_need_them():
+    resources = [
+        {"type": "aws:sqs/queue:Queue", "name": "gpu-interruption", "inputs": {}},
+        {"type": "aws:cloudwatch/eventRule:EventRule", "name": "gpu-rebalance", "inputs": {}},
+        {"type": "aws:cloudwatch/eventRule:EventRule", "name": "named", "inputs": {"name": "rlinf-rule"}},
+        {"type": "aws:cloudwatch/eventTarget:EventTarget", "name": "gpu-rebalance", "inputs": {"rule": "gpu-rebalance-1"}},
+    ]
+    target = dp.target_of(resources, stack="s", region="eu-west-1", cluster="rlinf-s")
+    assert target.queues == ("gpu-interruption-*",) and target.rules == ("gpu-rebalance-*", "rlinf-rule")
+    targets = next(s for s in dp.deployer_policy(resources, target=target)["Statement"] if s["Sid"] == "EventsTargetsOnlyTheStacksQueues")
+    assert targets["Resource"] == ["arn:aws:events:eu-west-1:*:rule/gpu-rebalance-*", "arn:aws:events:eu-west-1:*:rule/rlinf-rule"]
+    assert targets["Condition"]["ArnLike"] == {"events:TargetArn": ["arn:aws:sqs:eu-west-1:*:gpu-interruption-*"]}
+    # no names, no statement (an empty Resource list is not a policy IAM accepts)
+    empty = dp.deployer_policy(resources, target=Target(stack="s", region="eu-west-1", cluster="rlinf-s"))
+    assert not any(s["Sid"].startswith(("Sqs", "Events")) for s in empty["Statement"])

@@ -8,15 +8,17 @@ plan gives its roles and buckets) and the condition (the stack's tag on create a
 scope used, its ``Sid`` the scope's name; ``DIR/deployer-policy.md`` says why each is as wide as it
 is and how large the policy is against IAM's managed-policy limit. ``Resource: "*"`` only where IAM
 accepts nothing else (Describe/List reads, sts:GetCallerIdentity, kms:CreateKey under a tag
-condition, ECR's pull through cache rules). Kubernetes objects and Helm releases go through the
+condition, ECR's pull through cache rules). Names the plan leaves to Pulumi's autonaming
+(``<logical name>-*``, alike in every stack: roles, Karpenter's queue and rules) go with the stack's
+tag on create and on change. Kubernetes objects and Helm releases go through the
 cluster's API with the deployer's EKS access entry (the cluster creator's admin), not IAM.
 
 Adding a resource type is one entry in :data:`ACTIONS`::
 
-    "aws:sqs/queue:Queue": Grants({
-        "SqsOnlyTheStacksQueues": ("sqs:CreateQueue", "sqs:GetQueueAttributes", "sqs:DeleteQueue", ...),
-        "ReadsWithoutResourceLevelPermissions": ("sqs:ListQueues",),
-    }, names=("queues", "name")),
+    "aws:sns/topic:Topic": Grants({
+        "SnsCreateTopicsTaggedWithTheStack": ("sns:CreateTopic", "sns:TagResource"),
+        "SnsOnlyTheStacksTopics": ("sns:GetTopicAttributes", "sns:SetTopicAttributes", "sns:DeleteTopic", ...),
+    }, names=("topics", "name")),
 
 with, for a new service, its scope in ``deployer_scopes.SCOPES`` (the ARN pattern from the Service
 Authorization Reference, the condition only where that reference lists the key for the action) and,
@@ -71,6 +73,9 @@ KMS_CREATE, KMS = "KmsCreateKeysTaggedWithTheStack", "KmsOnlyTheStacksKeys"
 S3, FSX_CREATE, FSX, ASG = "S3OnlyTheStacksBuckets", "FsxCreateTaggedWithTheStack", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups"
 ECR, ECR_CACHE, ECR_KMS = "EcrOnlyTheStacksRepositories", "EcrPullThroughCacheRules", "KmsRetireEcrGrantsOnDelete"
 SECRETS, CODEBUILD, LOGS = "SecretsManagerTheCacheCredentials", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups"
+SQS_CREATE, SQS = "SqsCreateQueuesTaggedWithTheStack", "SqsOnlyTheStacksQueues"
+EVENTS_CREATE, EVENTS = "EventsCreateRulesTaggedWithTheStack", "EventsOnlyTheStacksRules"
+EVENTS_TARGETS = "EventsTargetsOnlyTheStacksQueues"
 
 
 def _ec2(create: str, describe: tuple[str, ...], change: tuple[str, ...], in_vpc: bool = False) -> Grants:
@@ -253,6 +258,32 @@ ACTIONS: dict[str, Grants] = {
         },
         names=("log_groups", "name"),
     ),
+    # Karpenter (gpuNodes.provisioner karpenter: karpenter.py): its nodes' access entry, its interruption queue and rules
+    "aws:eks/accessEntry:AccessEntry": Grants({
+        EKS: ("eks:CreateAccessEntry", "eks:DescribeAccessEntry", "eks:UpdateAccessEntry", "eks:DeleteAccessEntry",
+              "eks:ListAssociatedAccessPolicies", "eks:TagResource", "eks:UntagResource"),
+    }),
+    "aws:sqs/queue:Queue": Grants(
+        {
+            SQS_CREATE: ("sqs:CreateQueue", "sqs:TagQueue"),
+            SQS: ("sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SetQueueAttributes", "sqs:ListQueueTags", "sqs:TagQueue",
+                  "sqs:UntagQueue", "sqs:DeleteQueue"),
+        },
+        names=("queues", "name"),
+    ),
+    "aws:sqs/queuePolicy:QueuePolicy": Grants({SQS: ("sqs:SetQueueAttributes", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")}),
+    "aws:cloudwatch/eventRule:EventRule": Grants(
+        {
+            EVENTS_CREATE: ("events:PutRule", "events:TagResource"),
+            EVENTS: ("events:PutRule", "events:DescribeRule", "events:EnableRule", "events:DisableRule", "events:DeleteRule",
+                     "events:ListTagsForResource", "events:TagResource", "events:UntagResource"),
+        },
+        names=("rules", "name"),
+    ),
+    "aws:cloudwatch/eventTarget:EventTarget": Grants({
+        EVENTS_TARGETS: ("events:PutTargets",),
+        EVENTS: ("events:ListTargetsByRule", "events:RemoveTargets"),
+    }),
     "aws:autoscaling/schedule:Schedule": Grants({
         ASG: ("autoscaling:PutScheduledUpdateGroupAction", "autoscaling:DeleteScheduledAction"),
         READ: ("autoscaling:DescribeScheduledActions",),
@@ -299,7 +330,8 @@ def name_pattern(resource: Mapping[str, Any], key: str) -> str:
 
 def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str, cluster: str, invokes: Iterable[str] = ()) -> Target:
     """The stack's target: its names gathered from the planned (and pulumi-eks's not planned) resources."""
-    names: dict[str, set[str]] = {"roles": set(), "buckets": set(), "projects": set(), "log_groups": set(), "secrets": set()}
+    kinds = ("roles", "buckets", "projects", "log_groups", "secrets", "queues", "rules")
+    names: dict[str, set[str]] = {kind: set() for kind in kinds}
     pass_to: set[str] = set()
     linked: set[str] = set()
     for r in resources:

@@ -46,6 +46,15 @@ Sources, the AWS Service Authorization Reference ("Actions, resources, and condi
 - Amazon CloudWatch Logs: ``log-group:${LogGroupName}`` (and ``...:*``, the form the calls on a
   group's streams authorize); ``DescribeLogGroups`` is a List call (Resource ``*``).
 - AWS Secrets Manager: ``secret:${SecretId}`` for DescribeSecret and GetSecretValue.
+- Amazon SQS: ``arn:${Partition}:sqs:${Region}:${Account}:${QueueName}``; the queue resource supports
+  ``aws:ResourceTag/${TagKey}``, CreateQueue and TagQueue ``aws:RequestTag/${TagKey}`` (Amazon SQS
+  developer guide, "ABAC condition keys for Amazon SQS"); a CreateQueue with tags also needs
+  ``sqs:TagQueue`` (SQS API reference, CreateQueue).
+- Amazon EventBridge: ``rule/${RuleName}`` on the default event bus, with
+  ``aws:ResourceTag/${TagKey}``; PutRule supports ``aws:RequestTag/${TagKey}`` and with tags also
+  needs ``events:TagResource`` (EventBridge API reference, PutRule); PutTargets, RemoveTargets and
+  ListTargetsByRule act on the rule, PutTargets with ``events:TargetArn`` (EventBridge user guide,
+  "Using IAM policy conditions in Amazon EventBridge").
 """
 
 from __future__ import annotations
@@ -94,6 +103,10 @@ class Target:
     """The CloudWatch log groups the plan names (``/aws/codebuild/<project>``)."""
     secrets: tuple[str, ...] = ()
     """The Secrets Manager secret ARNs the plan hands to ECR (``images.dockerHubCache.credentialArn``)."""
+    queues: tuple[str, ...] = ()
+    """SQS queue name patterns (Karpenter's interruption queue: ``<logical name>-*``, autonamed)."""
+    rules: tuple[str, ...] = ()
+    """EventBridge rule name patterns on the default bus (Karpenter's interruption rules, autonamed)."""
 
     @property
     def partition(self) -> str:
@@ -136,6 +149,14 @@ def _buckets(t: Target) -> list[str]:
 def _repositories(t: Target) -> list[str]:
     # the slash ends the stack's part of the name: rlinf-eks/multi-node/* is not multi-node-kuberay's
     return [t.arn("ecr", f"repository/{repository_name(t.stack, '*')}")]
+
+
+def _queues(t: Target) -> list[str]:
+    return [t.arn("sqs", name) for name in t.queues]
+
+
+def _rules(t: Target) -> list[str]:
+    return [t.arn("events", f"rule/{name}") for name in t.rules]
 
 
 def _log_groups(t: Target) -> list[str]:
@@ -284,5 +305,39 @@ SCOPES: dict[str, Scope] = {
         _log_groups,
         "The build log groups with the plan's names (/aws/codebuild/<project>), by exact name for the same reason.",
         needs=lambda t: bool(t.log_groups),
+    ),
+    "SqsCreateQueuesTaggedWithTheStack": Scope(
+        _queues,
+        "Create queues with the plan's names (Karpenter's interruption queue) only when tagging them with the stack "
+        "(aws:RequestTag): the autonames are the same pattern in every stack.",
+        _tag("RequestTag"),
+        lambda t: bool(t.queues),
+    ),
+    "SqsOnlyTheStacksQueues": Scope(
+        _queues,
+        "Read, change and delete queues with the plan's names that carry the stack's tag (aws:ResourceTag).",
+        _tag("ResourceTag"),
+        lambda t: bool(t.queues),
+    ),
+    "EventsCreateRulesTaggedWithTheStack": Scope(
+        _rules,
+        "Create EventBridge rules on the default bus with the plan's names (Karpenter's interruption events) only when "
+        "tagging them with the stack (aws:RequestTag).",
+        _tag("RequestTag"),
+        lambda t: bool(t.rules),
+    ),
+    "EventsOnlyTheStacksRules": Scope(
+        _rules,
+        "Read, change and delete rules with the plan's names that carry the stack's tag (aws:ResourceTag), and "
+        "remove or list their targets.",
+        _tag("ResourceTag"),
+        lambda t: bool(t.rules),
+    ),
+    "EventsTargetsOnlyTheStacksQueues": Scope(
+        _rules,
+        "Put targets on the stack's rules (aws:ResourceTag) only when the target is one of the plan's queues "
+        "(events:TargetArn): the rules cannot be pointed elsewhere.",
+        lambda t: {"StringEquals": {f"aws:ResourceTag/{TAG_KEY}": t.stack}, "ArnLike": {"events:TargetArn": _queues(t)}},
+        lambda t: bool(t.rules and t.queues),
     ),
 }
