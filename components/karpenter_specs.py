@@ -100,7 +100,6 @@ def node_class_spec(
     """The EC2NodeClass spec. ``placement_group`` is the group's name (None: none, as
     :func:`gpu_nodes.placement_mode` decides: not with a reservation)."""
     spec: dict[str, Any] = {
-        "role": role_name,
         "amiSelectorTerms": [{"alias": settings.karpenter.ami_alias}],
         # by id: exactly the GPU subnet of the stack's AZ and the cluster and EFA groups
         "subnetSelectorTerms": [{"id": subnet_id}],
@@ -130,6 +129,9 @@ def node_class_spec(
         "kubelet": {"maxPods": catalog.max_pods(settings.instance)},
         "tags": dict(tags),
     }
+    # the node IAM role's name (EC2NodeClass.spec.role): the field's name is the node label key's
+    # spelling only by chance, so it is not written as a dict key (tests/test_scheduling.py)
+    spec["role"] = role_name
     interfaces = node_class_interfaces(settings)
     if interfaces:
         spec["networkInterfaces"] = [nic.as_dict() for nic in interfaces]

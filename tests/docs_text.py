@@ -20,6 +20,8 @@ OFFLINE_MARK = re.compile(r"^<!-- not run offline: (?P<why>\S.*?) -->$")
 # test suite itself. A marked block must hold one; an unmarked block must hold none.
 NEEDS_MORE = {"pulumi", "kubectl", "aws", "docker", "helm", "curl", "pip"}
 SUITE = re.compile(r"(?:^|\s)-m pytest\b|(?:^|\s)pytest\b")
+# this project's own commands that call AWS or a cluster (verify has an offline --dry-run)
+CLOUD_COMMANDS = re.compile(r"-m rlinf_eks (?:build-image\b|report\b.*--from-bucket|verify\b(?!.*--dry-run))")
 
 
 def guides() -> list[Path]:
@@ -125,6 +127,9 @@ def needs_more_than_offline(body: str) -> list[str]:
         found += [p for p in programs(command) if p in NEEDS_MORE]
         if SUITE.search(command):
             found.append("pytest")
+        match = CLOUD_COMMANDS.search(command)
+        if match:
+            found.append(match.group(0).split()[-1] if "--from-bucket" not in match.group(0) else "report --from-bucket")
     return found
 
 
