@@ -51,6 +51,56 @@ def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
         ],
     }
 
+def private_bucket(prefix: str, bucket: aws.s3.Bucket, *, parent: pulumi.Resource) -> None:
+    """The controls every bucket of the project gets, as children of ``parent`` named
+    ``<prefix>-<control>``: versioning (an overwritten or deleted object stays recoverable),
+    SSE-S3, public access blocked, the bucket owner owning every object, and TLS-only access."""
+    child = pulumi.ResourceOptions(parent=parent)
+    aws.s3.BucketVersioning(
+        f"{prefix}-versioning",
+        bucket=bucket.id,
+        # an overwritten or deleted checkpoint (also through the FSx export) stays recoverable
+        versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+        opts=child,
+    )
+    aws.s3.BucketServerSideEncryptionConfiguration(
+        f"{prefix}-encryption",
+        bucket=bucket.id,
+        rules=[
+            aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                # SSE-S3 (AES256), not SSE-KMS: the training role's policy then stays "this
+                # bucket and nothing else" (SSE-KMS would also need kms:GenerateDataKey/Decrypt
+                # on a key), and the FSx data repository association needs no key policy.
+                apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                    sse_algorithm="AES256"
+                )
+            )
+        ],
+        opts=child,
+    )
+    access_block = aws.s3.BucketPublicAccessBlock(
+        f"{prefix}-public-access",
+        bucket=bucket.id,
+        block_public_acls=True,
+        block_public_policy=True,
+        ignore_public_acls=True,
+        restrict_public_buckets=True,
+        opts=child,
+    )
+    aws.s3.BucketOwnershipControls(
+        f"{prefix}-ownership",
+        bucket=bucket.id,
+        rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+        opts=child,
+    )
+    aws.s3.BucketPolicy(
+        f"{prefix}-tls-only",
+        bucket=bucket.id,
+        policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
+        # S3 rejects policy writes that race the public access block on a new bucket
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[access_block]),
+    )
+
 
 class CheckpointStorage(pulumi.ComponentResource):
     """The S3 bucket for checkpoints and logs: versioned, SSE-S3 encrypted, public access blocked,
@@ -84,50 +134,7 @@ class CheckpointStorage(pulumi.ComponentResource):
             tags=dict(tags),
             opts=pulumi.ResourceOptions.merge(child, _DATA_STORE),
         )
-        aws.s3.BucketVersioning(
-            f"{name}-versioning",
-            bucket=bucket.id,
-            # an overwritten or deleted checkpoint (also through the FSx export) stays recoverable
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            opts=child,
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-encryption",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    # SSE-S3 (AES256), not SSE-KMS: the training role's policy then stays "this
-                    # bucket and nothing else" (SSE-KMS would also need kms:GenerateDataKey/Decrypt
-                    # on a key), and the FSx data repository association needs no key policy.
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="AES256"
-                    )
-                )
-            ],
-            opts=child,
-        )
-        access_block = aws.s3.BucketPublicAccessBlock(
-            f"{name}-public-access",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-ownership",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=child,
-        )
-        aws.s3.BucketPolicy(
-            f"{name}-tls-only",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
-            # S3 rejects policy writes that race the public access block on a new bucket
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[access_block]),
-        )
+        private_bucket(name, bucket, parent=self)
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
         self.register_outputs({"bucketName": self.bucket_name, "bucketArn": self.bucket_arn})

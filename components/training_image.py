@@ -18,7 +18,7 @@ import pulumi_aws as aws
 from .config import ImageSettings
 from .config.images import CONTEXT_PREFIX, log_group_name, project_name, repository_name
 from .plan_reader import TRAINING_IMAGE
-from .storage import tls_only_bucket_policy
+from .storage import private_bucket
 
 DOCKER_HUB = "registry-1.docker.io"
 CODEBUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
@@ -250,45 +250,7 @@ class TrainingImage(pulumi.ComponentResource):
         contexts expired. Not a data store (a context is the repository's images/ folder, uploaded
         again by every build-image), so not protected; force_destroy stays off all the same."""
         bucket = aws.s3.Bucket(f"{name}-contexts", force_destroy=False, tags=tags, opts=child)
-        aws.s3.BucketVersioning(
-            f"{name}-contexts-versioning",
-            bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            opts=child,
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-contexts-encryption",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="AES256"
-                    )
-                )
-            ],
-            opts=child,
-        )
-        access_block = aws.s3.BucketPublicAccessBlock(
-            f"{name}-contexts-public-access",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-contexts-ownership",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=child,
-        )
-        aws.s3.BucketPolicy(
-            f"{name}-contexts-tls-only",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[access_block]),
-        )
+        private_bucket(f"{name}-contexts", bucket, parent=self)
         days = settings.context_expire_days
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-contexts-lifecycle",
