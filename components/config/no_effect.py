@@ -20,18 +20,18 @@ PLATFORM_WORKLOAD_KEYS = frozenset({"namespace", "ray_version", "restart"})
 serves, and the JobSet controller's version (workload.restart.jobsetVersion)."""
 
 
-def given(model: BaseModel, *, besides: Iterable[str] = ()) -> list[str]:
-    """The keys (camelCase) a stack gave in ``model``, less ``besides`` (snake_case names)."""
+def given(model: BaseModel, *, besides: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(key as the stack writes it, field name) of every key a stack gave in ``model``, less
+    ``besides`` (field names)."""
     skip, fields = set(besides), type(model).model_fields
-    return [fields[name].alias or name for name in fields if name in model.model_fields_set and name not in skip]
+    return [(fields[name].alias or name, name) for name in fields if name in model.model_fields_set and name not in skip]
 
 
 def _off(section: str, model: BaseModel, switch: str, why: str) -> list[str]:
-    return [problem_line(f"{section}.{key}", getattr(model, _snake(model, key)), f"has no effect: {why}; remove it") for key in given(model, besides=[switch])]
-
-
-def _snake(model: BaseModel, key: str) -> str:
-    return next(name for name, field in type(model).model_fields.items() if (field.alias or name) == key)
+    return [
+        problem_line(f"{section}.{key}", getattr(model, name), f"has no effect: {why}; remove it")
+        for key, name in given(model, besides=[switch])
+    ]
 
 
 def no_effect_problems(s: StackSettings, stack: Optional[str]) -> list[str]:
@@ -39,9 +39,9 @@ def no_effect_problems(s: StackSettings, stack: Optional[str]) -> list[str]:
     problems: list[str] = []
     if s.platform.role == "platform":
         problems += [
-            problem_line(f"workload.{key}", getattr(s.workload, _snake(s.workload, key)),
+            problem_line(f"workload.{key}", getattr(s.workload, name),
                          "a platform runs no training, so this is ignored: give it to an experiment stack on this platform")
-            for key in given(s.workload, besides=PLATFORM_WORKLOAD_KEYS)
+            for key, name in given(s.workload, besides=PLATFORM_WORKLOAD_KEYS)
         ]  # fmt: skip
     return problems + _sections(s)
 
