@@ -310,3 +310,21 @@ def test_every_pinned_trainer_key_is_one_the_launch_generates(dialect):
     launch = launch_for(s, nnodes=1, gpus_per_node=8, log_dir="/l", checkpoint_dir="/c", inputs_root="/i")
     generated = {override_key(item) for item in launch.argv if "=" in item}
     assert set(PINNED[dialect]) <= generated, set(PINNED[dialect]) - generated
+
+
+def test_report_of_a_platform_says_why_there_is_no_run(monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(ROOT)
+    assert main(["report", "platform", "--run-dir", "/nonexistent"]) == 2
+    err = capsys.readouterr().err
+    assert "a platform (platform.role: platform) runs no training, so it has no run to report" in err and "Traceback" not in err
+
+
+def test_a_karpenter_stack_says_its_ami_alias_is_not_checked():
+    from rlinf_eks.config.unchecked import unchecked
+    from tests.conftest import TEST_NOW
+    from tests.harness import settings
+
+    lines = unchecked(settings(gpuNodes={"provisioner": "karpenter"}), TEST_NOW)
+    assert any(line.startswith("gpuNodes.karpenter.amiAlias='al2023@") for line in lines), lines
+    assert not any("amiAlias" in line for line in unchecked(settings(), TEST_NOW))

@@ -40,6 +40,11 @@ def unchecked(settings: StackSettings, now: datetime) -> list[str]:
             "VPC, subnets and add-ons (verify level 0 checks them on the cluster)"
         )
     gpu = settings.gpu_nodes
+    if gpu.provisioner == "karpenter" and settings.platform.role != "experiment":
+        lines.append(
+            f"gpuNodes.karpenter.amiAlias={gpu.karpenter.ami_alias!r}: that this AL2023 release exists "
+            f"(Karpenter resolves the alias to an AMI in {settings.region} when it launches a node)"
+        )
     if gpu.capacity_reservation_id:
         lines.append(
             f"gpuNodes.capacityReservationId={gpu.capacity_reservation_id!r}: that the reservation exists, is active, "

@@ -63,6 +63,7 @@ def prepare(args: argparse.Namespace, root: Path) -> tuple[Request, str, Optiona
     from ..program import image_families
 
     stack_config = load(root, args.stack)
+    args.stack = stack_config.stack  # a stack file's path names its stack (the names below are the stack's)
     if role_of(stack_config.values) == "experiment":
         raise BuildInputError(f"stack {args.stack} is an experiment: its platform builds the images (build-image <platform> --family F "
                               f"--update-stack {args.stack})")  # fmt: skip

@@ -46,6 +46,7 @@ def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
 
     root = project_root()
     stack_config = load(root, args.stack, args.set)
+    args.stack = stack_config.stack  # a stack file's path names its stack
     platform = plan_mod.platform_for(stack_config, args.platform, root / "build" / args.stack)
     return plan_mod.settings_of(stack_config, platform), root
 
@@ -79,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
         settings, root = _settings(args)
     except (ConfigError, StackConfigError) as err:
         return _error(args.stack, str(err))
+    if not settings.workload.enabled:
+        role = "a platform (platform.role: platform)" if settings.platform.role == "platform" else "a stack whose workload is disabled"
+        return _error(args.stack, f"{role} runs no training, so it has no run to report: report an experiment of it")
     paths = run_paths(settings, args.stack, settings.shared_filesystem)
     out = Path(args.out) if args.out else root / "build" / args.stack / "report"
     if out.exists() and not out.is_dir():
