@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from .config.eks_versions import SOURCE as EKS_CALENDAR_SOURCE
 from .config.eks_versions import STANDARD_SUPPORT_ENDS
 from .pricing_table import (
     GPU_TYPES,
@@ -151,8 +152,7 @@ SERVICE_SOURCES: Mapping[str, str] = {
     AWS_EKS_PRICING: "AWS Containers blog 'Amazon EKS extended support for Kubernetes versions pricing' (2024): "
     "$0.10 per cluster-hour in standard support, $0.60 in extended support, from the April 2024 billing cycle; "
     "the same in every commercial region (aws.amazon.com/eks/pricing)",
-    AWS_EKS_CALENDAR: "Amazon EKS Kubernetes release calendar (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html, "
-    "as mirrored by endoflife.date/amazon-eks in February 2026): 14 months of standard support, then 12 of extended",
+    AWS_EKS_CALENDAR: EKS_CALENDAR_SOURCE,
     AWS_VPC_PRICING: "aws.amazon.com/vpc/pricing: NAT gateway $0.045 per gateway-hour (plus $0.045 per GB processed) in "
     "us-east-1 and us-west-2; public IPv4 address $0.005 per address-hour in every region since 2024-02-01",
     AWS_FSX_PRICING: "aws.amazon.com/fsx/lustre/pricing, US East (N. Virginia): Persistent-2 SSD per GB-month by "

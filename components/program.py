@@ -284,28 +284,27 @@ def _training(
 def _gpu_nodes(
     settings: StackSettings, network: Network, cluster: Cluster, tags: dict[str, str], before_gpu: list[pulumi.Resource]
 ) -> EfaGpuNodeGroup | KarpenterGpuNodes:
+    common = dict(
+        settings=settings.gpu_nodes,
+        cluster_name=cluster.cluster_name,
+        cluster_security_group_id=cluster.cluster_security_group_id,
+        subnet_id=network.gpu_subnet_id,
+        tags=tags,
+    )
     if settings.gpu_nodes.provisioner == "karpenter":
         return KarpenterGpuNodes(
             "gpu",
-            settings=settings.gpu_nodes,
-            cluster_name=cluster.cluster_name,
-            cluster_security_group_id=cluster.cluster_security_group_id,
-            subnet_id=network.gpu_subnet_id,
+            **common,
             zone=settings.gpu_az,
             region=settings.region,
             system_nodes=settings.cluster.system_nodes.count,
-            tags=tags,
             # the NodePool last: nothing launches before the queue, the plugins and the network exist
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=before_gpu),
         )
     return EfaGpuNodeGroup(
         "gpu",
-        settings=settings.gpu_nodes,
-        cluster_name=cluster.cluster_name,
-        cluster_security_group_id=cluster.cluster_security_group_id,
-        subnet_id=network.gpu_subnet_id,
+        **common,
         autoscaled=settings.autoscaler.enabled,
-        tags=tags,
         # the network too: nodes join only once the private route through the NAT gateway exists
         opts=pulumi.ResourceOptions(depends_on=before_gpu),
     )

@@ -179,9 +179,8 @@ def has_submitter_pod(settings: StackSettings) -> bool:
 
 def grows_for_pods(settings: StackSettings) -> tuple[bool, str]:
     """Whether nodes are added for pending pods (the Cluster Autoscaler or Karpenter), and by whom."""
-    if settings.gpu_nodes.provisioner == "karpenter":
-        return True, "Karpenter"
-    return settings.autoscaler.enabled, "the Cluster Autoscaler"
+    by = "Karpenter" if settings.gpu_nodes.provisioner == "karpenter" else "the Cluster Autoscaler"
+    return settings.gpu_nodes_grow, by
 
 
 def queue_plan(settings: StackSettings, run_nodes: Optional[int] = None) -> QueuePlan:

@@ -49,8 +49,7 @@ def no_effect_problems(s: StackSettings, stack: Optional[str]) -> list[str]:
 def _sections(s: StackSettings) -> list[str]:
     problems: list[str] = []
     gpu = s.gpu_nodes
-    scales = s.autoscaler.enabled or gpu.provisioner == "karpenter"  # Karpenter's NodePool limit is maxNodes
-    if gpu.max_nodes is not None and gpu.max_nodes > gpu.node_count and not scales:
+    if gpu.max_nodes is not None and gpu.max_nodes > gpu.node_count and not s.gpu_nodes_grow:
         problems.append(
             problem_line("gpuNodes.maxNodes", gpu.max_nodes,
                          f"has no effect: nothing scales the GPU node group (autoscaler.enabled is false, provisioner managed), "

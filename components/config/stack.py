@@ -100,6 +100,11 @@ class StackSettings(SettingsModel):
     def gpu_az(self) -> str:
         return self.availability_zone or f"{self.region}a"
 
+    @property
+    def gpu_nodes_grow(self) -> bool:
+        """Whether GPU nodes are added for pending pods, up to gpuNodes.maxNodes: by Karpenter
+        (provisioner karpenter) or the Cluster Autoscaler."""
+        return self.gpu_nodes.provisioner == "karpenter" or self.autoscaler.enabled
 
     @property
     def observability_backend(self) -> str:

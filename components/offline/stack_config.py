@@ -103,33 +103,27 @@ class _StackFileLoader(yaml.SafeLoader):
     (WrittenFloat) for the problem lines."""
 
 
-class WrittenFloat(float):
-    """A number as read from a stack file, with its text: ``1.30`` reads as 1.3, and a problem
-    line (a number where text is meant) shows the text to quote."""
+class _Written:
+    """A number as read from a stack file, with its text: ``1.30`` reads as 1.3 and ``007`` as 7, and
+    a problem line (a number where text is meant) shows the text to quote."""
 
     written: str
 
-    def __new__(cls, value: float, written: str) -> "WrittenFloat":
-        number = super().__new__(cls, value)
+    def __new__(cls, value: Any, written: str) -> Any:
+        number = super().__new__(cls, value)  # type: ignore[call-arg]
         number.written = written
         return number
 
     def __reduce__(self) -> Any:
-        return (WrittenFloat, (float(self), self.written))
+        return (type(self), (type(self).__mro__[2](self), self.written))
 
 
-class WrittenInt(int):
-    """An integer whose text is not its digits (``007``, ``1_000``, ``0x1f``), as WrittenFloat."""
+class WrittenFloat(_Written, float):
+    pass
 
-    written: str
 
-    def __new__(cls, value: int, written: str) -> "WrittenInt":
-        number = super().__new__(cls, value)
-        number.written = written
-        return number
-
-    def __reduce__(self) -> Any:
-        return (WrittenInt, (int(self), self.written))
+class WrittenInt(_Written, int):
+    """An integer whose text is not its digits (``007``, ``1_000``, ``0x1f``)."""
 
 
 def _float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
