@@ -252,3 +252,28 @@ def test_the_startup_facts_cite_their_upstream_file_and_line():
         for sets, refuses in facts.environment.values():
             for item in (*sets, *refuses):
                 assert cited.search(item.source), f"{name}: {item}"
+
+
+@pytest.mark.parametrize(
+    "stack, override, key",
+    [
+        ("vllm-rollout", "runner.output_dir=../results", "runner.output_dir"),
+        ("multi-node", "runner.logger.log_path=logs", "runner.logger.log_path"),
+        ("single-node", "trainer.default_local_dir=checkpoints/libero", "trainer.default_local_dir"),
+    ],
+)
+def test_an_override_that_sends_the_trainers_writes_to_a_relative_path_is_refused_at_plan_time(tmp_path, capsys, stack, override, key):
+    out = tmp_path / "out"
+    assert main(["plan", stack, "--quiet", "--out", str(out), "--set", f"workload.trainer.overrides[0]={override}"]) == 2
+    err = capsys.readouterr().err
+    assert f"workload.trainer.overrides[0]='{override}': {key} decides where the" in err and "give an absolute path" in err, err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_an_absolute_override_moves_where_the_launcher_marks_and_resumes_with_it():
+    from rlinf_eks.workload.run import resolve_run
+
+    s = settings(workload={"image": "x/y:1", "trainer": {"dialect": "rlinf-reasoning", "overrides": ["runner.output_dir=/fsx/elsewhere"]}, "rollout": {"backend": "vllm"}})
+    launch = resolve_run(s, "t").launch
+    assert launch.checkpoint_patterns == ("/fsx/elsewhere/rlinf/checkpoints/global_step_*",)
+    assert launch.resume is not None and launch.resume.checkpoint_globs == ("/fsx/elsewhere/rlinf/checkpoints/global_step_*",)
