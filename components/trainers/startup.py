@@ -10,13 +10,15 @@
 - ``resume``: the key that takes one checkpoint to resume from and what the trainer reads from
   it (absent: the trainer cannot resume, ``cannotResume`` says why);
 - ``environment``: per rollout backend (``all``: every backend), the variables the pods ``set``
-  for the trainer and those it ``refuses`` (a value containing ``contains`` kills it at startup);
+  for the trainer and those it ``refuse``s (a value containing ``contains`` kills it at startup);
 - ``evaluation``: what the dialect's evaluation composes and loads at startup (filled by the
   evaluation's checks; empty until then).
 
-The trainers' launch (:mod:`.base`, the dialects), the pods' environment (``workload/env.py``), the
-stack rules (a refused ``workload.env``) and the checkpoint patterns read these; nothing restates
-them.
+The trainers' launch (the dialects' ``sets`` overrides, :func:`.base.checkpoint_layout`: the
+completeness-marker patterns and the resume globs), the pinned keys (:mod:`.pinned`), the pods'
+environment (``workload/env.py``, and the RayJob's runtime env built from it), the image contract
+(the refused environment, which the image check looks for in the image's own ENV) and the stack
+rules (a refused ``workload.env``, :mod:`.startup_rules`) read these; nothing restates them.
 """
 
 from __future__ import annotations
