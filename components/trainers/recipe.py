@@ -20,6 +20,11 @@ For each config the dialect knows:
   ``placeholders``: every placeholder value of the composed upstream config (a stack that would
   hand one of them to the trainer is refused).
 
+For the dialect as a whole, ``startup`` (:mod:`.startup`): what the trainer does when it starts,
+each fact with its upstream file and lines: where it writes checkpoints and logs, which keys the
+stack sets so they land in the run directory, what resume reads, the environment it needs and the
+environment it refuses per rollout backend, and what its evaluation composes and loads.
+
 Staging (:mod:`rlinf_eks.workload.run`), the trainers' command lines and the image contract read
 it; tests compose every stack's command against the upstream configs and walk it for placeholders.
 """
@@ -33,6 +38,8 @@ from importlib import resources
 from typing import Mapping, Optional
 
 import yaml
+
+from .startup import StartupFacts, parse_startup
 
 __all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
 
@@ -133,6 +140,8 @@ class DialectRecipe:
     dockerfile: str
     family: str
     model_keys: tuple[str, ...]
+    startup: StartupFacts
+    """What the trainer does when it starts (``startup`` of the recipe, :mod:`.startup`)."""
     configs: Mapping[str, ConfigRecipe] = field(default_factory=dict)
     evaluation: EvalRecipe = field(default_factory=EvalRecipe)
 
@@ -185,6 +194,7 @@ def recipe_of(dialect: str) -> DialectRecipe:
         dockerfile=data["image"]["dockerfile"],
         family=data["image"]["family"],
         model_keys=model_keys,
+        startup=parse_startup(dialect, data["startup"]),
         configs={name: _config(name, spec, model_keys) for name, spec in data["configs"].items()},
         evaluation=_evaluation(data.get("evaluation") or {}),
     )
