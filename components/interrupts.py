@@ -1,0 +1,108 @@
+"""Ctrl-C (SIGINT) and SIGTERM for the command line: one line, exit 128 + the signal, at once.
+
+Python's own handling raises KeyboardInterrupt wherever the program happens to be: inside the
+offline plan's asyncio tasks under the Pulumi mocks it prints a long traceback, may leave tasks the
+event loop waits on for ever (the first Ctrl-C then hangs until a second one), or is swallowed by
+code that catches it and the plan finishes. The command line (``rlinf_eks.__main__.cli``) installs
+:func:`install` instead: the handler removes the staging folders of outputs being written
+(:func:`staging`), writes one line and leaves with ``os._exit``, whatever the program was doing.
+
+Two kinds of work change that for a while:
+
+- :func:`held`: moving a finished output into place (a few renames) completes first; the signal
+  then ends the command as above, so an output folder is either the old one or the new one.
+- :func:`raising`: work that must undo what it did on the way out (verify's climb deletes the
+  objects it created in the cluster; build-image says that a started build goes on) gets Python's
+  KeyboardInterrupt and handles it itself.
+
+Nothing here is installed on import: a program that imports the library keeps its own handling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+from pathlib import Path
+from types import FrameType
+from typing import Iterator, Optional
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_NAMES = {signal.SIGINT: "Ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}
+
+_staging: set[Path] = set()
+_holding = 0
+_pending: Optional[int] = None
+
+
+def message(signum: int) -> str:
+    """The one line an interrupted command writes (stderr)."""
+    return f"error: interrupted by {_NAMES.get(signum, f'signal {signum}')}: stopped; no output folder was left half-written"
+
+
+def _stop(signum: int) -> None:
+    for folder in list(_staging):
+        shutil.rmtree(folder, ignore_errors=True)
+    # os.write, not sys.stderr: the main thread may be inside a write to sys.stderr's buffer
+    os.write(2, (message(signum) + "\n").encode())
+    os._exit(128 + signum)
+
+
+def _handler(signum: int, _frame: Optional[FrameType]) -> None:
+    global _pending
+    if _holding:
+        _pending = signum
+        return
+    _stop(signum)
+
+
+def install() -> None:
+    """Make SIGINT and SIGTERM end the command at once with one line (the command line only)."""
+    for sig in _SIGNALS:
+        signal.signal(sig, _handler)
+
+
+def installed() -> bool:
+    return signal.getsignal(signal.SIGINT) is _handler
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Finish the block before an interrupt takes effect (it then ends the command)."""
+    global _holding
+    _holding += 1
+    try:
+        yield
+    finally:
+        _holding -= 1
+        if not _holding and _pending is not None and installed():
+            _stop(_pending)
+
+
+@contextlib.contextmanager
+def raising() -> Iterator[None]:
+    """Within the block, SIGINT raises KeyboardInterrupt (and SIGTERM too) for the code to handle."""
+    if not installed():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: Optional[FrameType]) -> None:
+        raise KeyboardInterrupt
+
+    for sig in _SIGNALS:
+        signal.signal(sig, interrupt)
+    try:
+        yield
+    finally:
+        install()
+
+
+def staging(folder: Path) -> None:
+    """A folder an interrupt removes (an output being written beside its final place)."""
+    _staging.add(folder)
+
+
+def staged(folder: Path) -> None:
+    """The folder is gone or moved into place: an interrupt leaves it alone."""
+    _staging.discard(folder)
