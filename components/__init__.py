@@ -12,6 +12,15 @@ the same camelCase keys) plus the outputs of the others, so they can be used one
 
 from __future__ import annotations
 
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"] and "rlinf_eks" in _sys.orig_argv[_sys.orig_argv.index("-m") + 1 : _sys.orig_argv.index("-m") + 2]:
+    # `python -m rlinf_eks`: the package is imported before its __main__ runs; Ctrl-C is the command
+    # line's from here on (one line, exit 130: rlinf_eks.interrupts), not a traceback of an import
+    from . import interrupts as _interrupts
+
+    _interrupts.install()
+
 import importlib
 from typing import Any
 

@@ -20,13 +20,19 @@ Nothing here is installed on import: a program that imports the library keeps it
 
 from __future__ import annotations
 
-import contextlib
+# Only modules the interpreter has loaded before any of this package runs: `python -m rlinf_eks`
+# installs the handler while importing the package (rlinf_eks/__init__.py), and an import here
+# would be a moment where Ctrl-C still prints Python's traceback.
+# `_signal` is the module `signal` wraps (in enums, which take a moment to import): the same
+# functions, loaded with the interpreter.
+import _signal as signal
 import os
-import shutil
-import signal
-from pathlib import Path
-from types import FrameType
-from typing import Iterator, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from types import FrameType
+    from typing import Any, Optional
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _NAMES = {signal.SIGINT: "Ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}
@@ -42,8 +48,11 @@ def message(signum: int) -> str:
 
 
 def _stop(signum: int) -> None:
-    for folder in list(_staging):
-        shutil.rmtree(folder, ignore_errors=True)
+    if _staging:
+        import shutil  # loaded already: an output is being written (rlinf_eks.offline.output)
+
+        for folder in list(_staging):
+            shutil.rmtree(folder, ignore_errors=True)
     # os.write, not sys.stderr: the main thread may be inside a write to sys.stderr's buffer
     os.write(2, (message(signum) + "\n").encode())
     os._exit(128 + signum)
@@ -67,35 +76,43 @@ def installed() -> bool:
     return signal.getsignal(signal.SIGINT) is _handler
 
 
-@contextlib.contextmanager
-def held() -> Iterator[None]:
-    """Finish the block before an interrupt takes effect (it then ends the command)."""
-    global _holding
-    _holding += 1
-    try:
-        yield
-    finally:
+class _Held:
+    def __enter__(self) -> None:
+        global _holding
+        _holding += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        global _holding
         _holding -= 1
         if not _holding and _pending is not None and installed():
             _stop(_pending)
 
 
-@contextlib.contextmanager
-def raising() -> Iterator[None]:
-    """Within the block, SIGINT raises KeyboardInterrupt (and SIGTERM too) for the code to handle."""
-    if not installed():
-        yield
-        return
+def held() -> _Held:
+    """``with held():`` finishes the block before an interrupt takes effect (it then ends the command)."""
+    return _Held()
 
-    def interrupt(_signum: int, _frame: Optional[FrameType]) -> None:
-        raise KeyboardInterrupt
 
-    for sig in _SIGNALS:
-        signal.signal(sig, interrupt)
-    try:
-        yield
-    finally:
-        install()
+def _raise(_signum: int, _frame: Optional[FrameType]) -> None:
+    raise KeyboardInterrupt
+
+
+class _Raising:
+    def __enter__(self) -> None:
+        self.active = installed()
+        if self.active:
+            for sig in _SIGNALS:
+                signal.signal(sig, _raise)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.active:
+            install()
+
+
+def raising() -> _Raising:
+    """``with raising():`` within the block, SIGINT (and SIGTERM) raise KeyboardInterrupt for the
+    code to handle."""
+    return _Raising()
 
 
 def staging(folder: Path) -> None:
