@@ -1,8 +1,4 @@
-"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify|report|build-image ...``.
-
-Exit status: 0 success, 1 a diff found changes (``diff``) or, under ``--strict``, policy violations
-or placeholder values (unless ``--allow-placeholders``), 2 bad input (stack config, arguments).
-"""
+"""The command line, ``python -m rlinf_eks COMMAND``: DESCRIPTION below is its --help."""
 
 from __future__ import annotations
 
@@ -12,6 +8,14 @@ import os
 import signal
 import sys
 from pathlib import Path
+
+DESCRIPTION = """\
+The offline plan and the tools around a stack: plan, diff, image-contract, verify, report and
+build-image (python -m rlinf_eks COMMAND --help for each).
+
+Exit status: 0 success; 1 a diff found changes, or under --strict a policy violation or a
+placeholder value (unless --allow-placeholders); 2 bad input (the stack's settings, the
+arguments); 130 interrupted (Ctrl-C: one line, no output folder half-written)."""
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -132,7 +136,9 @@ def _diff(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     from .offline.arguments import add_stack_arguments
 
-    parser = argparse.ArgumentParser(prog="python -m rlinf_eks", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m rlinf_eks", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     plan = commands.add_parser("plan", help="run a stack's program under Pulumi mocks and write plan.json and manifests/")
