@@ -128,7 +128,8 @@ def _image_contract(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     from .offline import diff as diff_mod
 
-    status, text = diff_mod.run(args.base, args.new)
+    form = args.format or ("text" if sys.stdout.isatty() else "markdown")
+    status, text = diff_mod.run(args.base, args.new, form)
     print(text, file=sys.stderr if status == 2 else sys.stdout)
     return status
 
@@ -163,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     diff.add_argument("base", help="the base plan: plan.json or the folder holding it (e.g. build/base/single-node)")
     diff.add_argument("new", help="the new plan: plan.json or the folder holding it")
+    diff.add_argument(
+        "--format", choices=["text", "markdown"],
+        help="text for a terminal, markdown (GitHub's: a PR comment, a job summary); default text when stdout is a terminal, else markdown",
+    )
     diff.set_defaults(func=_diff)
 
     contract = commands.add_parser(
