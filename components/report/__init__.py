@@ -54,6 +54,8 @@ class ReportResult:
     """0: curves drawn; 1: the run has logged nothing yet (the page says so)."""
     summary: str
     files: tuple[str, ...]
+    formats: tuple[str, ...] = ()
+    """The log formats read (logs.DIALECT_FORMATS): tensorboard, verl-console."""
 
 
 def _utc(seconds: Optional[float]) -> str:
@@ -110,4 +112,4 @@ def make_report(
     (folder / DATA).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (folder / PAGE).write_text(render_page(title, meta or str(run_dir), data, figures, note), encoding="utf-8")
     files = (PAGE, DATA, *(f.png for f in figures), *(f.svg for f in figures))
-    return ReportResult(1 if run.training.empty and not run.evaluations else 0, summary, files)
+    return ReportResult(1 if run.training.empty and not run.evaluations else 0, summary, files, tuple(sorted(run.training.formats)))

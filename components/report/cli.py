@@ -123,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
     except OutputError as err:
         return _error(args.stack, f"--out: {err}")
     print(result.summary)
+    from .logs import foreign_logs
+
+    foreign = foreign_logs(dialect, result.formats)
+    if foreign:
+        print(f"warning: report {args.stack}: {foreign}", file=sys.stderr)
     print(f"wrote {out / 'index.html'} and {len(result.files) - 2} figure files in {out / 'figures'}")
     return result.status
 
