@@ -155,6 +155,10 @@ _TYPES = {
 }  # fmt: skip
 
 
+_PYDANTIC_WORDS = re.compile(r"(Input|String|List|Value|Tuple|Dictionary|Set) should |Value error, ")
+"""pydantic's own messages (a custom error of this project keeps its words)."""
+
+
 def _in_our_words(item: Mapping[str, Any], message: str) -> str:
     """pydantic's wording of a bound, a length or a type ("Input should be less than or equal to
     512") in the project's: "must be at most 512"."""
@@ -210,7 +214,7 @@ def describe_errors(items: Iterable[Mapping[str, Any]], data: Mapping[str, Any],
             message = quote_it(loc[-1] if loc else "value", value)
         if item["type"] == "literal_error":
             message = message.replace("Input should be", "must be one of")
-        elif message.startswith("Input should") or message.startswith("Value error, "):
+        elif _PYDANTIC_WORDS.match(message):
             message = _in_our_words(item, message)
         problems.append(f"{prefix}={shown(value)}: {message}")
     return problems
