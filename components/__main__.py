@@ -128,8 +128,10 @@ def _image_contract(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     from .offline import diff as diff_mod
 
+    from .offline.diff_text import render_text
+
     form = args.format or ("text" if sys.stdout.isatty() else "markdown")
-    status, text = diff_mod.run(args.base, args.new, form)
+    status, text = diff_mod.run(args.base, args.new, render_text if form == "text" else diff_mod.render_markdown)
     print(text, file=sys.stderr if status == 2 else sys.stdout)
     return status
 

@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import verdicts
 from .changes import MISSING, Change, ItemRun, ResourceChange, changed_paths, input_paths, summarised
@@ -291,12 +291,10 @@ def render_markdown(diff: PlanDiff) -> str:
     return "\n".join(lines)
 
 
-FORMATS = ("text", "markdown")
-
-
-def run(base_path: str, new_path: str, form: str = "markdown") -> tuple[int, str]:
-    """The CLI's work: (exit status, text). 0 equal, 1 different, 2 bad input. ``form``: markdown
-    (a PR comment, a job summary) or text (a terminal: offline/diff_text.py)."""
+def run(base_path: str, new_path: str, render: Callable[[PlanDiff], str] | None = None) -> tuple[int, str]:
+    """The CLI's work: (exit status, text). 0 equal, 1 different, 2 bad input. ``render``:
+    render_markdown (a PR comment, a job summary; the default) or offline/diff_text.render_text (a
+    terminal)."""
     try:
         base = load_plan(base_path)
         new = load_plan(new_path)
@@ -304,11 +302,7 @@ def run(base_path: str, new_path: str, form: str = "markdown") -> tuple[int, str
         return 2, f"error: {err}"
     diff = diff_plans(base, new, str(base_path), str(new_path))
     diff.cost = cost_change(_efficiency_beside(base_path), _efficiency_beside(new_path))
-    if form == "text":
-        from .diff_text import render_text
-
-        return (0 if diff.equal else 1), render_text(diff)
-    return (0 if diff.equal else 1), render_markdown(diff)
+    return (0 if diff.equal else 1), (render or render_markdown)(diff)
 
 
 # --- cost ---------------------------------------------------------------------------------------
