@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import sys as _sys
 
-if _sys.argv[:1] == ["-m"] and "rlinf_eks" in _sys.orig_argv[_sys.orig_argv.index("-m") + 1 : _sys.orig_argv.index("-m") + 2]:
+_COMMAND = ("rlinf_eks", "rlinf_eks.__main__")
+if _sys.argv[:1] == ["-m"] and any(
+    (a == "-m" and b in _COMMAND) or a in [f"-m{name}" for name in _COMMAND] for a, b in zip(_sys.orig_argv, [*_sys.orig_argv[1:], ""])
+):
     # `python -m rlinf_eks`: the package is imported before its __main__ runs; Ctrl-C is the command
     # line's from here on (one line, exit 130: rlinf_eks.interrupts), not a traceback of an import
     from . import interrupts as _interrupts
