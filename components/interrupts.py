@@ -4,8 +4,9 @@ Python's own handling raises KeyboardInterrupt wherever the program happens to b
 offline plan's asyncio tasks under the Pulumi mocks it prints a long traceback, may leave tasks the
 event loop waits on for ever (the first Ctrl-C then hangs until a second one), or is swallowed by
 code that catches it and the plan finishes. The command line (``rlinf_eks.__main__.cli``) installs
-:func:`install` instead: the handler removes the staging folders of outputs being written
-(:func:`staging`), writes one line and leaves with ``os._exit``, whatever the program was doing.
+:func:`install` instead: the handler removes the staging folders of outputs being written and the
+temporary files that hold secrets (:func:`staging`), writes one line and leaves with ``os._exit``,
+whatever the program was doing.
 
 Two kinds of work change that for a while:
 
@@ -15,7 +16,8 @@ Two kinds of work change that for a while:
   objects it created in the cluster; build-image says that a started build goes on) gets Python's
   KeyboardInterrupt and handles it itself.
 
-Nothing here is installed on import: a program that imports the library keeps its own handling.
+Only the command line installs it (``python -m rlinf_eks`` while importing the package, the
+``rlinf-eks`` script in ``cli``): a program that imports the library keeps its own handling.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _NAMES = {signal.SIGINT: "Ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}
 
-_staging: set[Path] = set()
+_staging: set[Path | str] = set()
 _holding = 0
 _pending: Optional[int] = None
 
@@ -48,11 +50,16 @@ def message(signum: int) -> str:
 
 
 def _stop(signum: int) -> None:
-    if _staging:
-        import shutil  # loaded already: an output is being written (rlinf_eks.offline.output)
+    for path in list(_staging):
+        try:
+            if os.path.isdir(path):
+                import shutil  # loaded already: an output is being written (rlinf_eks.offline.output)
 
-        for folder in list(_staging):
-            shutil.rmtree(folder, ignore_errors=True)
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
     # os.write, not sys.stderr: the main thread may be inside a write to sys.stderr's buffer
     os.write(2, (message(signum) + "\n").encode())
     os._exit(128 + signum)
@@ -115,11 +122,12 @@ def raising() -> _Raising:
     return _Raising()
 
 
-def staging(folder: Path) -> None:
-    """A folder an interrupt removes (an output being written beside its final place)."""
-    _staging.add(folder)
+def staging(path: Path | str) -> None:
+    """A folder or file an interrupt removes: an output being written beside its final place, a
+    temporary file that holds a secret (verify's kubeconfig from the stack's output)."""
+    _staging.add(path)
 
 
-def staged(folder: Path) -> None:
-    """The folder is gone or moved into place: an interrupt leaves it alone."""
-    _staging.discard(folder)
+def staged(path: Path | str) -> None:
+    """The folder or file is gone or moved into place: an interrupt leaves it alone."""
+    _staging.discard(path)

@@ -67,7 +67,9 @@ def _stack_kubeconfig(stack: str) -> Optional[str]:
         return None
     if done.returncode != 0 or not done.stdout.strip():
         return None
-    handle, path = tempfile.mkstemp(prefix="rlinf-verify-", suffix=".kubeconfig")
+    with interrupts.held():  # Ctrl-C from here on removes the file (it holds the cluster's credentials)
+        handle, path = tempfile.mkstemp(prefix="rlinf-verify-", suffix=".kubeconfig")
+        interrupts.staging(path)
     with os.fdopen(handle, "w") as out:
         out.write(done.stdout)
     return path
@@ -167,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if from_pulumi:
             Path(from_pulumi).unlink(missing_ok=True)
+            interrupts.staged(from_pulumi)
 
 
 def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[str]) -> int:
