@@ -52,6 +52,16 @@ def test_every_command_refuses_an_out_it_cannot_write_in_one_line(command, bad, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "run"]  # nothing created
 
 
+@pytest.mark.parametrize("bad", ["a folder", "under a file", "/proc/nope/verify.json"])
+def test_verify_refuses_a_json_file_it_cannot_write_before_climbing(bad, tmp_path, capsys):
+    file = tmp_path / "file.txt"
+    file.write_text("not a folder")
+    json_file = {"a folder": tmp_path, "under a file": file / "verify.json", "/proc/nope/verify.json": Path("/proc/nope/verify.json")}[bad]
+    assert main(["verify", "vllm-rollout", "--json", str(json_file)]) == 2
+    (line,) = _stderr(capsys)
+    assert line.startswith(f"error: --json {json_file}: ")
+
+
 def test_verify_out_without_dry_run_says_what_out_is_for(capsys):
     assert main(["verify", "vllm-rollout", "--out", "build/x"]) == 2
     assert _stderr(capsys) == ["error: --out is the folder of --dry-run's manifests: add --dry-run, or leave --out out"]

@@ -141,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
     if args.out and not args.dry_run:
         print("error: --out is the folder of --dry-run's manifests: add --dry-run, or leave --out out", file=sys.stderr)
         return 2
+    problem = _json_file_problem(Path(args.json)) if args.json else None
+    if problem:
+        print(f"error: --json {args.json}: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.out:
             check_output(Path(args.out), "manifests")  # before anything else, as every command checks its output folder
@@ -219,6 +223,7 @@ def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[
     if left:
         print(f"could not delete: {', '.join(left)} (label rlinf-eks/verify-run={ladder.run_id}: delete them by hand)", file=sys.stderr)
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report_json(args.stack, results, ready, left), indent=2) + "\n")
     top = max((r.level for r in results), default=-1)
     if stopped and stopped != "interrupted":
@@ -229,6 +234,19 @@ def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[
         print("error: interrupted: the climb stopped" + (" and deleted what it created" if not left else ""), file=sys.stderr)
         return 130  # as a command Ctrl-C ended, after the clean-up
     return 0 if ready else 1
+
+
+def _json_file_problem(path: Path) -> Optional[str]:
+    """Why --json FILE cannot be written, checked before the climb (as every output is); None if it can."""
+    from ..offline.output import OutputError, check_output
+
+    if path.is_dir():
+        return f"a folder, not a file: name the file, such as {path / 'verify.json'}"
+    try:
+        check_output(path.parent)
+    except OutputError as err:
+        return str(err)
+    return None
 
 
 def _first_line(err: BaseException) -> str:
