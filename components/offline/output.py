@@ -12,6 +12,7 @@ was, or whole, never half-written.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -50,7 +51,7 @@ def staged(out: Path, *subfolders: str) -> Iterator[Path]:
     check_output(out, *subfolders)
     try:
         with interrupts.held():
-            parent = out.absolute().parent
+            parent = out.resolve().parent  # beside the folder itself (a symbolic link's target): one file system
             parent.mkdir(parents=True, exist_ok=True)
             folder = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=parent))
             interrupts.staging(folder)
@@ -76,7 +77,12 @@ def commit(folder: Path, out: Path, remove: Iterable[str] = ()) -> None:
                 if source.is_dir():
                     target.mkdir(exist_ok=True)
                 else:
-                    os.replace(source, target)
+                    try:
+                        os.replace(source, target)
+                    except OSError as err:
+                        if err.errno != errno.EXDEV:
+                            raise
+                        shutil.move(source, target)  # out is a mount point of another file system: copied
             for name in remove:
                 (out / name).unlink(missing_ok=True)
     except OSError as err:
