@@ -212,7 +212,7 @@ def describe_errors(items: Iterable[Mapping[str, Any]], data: Mapping[str, Any],
             message = "must be true or false (a YAML boolean, unquoted)"
         elif item["type"] == "string_type" and isinstance(value, (bool, int, float)):
             message = quote_it(loc[-1] if loc else "value", value)
-        if item["type"] == "literal_error":
+        if item["type"] in ("literal_error", "enum"):
             message = message.replace("Input should be", "must be one of")
         elif _PYDANTIC_WORDS.match(message):
             message = _in_our_words(item, message)
