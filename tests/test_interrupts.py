@@ -40,7 +40,8 @@ def _interrupted_everywhere(argv_to, out, old, new) -> list[str]:
         before = old if index % 2 else None
         fresh(out, before)
         outcome = run(argv_to(out), delay=delay)
-        found = problem(outcome, out, [before, new if before is None else over])
+        # whole: new (a plan removes the files the old plan wrote), or new written over old (a report keeps old figures)
+        found = problem(outcome, out, [before, new] if before is None else [before, new, over])
         if found:
             problems.append(found)
     return problems
