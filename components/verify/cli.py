@@ -170,6 +170,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         with interrupts.raising():  # the climb cleans up after itself, so Ctrl-C reaches it as KeyboardInterrupt
             return _climb(args, settings, ladder, args.kubeconfig or from_pulumi)
+    except KeyboardInterrupt:  # before the climb created anything (reading the kubeconfig, reaching the cluster)
+        print("error: interrupted: verify stopped (what a climb creates is deleted before it ends)", file=sys.stderr)
+        return 130
     finally:
         if from_pulumi:
             Path(from_pulumi).unlink(missing_ok=True)
