@@ -127,7 +127,6 @@ def _image_contract(args: argparse.Namespace) -> int:
 
 def _diff(args: argparse.Namespace) -> int:
     from .offline import diff as diff_mod
-
     from .offline.diff_text import render_text
 
     form = args.format or ("text" if sys.stdout.isatty() else "markdown")

@@ -9,10 +9,16 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import pytest
 
 from tests import report_logs
 from tests.harness import ROOT
 from tests.interrupting import fresh, problem, run
+
+# the moment a command's code starts is read from /proc (tests/interrupting.py): Linux, as CI
+pytestmark = pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs /proc/<pid>/status (Linux)")
 
 MOMENTS = 6
 """Moments per command: (i + 0.5) / MOMENTS of its run's length, and one past its end."""
