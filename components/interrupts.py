@@ -61,7 +61,10 @@ def _stop(signum: int) -> None:
         except OSError:
             pass
     # os.write, not sys.stderr: the main thread may be inside a write to sys.stderr's buffer
-    os.write(2, (message(signum) + "\n").encode())
+    try:
+        os.write(2, (message(signum) + "\n").encode())
+    except OSError:
+        pass  # stderr closed: the status still says it
     os._exit(128 + signum)
 
 
