@@ -12,6 +12,18 @@ the same camelCase keys) plus the outputs of the others, so they can be used one
 
 from __future__ import annotations
 
+import sys as _sys
+
+_COMMAND = ("rlinf_eks", "rlinf_eks.__main__")
+if _sys.argv[:1] == ["-m"] and any(
+    (a == "-m" and b in _COMMAND) or a in [f"-m{name}" for name in _COMMAND] for a, b in zip(_sys.orig_argv, [*_sys.orig_argv[1:], ""])
+):
+    # `python -m rlinf_eks`: the package is imported before its __main__ runs; Ctrl-C is the command
+    # line's from here on (one line, exit 130: rlinf_eks.interrupts), not a traceback of an import
+    from . import interrupts as _interrupts
+
+    _interrupts.install()
+
 import importlib
 from typing import Any
 

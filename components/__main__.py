@@ -1,8 +1,4 @@
-"""Command line: ``python -m rlinf_eks plan|diff|image-contract|verify|report|build-image ...``.
-
-Exit status: 0 success, 1 a diff found changes (``diff``) or, under ``--strict``, policy violations
-or placeholder values (unless ``--allow-placeholders``), 2 bad input (stack config, arguments).
-"""
+"""The command line, ``python -m rlinf_eks COMMAND``: DESCRIPTION below is its --help."""
 
 from __future__ import annotations
 
@@ -13,18 +9,26 @@ import signal
 import sys
 from pathlib import Path
 
+DESCRIPTION = """\
+The offline plan and the tools around a stack: plan, diff, image-contract, verify, report and
+build-image (python -m rlinf_eks COMMAND --help for each).
+
+Exit status: 0 success; 1 a diff found changes, or under --strict a policy violation or a
+placeholder value (unless --allow-placeholders); 2 bad input (the stack's settings, the
+arguments); 130 interrupted (Ctrl-C: one line, no output folder half-written)."""
+
 
 def _plan(args: argparse.Namespace) -> int:
     from .config import ConfigError
     from .offline import plan as plan_mod
-    from .offline.stack_config import StackConfigError, load, project_root
+    from .offline.arguments import load_stack
+    from .offline.stack_config import StackConfigError
 
     try:
-        root = project_root()
-        stack_config = load(root, args.stack, args.set)
-        out = Path(args.out) if args.out else root / "build" / stack_config.stack
+        stack = load_stack(args, Path(args.out) if args.out else None)
+        out = Path(args.out) if args.out else stack.root / "build" / stack.name
         plan_mod.check_output(out)
-        plan = plan_mod.make_plan(stack_config, plan_mod.platform_for(stack_config, args.platform, out))
+        plan = plan_mod.make_plan(stack.config, stack.platform)
         refused = plan_mod.downgrade_problems(plan, out)
         if refused:
             raise ConfigError(refused)
@@ -100,15 +104,15 @@ def _plan(args: argparse.Namespace) -> int:
 def _image_contract(args: argparse.Namespace) -> int:
     from .config import ConfigError
     from .offline import plan as plan_mod
-    from .offline.stack_config import StackConfigError, load, project_root
+    from .offline.arguments import load_stack
+    from .offline.stack_config import StackConfigError
     from .workload.image_contract import contract_for
     from .workload.run import resolve_run
 
     try:
-        root = project_root()
-        stack_config = load(root, args.stack, args.set)
+        stack = load_stack(args)
         # an experiment reads its nodes from its platform's plan, as `plan` does
-        settings = plan_mod.settings_of(stack_config, plan_mod.platform_for(stack_config, args.platform, root / "build" / stack_config.stack))
+        settings = plan_mod.settings_of(stack.config, stack.platform)
     except (ConfigError, StackConfigError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
         return 2
@@ -117,36 +121,31 @@ def _image_contract(args: argparse.Namespace) -> int:
         print(f"error: stack {args.stack}: {role} runs no training pods, so no image contract: ask it of a stack that runs one "
               "(an experiment on this platform)", file=sys.stderr)  # fmt: skip
         return 2
-    print(contract_for(resolve_run(settings, stack_config.stack)).render())
+    print(contract_for(resolve_run(settings, stack.name)).render())
     return 0
 
 
 def _diff(args: argparse.Namespace) -> int:
     from .offline import diff as diff_mod
+    from .offline.diff_text import render_text
 
-    status, text = diff_mod.run(args.base, args.new)
+    form = args.format or ("text" if sys.stdout.isatty() else "markdown")
+    status, text = diff_mod.run(args.base, args.new, render_text if form == "text" else diff_mod.render_markdown)
     print(text, file=sys.stderr if status == 2 else sys.stdout)
     return status
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .offline.stack_config import add_edit_arguments
+    from .offline.arguments import add_stack_arguments
 
-    parser = argparse.ArgumentParser(prog="python -m rlinf_eks", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m rlinf_eks", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     plan = commands.add_parser("plan", help="run a stack's program under Pulumi mocks and write plan.json and manifests/")
-    plan.add_argument("stack", nargs="?", default="single-node", help="stack name (stacks/Pulumi.<stack>.yaml) or a stack file's path (path/to/Pulumi.<stack>.yaml); default single-node")
-    plan.add_argument("--out", help="output folder; default build/<stack>")
-    add_edit_arguments(
-        plan, help_set="as `pulumi config set --path KEY VALUE` on a copy of the stack's config, e.g. gpuNodes.nodeCount=4; "
-        'a key holding ".", ":" or "=" is quoted: tags["team:owner"]=ml',
-    )
-    plan.add_argument(
-        "--platform", metavar="DIR",
-        help="an experiment stack (platform.role: experiment): its platform's plan folder, whose outputs answer the "
-        "StackReference; default: the folder beside --out named after the platform's stack (build/<platform>)",
-    )
+    add_stack_arguments(plan, default="single-node")
+    plan.add_argument("--out", metavar="DIR", help="output folder; default build/<stack>")
     plan.add_argument(
         "--quiet", action="store_true",
         help="do not print the resource tree and its counts (the cost, Faults and Outputs are still printed)",
@@ -166,14 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     diff.add_argument("base", help="the base plan: plan.json or the folder holding it (e.g. build/base/single-node)")
     diff.add_argument("new", help="the new plan: plan.json or the folder holding it")
+    diff.add_argument(
+        "--format", choices=["text", "markdown"],
+        help="text for a terminal, markdown (GitHub's: a PR comment, a job summary); default text when stdout is a terminal, else markdown",
+    )
     diff.set_defaults(func=_diff)
 
     contract = commands.add_parser(
         "image-contract", help="print what the stack's pods need inside workload.image (tools, Ray, trainer paths, EFA)"
     )
-    contract.add_argument("stack", nargs="?", default="single-node", help="stack name or a stack file's path (as for plan); default single-node")
-    add_edit_arguments(contract)
-    contract.add_argument("--platform", metavar="DIR", help="an experiment stack: its platform's plan folder (as for plan)")
+    add_stack_arguments(contract, default="single-node")
     contract.set_defaults(func=_image_contract)
 
     from .verify.cli import add_parser as add_verify
@@ -199,8 +200,12 @@ def cli() -> None:
     rescans them over and over (about a fifth of a plan's wall time) and interpreter teardown
     frees them one by one (about half a second). The command makes few cycles and exits right
     after its files are written and closed, so it runs without the collector and leaves with
-    ``os._exit`` once its output is flushed (bench/RESULTS.md has the figures).
+    ``os._exit`` once its output is flushed (bench/RESULTS.md has the figures). Ctrl-C or SIGTERM
+    ends it with one line and status 130 (143), leaving no output folder half-written.
     """
+    from . import interrupts
+
+    interrupts.install()  # Ctrl-C: one line, exit 130, whatever the command is doing (rlinf_eks.interrupts)
     gc.disable()
     try:
         status = main()

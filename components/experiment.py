@@ -206,7 +206,7 @@ def _queue_problems(sections: Sections, platform: Platform) -> list[str]:
         return []
     if platform.queue_name is None:
         return [
-            f"queue.enabled=True: the platform {platform.stack} exports no {QUEUE_NAME} (its queue is off): "
+            f"queue.enabled=true: the platform {platform.stack} exports no {QUEUE_NAME} (its queue is off): "
             "set queue.enabled: false here, or turn the platform's queue on"
         ]
     return []

@@ -160,7 +160,7 @@ def _build(status: str, phase: str, phases: list | None = None) -> dict:
 
 
 def _args(**overrides) -> argparse.Namespace:
-    return argparse.Namespace(**{"stack": "platform", "family": FAMILY, "wait": True, "update_stack": None, **overrides})
+    return argparse.Namespace(**{"stack": "platform", "family": FAMILY, "wait": True, "update_stack": None, "set": [], "platform": None, **overrides})
 
 
 def _start(stubs: dict, context_key: str = ANY) -> None:

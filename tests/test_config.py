@@ -65,7 +65,7 @@ BAD = [
     ("EC2 type the catalog lacks", {"gpuNodes": {"instanceType": "p6-b300.48xlarge"}}, ["gpuNodes.instanceType='p6-b300.48xlarge'", "p5.48xlarge", "instanceOverrides"]),
     ("unknown type, partial figures", {"gpuNodes": {"instanceType": "p6-b300.48xlarge", "instanceOverrides": {"gpus": 8}}}, ["gpuNodes.instanceOverrides", "every figure"]),
     ("system node type not in EC2", {"cluster": {"systemNodes": {"instanceType": "m6i.huge"}}}, ["cluster.systemNodes.instanceType='m6i.huge'", "not an EC2 instance type"]),
-    ("EFA on a type without EFA", {"gpuNodes": {"instanceType": "g5.2xlarge"}}, ["gpuNodes.efa=True", "g5.2xlarge has no EFA"]),
+    ("EFA on a type without EFA", {"gpuNodes": {"instanceType": "g5.2xlarge"}}, ["gpuNodes.efa=true", "g5.2xlarge has no EFA"]),
     ("misspelt node key", {"gpuNodes": {"nodecount": 2}}, ["gpuNodes.nodecount", "unknown key (did you mean nodeCount?)", "maxNodes"]),
     ("misspelt top-level key", {"gpuNode": {"nodeCount": 2}}, ["gpuNode", "unknown key", "gpuNodes"]),
     ("capacity type", {"gpuNodes": {"capacityType": "RESERVED"}}, ["gpuNodes.capacityType='RESERVED'", "ON_DEMAND"]),
@@ -98,7 +98,7 @@ BAD = [
     ("override without =", {"workload": {"image": "i", "trainer": {"overrides": ["trainer.nnodes"]}}}, ["workload.trainer.overrides", "key=value"]),
     ("shm fraction", {"workload": {"image": "i", "shmFraction": 1.2}}, ["workload.shmFraction=1.2"]),
     ("join timeout too short", {"workload": {"image": "i", "joinTimeoutSeconds": 5}}, ["workload.joinTimeoutSeconds=5"]),
-    ("multi-node without shared filesystem", {"gpuNodes": {"nodeCount": 2}, "storage": {"sharedFilesystem": {"enabled": False}}}, ["storage.sharedFilesystem.enabled=False", "shard per rank"]),
+    ("multi-node without shared filesystem", {"gpuNodes": {"nodeCount": 2}, "storage": {"sharedFilesystem": {"enabled": False}}}, ["storage.sharedFilesystem.enabled=false", "shard per rank"]),
     ("FSx capacity", {"storage": {"sharedFilesystem": {"storageCapacityGib": 3000}}}, ["storage.sharedFilesystem.storageCapacityGib=3000", "2400"]),
     ("FSx throughput", {"storage": {"sharedFilesystem": {"throughputMbpsPerTib": 200}}}, ["storage.sharedFilesystem.throughputMbpsPerTib=200"]),
     ("region", {"region": "mars-1"}, ["region='mars-1'", "us-east-1"]),
@@ -121,8 +121,8 @@ BAD = [
     ("admin role not an ARN", {"cluster": {"adminRoleArns": ["admin"]}}, ["cluster.adminRoleArns=['admin']", "'admin' is not an IAM role ARN", "arn:aws:iam::123456789012:role/Admin"]),
     ("image is a pair of quotes (shell slip)", {"workload": {"image": '""'}}, ["workload.image='\"\"'", "container image reference"]),
     ("image with a blank", {"workload": {"image": "rlinf v0.3"}}, ["workload.image='rlinf v0.3'", "container image reference"]),
-    ("workload missing", {"workload": None}, ["workload=None"]),
-    ("tags not a mapping", {"tags": "team=robotics"}, ["tags='team=robotics'", "dictionary"]),
+    ("workload missing", {"workload": None}, ["workload=null"]),
+    ("tags not a mapping", {"tags": "team=robotics"}, ["tags='team=robotics'", "must be an object"]),
     ("misspelt rollout key", {"workload": {"image": "i", "rollout": {"backnd": "vllm"}}}, ["workload.rollout.backnd", "did you mean backend?"]),
     # S3 bucket naming rules
     ("bucket name too short", {"storage": {"bucketName": "ab"}}, ["storage.bucketName='ab'", "3 to 63"]),
@@ -183,14 +183,14 @@ BAD = [
     ("autoscaler chart version", {"autoscaler": {"version": "9.x"}}, ["autoscaler.version='9.x'", "MAJOR.MINOR.PATCH"]),
     ("kuberay namespace", {"kuberay": {"namespace": "Ray_System"}}, ["kuberay.namespace='Ray_System'", "namespace"]),
     # booleans where integers go, and vice versa
-    ("node count true", {"gpuNodes": {"nodeCount": True}}, ["gpuNodes.nodeCount=True", "must be an integer"]),
-    ("max nodes false", {"gpuNodes": {"maxNodes": False}}, ["gpuNodes.maxNodes=False", "must be an integer"]),
+    ("node count true", {"gpuNodes": {"nodeCount": True}}, ["gpuNodes.nodeCount=true", "must be an integer"]),
+    ("max nodes false", {"gpuNodes": {"maxNodes": False}}, ["gpuNodes.maxNodes=false", "must be an integer"]),
     ("node count a float", {"gpuNodes": {"nodeCount": 2.0}}, ["gpuNodes.nodeCount=2.0", "must be an integer"]),
     ("node count a numeric string", {"gpuNodes": {"nodeCount": "2"}}, ["gpuNodes.nodeCount='2'", "must be an integer"]),
-    ("batch size true", {"workload": {"image": "i", "trainer": {"batch": {"data.train_batch_size": True}}}}, ['workload.trainer.batch["data.train_batch_size"]=True', "must be an integer"]),
+    ("batch size true", {"workload": {"image": "i", "trainer": {"batch": {"data.train_batch_size": True}}}}, ['workload.trainer.batch["data.train_batch_size"]=true', "must be an integer"]),
     ("efa a string", {"gpuNodes": {"efa": "yes"}}, ["gpuNodes.efa='yes'", "true or false"]),
     ("efa an integer", {"gpuNodes": {"efa": 1}}, ["gpuNodes.efa=1", "true or false"]),
-    ("GPU memory utilization true", {"workload": {"image": "i", "rollout": {"gpuMemoryUtilization": True}}}, ["workload.rollout.gpuMemoryUtilization=True", "not a boolean"]),
+    ("GPU memory utilization true", {"workload": {"image": "i", "rollout": {"gpuMemoryUtilization": True}}}, ["workload.rollout.gpuMemoryUtilization=true", "not a boolean"]),
     # paths inside pods
     ("relative mount path", {"storage": {"sharedFilesystem": {"mountPath": "fsx"}}}, ["storage.sharedFilesystem.mountPath='fsx'", "absolute path"]),
     ("mount path with ..", {"storage": {"sharedFilesystem": {"mountPath": "/fsx/../etc"}}}, ["storage.sharedFilesystem.mountPath='/fsx/../etc'", "'..'"]),
@@ -246,8 +246,8 @@ def test_values_at_the_edge_of_the_rules_are_accepted(good):
 @pytest.mark.parametrize(
     "stack, sections, expected",
     [
-        ("my.stack", {}, ["cluster.name=None", "'rlinf-my.stack'", "set cluster.name"]),
-        ("s" * 51, {}, ["cluster.name=None", "-system", "at most 56"]),
+        ("my.stack", {}, ["cluster.name=null", "'rlinf-my.stack'", "set cluster.name"]),
+        ("s" * 51, {}, ["cluster.name=null", "-system", "at most 56"]),
         ("s" * 257, {"cluster": {"name": "rlinf"}}, ["every resource is tagged with the stack name", "at most 256"]),
     ],
 )

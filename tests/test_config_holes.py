@@ -191,7 +191,7 @@ def test_deploy_from_vpc_with_public_cidrs_is_refused_naming_both(monkeypatch, c
     lines = _refused(monkeypatch, capsys, ROOT, "single-node", "cluster.deployFromVpc=true")
     problems = [line for line in lines if line.startswith("- ")]
     assert len(problems) == 1
-    assert problems[0].startswith("- cluster.deployFromVpc=True: means a private endpoint only, but cluster.endpointPublicAccessCidrs=")
+    assert problems[0].startswith("- cluster.deployFromVpc=true: means a private endpoint only, but cluster.endpointPublicAccessCidrs=")
     assert "203.0.113.0/24" in problems[0]
 
 

@@ -167,7 +167,7 @@ def test_settings_that_cannot_work_name_their_key(values, key, says):
 @pytest.mark.parametrize(
     "sections, key, says",
     [
-        ({"autoscaler": {"enabled": True}}, "autoscaler.enabled=True", "two autoscalers"),
+        ({"autoscaler": {"enabled": True}}, "autoscaler.enabled=true", "two autoscalers"),
         ({"gpuNodes": {"fallbackInstanceTypes": ["p5e.48xlarge"]}, "queue": {"enabled": False}}, "gpuNodes.fallbackInstanceTypes", "queue.enabled"),
         (
             {"gpuNodes": {"fallbackInstanceTypes": ["p5e.48xlarge"]}, "queue": {"enabled": True}, "kuberay": {"enabled": True},
@@ -196,7 +196,7 @@ def test_karpenter_on_an_existing_cluster_is_refused():
 @pytest.mark.parametrize(
     "sets, says",
     [
-        ((KARPENTER, "autoscaler.enabled=true"), "autoscaler.enabled=True"),
+        ((KARPENTER, "autoscaler.enabled=true"), "autoscaler.enabled=true"),
         ((KARPENTER, "gpuNodes.fallbackInstanceTypes[0]=p5en.48xlarge"), "gpuNodes.fallbackInstanceTypes[0]='p5en.48xlarge'"),
     ],
 )

@@ -94,8 +94,8 @@ def test_unset_removes_a_key_so_its_default_applies():
     cfg = load(ROOT, "single-node", ["workload.env.NCCL_DEBUG=INFO", Unset("workload.env.NCCL_DEBUG"), Unset("gpuNodes.nodeCount")])
     assert "NCCL_DEBUG" not in cfg.values["rlinf-eks:workload"].get("env", {})
     assert "nodeCount" not in cfg.values["rlinf-eks:gpuNodes"]
-    # a key that is not set is no error (as `pulumi config rm`), an index of a list is removed
-    cfg = load(ROOT, "single-node", [Unset("workload.never.set"), "cluster.adminRoleArns[0]=a", Unset("cluster.adminRoleArns[0]")])
+    # a setting's key that is not set is no error (as `pulumi config rm`), an index of a list is removed
+    cfg = load(ROOT, "single-node", [Unset("workload.env.NEVER_SET"), "cluster.adminRoleArns[0]=a", Unset("cluster.adminRoleArns[0]")])
     assert not cfg.problems and cfg.values["rlinf-eks:cluster"]["adminRoleArns"] == []
 
 

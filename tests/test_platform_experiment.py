@@ -417,6 +417,6 @@ def test_an_experiment_run_is_queued_on_its_platforms_cluster_queue(stack):
 
 
 def test_an_experiment_on_a_platform_without_a_queue_must_turn_its_own_off():
-    with pytest.raises(ConfigError, match=f"queue.enabled=True: the platform {PLATFORM} exports no queueName"):
+    with pytest.raises(ConfigError, match=f"queue.enabled=true: the platform {PLATFORM} exports no queueName"):
         experiment_settings(_experiment(), "experiment-embodied", _platform(queueName=_DROP), RULES)
     assert not experiment_settings(_experiment("queue.enabled=false"), "experiment-embodied", _platform(queueName=_DROP), RULES).queue.enabled

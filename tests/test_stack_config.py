@@ -181,7 +181,7 @@ def test_a_wrong_project_namespace_in_a_stack_file_is_an_error():
         (["plan", "nope"], "unknown stack 'nope'"),
         (["plan", "--set", "gpuNodes..nodeCount=2"], "malformed key path"),
         (["plan", "--set", "rlinf:gpuNodes.nodeCount=2"], "is not this project's"),
-        (["plan", "--set", "gpuNodes.nodeCount=true"], "gpuNodes.nodeCount=True: must be an integer, not a boolean"),
+        (["plan", "--set", "gpuNodes.nodeCount=true"], "gpuNodes.nodeCount=true: must be an integer, not a boolean"),
         (["plan", "--set", "network.vpcId="], "network.vpcId='': not a VPC id"),
     ],
 )

@@ -114,7 +114,7 @@ def _alone(nodes: int = 1, shared: bool | None = None, **extra: Any) -> Training
 
 @pytest.mark.parametrize("nodes", [1, 2])
 def test_training_alone_must_be_told_whether_the_run_has_a_shared_filesystem(nodes):
-    with pytest.raises(ConfigError, match=r"storage\.sharedFilesystem\.enabled=None: RlinfTraining alone must be told"):
+    with pytest.raises(ConfigError, match=r"storage\.sharedFilesystem\.enabled=null: RlinfTraining alone must be told"):
         _build(_alone(nodes), claim="fsx-claim" if nodes > 1 else None)
 
 
@@ -125,7 +125,7 @@ def test_training_alone_needs_its_gpu_nodes_and_storage_choice_given():
 
 
 def test_training_alone_on_two_nodes_without_the_shared_filesystem_is_refused():
-    with pytest.raises(ConfigError, match=r"storage\.sharedFilesystem\.enabled=False: 2 nodes .* needs the shared filesystem"):
+    with pytest.raises(ConfigError, match=r"storage\.sharedFilesystem\.enabled=false: 2 nodes .* needs the shared filesystem"):
         _build(_alone(2, shared=False))
 
 

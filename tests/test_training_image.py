@@ -84,7 +84,7 @@ def test_a_platform_that_builds_must_name_its_families():
     with pytest.raises(ConfigError) as err:  # a platform has no workload section (it would be refused)
         parse({"platform": {"role": "platform"}, "images": {"build": True}, "cluster": {"deployFromVpc": True}})
     assert err.value.problems == [
-        "images.families=None: a platform runs no trainer, so it has no image family of its own: name the families its "
+        "images.families=null: a platform runs no trainer, so it has no image family of its own: name the families its "
         "experiments use, such as [rlinf-embodied, rlinf-reasoning]"
     ]
 

@@ -147,7 +147,7 @@ def test_whatever_ends_a_climb_the_objects_are_deleted_and_the_report_written(tm
     monkeypatch.setattr("rlinf_eks.verify.client.Cluster", lambda path, context: fake)
     monkeypatch.setattr(verify_cli, "kubeconfig_cluster", lambda path, context: None)
     report = tmp_path / "report.json"
-    assert main(["verify", "multi-node", "--kubeconfig", "x", "--json", str(report)]) == 1
+    assert main(["verify", "multi-node", "--kubeconfig", "x", "--json", str(report)]) == 130
     assert fake.cleaned
     out = capsys.readouterr().out
     assert "multi-node: interrupted" in out

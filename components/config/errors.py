@@ -15,9 +15,14 @@ from pydantic_core import PydanticCustomError
 
 
 def shown(value: Any) -> str:
-    """A value in a problem line: Python's repr for strings, numbers, booleans and None (as every
-    line has always shown them), lists and objects item by item, and a date or time as the ISO
-    text a stack file spells it (``2026-01-01``, ``2027-01-11T11:30:00Z``), never its repr."""
+    """A value in a problem line as a stack file spells it: true, false and null (never Python's
+    True and None), numbers as written, text quoted (``'p5.48xl'``: where it starts and ends),
+    lists and objects item by item, and a date or time as its ISO text (``2026-01-01``,
+    ``2027-01-11T11:30:00Z``), never its repr."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, datetime):
         if value.tzinfo is not None and value.utcoffset() == timezone.utc.utcoffset(None):
             return value.replace(tzinfo=None).isoformat() + "Z"
@@ -139,6 +144,39 @@ def _needs(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     return f"; an object with at least: {', '.join(required)}" if required else ""
 
 
+_BOUNDS = {"less_than_equal": "at most {le}", "greater_than_equal": "at least {ge}", "less_than": "below {lt}", "greater_than": "above {gt}"}
+_LENGTHS = {"string_too_short": ("at least", "min_length", "characters"), "string_too_long": ("at most", "max_length", "characters"),
+            "too_short": ("at least", "min_length", "items"), "too_long": ("at most", "max_length", "items")}  # fmt: skip
+_TYPES = {
+    "float_type": "must be a number", "float_parsing": "must be a number", "int_parsing": "must be an integer (unquoted, no decimal point)",
+    "int_from_float": "must be a whole number", "string_type": "must be text", "dict_type": "must be an object (key: value lines)",
+    "list_type": "must be a list", "model_type": "must be an object (key: value lines)", "model_attributes_type": "must be an object (key: value lines)",
+    "bool_parsing": "must be true or false (a YAML boolean, unquoted)", "none_required": "must be left out",
+}  # fmt: skip
+
+
+_PYDANTIC_WORDS = re.compile(r"(Input|String|List|Value|Tuple|Dictionary|Set) should |Value error, ")
+"""pydantic's own messages (a custom error of this project keeps its words)."""
+
+
+def _in_our_words(item: Mapping[str, Any], message: str) -> str:
+    """pydantic's wording of a bound, a length or a type ("Input should be less than or equal to
+    512") in the project's: "must be at most 512"."""
+    ctx = item.get("ctx") or {}
+    kind = item["type"]
+    if kind in _BOUNDS:
+        return "must be " + _BOUNDS[kind].format(**{k: shown(v) for k, v in ctx.items()})
+    if kind in _LENGTHS:
+        bound, key, unit = _LENGTHS[kind]
+        return f"must be {bound} {ctx.get(key)} {unit if ctx.get(key) != 1 else unit[:-1]} long" if unit == "characters" else (
+            f"must hold {bound} {ctx.get(key)} {unit if ctx.get(key) != 1 else unit[:-1]}")  # fmt: skip
+    if kind in _TYPES:
+        return _TYPES[kind]
+    if kind == "value_error":
+        return message.removeprefix("Value error, ")
+    return message.replace("Input should be", "must be")
+
+
 def describe(err: ValidationError, data: Mapping[str, Any], root: type[BaseModel]) -> list[str]:
     """Turn pydantic's errors into lines that name the key path, the value and what is valid."""
     return describe_errors(err.errors(include_url=False), data, root)
@@ -174,7 +212,9 @@ def describe_errors(items: Iterable[Mapping[str, Any]], data: Mapping[str, Any],
             message = "must be true or false (a YAML boolean, unquoted)"
         elif item["type"] == "string_type" and isinstance(value, (bool, int, float)):
             message = quote_it(loc[-1] if loc else "value", value)
-        if item["type"] == "literal_error":
+        if item["type"] in ("literal_error", "enum"):
             message = message.replace("Input should be", "must be one of")
+        elif _PYDANTIC_WORDS.match(message):
+            message = _in_our_words(item, message)
         problems.append(f"{prefix}={shown(value)}: {message}")
     return problems

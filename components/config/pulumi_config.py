@@ -112,3 +112,53 @@ def running_stack_config() -> tuple[dict[str, Any], str]:
     import pulumi
 
     return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}, pulumi.get_stack()
+
+
+def _model_of(annotation: Any) -> Any:
+    """The settings model an annotation holds (Optional[M], Annotated[M, ...]), else None."""
+    from pydantic import BaseModel
+
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _item_model(annotation: Any) -> Any:
+    """The model of a list's items (list[M], Optional[list[M]]), else None."""
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
+        if getattr(candidate, "__origin__", None) in (list, tuple):
+            return next((m for m in map(_model_of, getattr(candidate, "__args__", ())) if m is not None), None)
+    return None
+
+
+def unknown_key_path(segments: list[Any]) -> Optional[str]:
+    """Why a key path of this project's namespace (``["gpuNodes", "nodecount"]``) names no setting,
+    as a problem line with the nearest valid key; None when it names one (or a key inside a free
+    mapping such as ``workload.env`` or ``tags``, where any key is valid)."""
+    from .errors import key_path
+
+    top = segments[0]
+    if top in SECRET_KEYS:
+        return None
+    if top not in TOP_LEVEL_KEYS:
+        valid = sorted([*TOP_LEVEL_KEYS, *SECRET_KEYS])
+        return f"{key_path(top)}: unknown key{did_you_mean(str(top), valid)}; valid keys: {', '.join(valid)}"
+    annotation = StackSettings.model_fields[TOP_LEVEL_KEYS[top]].annotation
+    for depth, segment in enumerate(segments[1:], start=1):
+        model = _model_of(annotation)
+        if isinstance(segment, int):
+            item = _item_model(annotation)
+            if item is None:
+                return None
+            annotation = item
+            continue
+        if model is None:
+            return None  # a mapping of free keys, a list of values or a plain value
+        fields = {(f.alias or n): f for n, f in model.model_fields.items()}
+        if segment not in fields:
+            names = list(fields)
+            return (f"{key_path(*segments[: depth + 1])}: unknown key{did_you_mean(str(segment), names)}; "
+                    f"valid keys here: {', '.join(names)}")  # fmt: skip
+        annotation = fields[segment].annotation
+    return None

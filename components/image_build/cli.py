@@ -14,16 +14,19 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .. import interrupts
 from .build import BuildFailed, BuildInputError, Clients, Request, Result, run_build
 from .context import ContextError, package
 from .stack_file import StackFileError, update_image
 
 
 def add_parser(commands: Any) -> None:
+    from ..offline.arguments import add_stack_arguments
+
     build = commands.add_parser(
         "build-image", help="build a training image with the stack's CodeBuild project and print workload.image (0 built, 1 failed, 2 bad input)"
     )
-    build.add_argument("stack", help="the stack whose images.build made the ECR repository and CodeBuild project")
+    add_stack_arguments(build, stack_help="the stack whose images.build made the ECR repository and CodeBuild project (a name or a stack file's path)")
     build.add_argument("--family", help="the image family (images/<family>/); default: the stack's only one")
     build.add_argument("--wait", action="store_true", help="follow the build (phases, log tail) and print the digest")
     build.add_argument(
@@ -59,10 +62,11 @@ def prepare(args: argparse.Namespace, root: Path) -> tuple[Request, str, Optiona
     from ..config import ConfigError
     from ..experiment import role_of
     from ..offline import plan as plan_mod
-    from ..offline.stack_config import load, stack_file_of
+    from ..offline.arguments import load_stack
+    from ..offline.stack_config import stack_file_of
     from ..program import image_families
 
-    stack_config = load(root, args.stack)
+    stack_config = load_stack(args, root=root).config
     args.stack = stack_config.stack  # a stack file's path names its stack (the names below are the stack's)
     if role_of(stack_config.values) == "experiment":
         raise BuildInputError(f"stack {args.stack} is an experiment: its platform builds the images (build-image <platform> --family F "
@@ -126,7 +130,8 @@ def run(
     try:
         clients = clients_for(region)
         kwargs = {"sleep": sleep} if sleep is not None else {}
-        result = run_build(clients, request, context, region, wait=args.wait, say=say, **kwargs)
+        with interrupts.raising():  # Ctrl-C stops following the build, with the line below
+            result = run_build(clients, request, context, region, wait=args.wait, say=say, **kwargs)
     except NoCredentialsError:
         return _fail(2, "no AWS credentials (botocore NoCredentialsError): set AWS_PROFILE, or run aws configure / aws sso login, "
                         f"for the account of stack {request.stack}")  # fmt: skip

@@ -67,4 +67,8 @@ def with_image(text: str, image: str, where: str = "the stack file") -> str:
 
 def update_image(path: Path, image: str) -> None:
     """Rewrite ``path`` with ``workload.image`` set to ``image`` (see :func:`with_image`)."""
-    path.write_text(with_image(path.read_text(encoding="utf-8"), image, str(path)), encoding="utf-8")
+    from .. import interrupts
+
+    text = with_image(path.read_text(encoding="utf-8"), image, str(path))
+    with interrupts.held():  # Ctrl-C waits for the write: a stack file is never left half-written
+        path.write_text(text, encoding="utf-8")

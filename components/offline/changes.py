@@ -103,3 +103,60 @@ def under(path: str, prefixes: Iterable[str]) -> bool:
 def input_paths(rc: ResourceChange) -> list[str]:
     """The changed input paths of ``rc``, relative to ``inputs``."""
     return [c.path[len("inputs."):] for c in rc.changes if c.path.startswith("inputs.")]
+
+
+SUMMARISED_RUN = 4
+"""A run of this many list items added or removed (in index order) is shown as one line."""
+_ITEM = re.compile(r"(?P<list>.*)\[(?P<index>\d+)\]")
+
+
+@dataclass(frozen=True)
+class ItemRun:
+    """Consecutive items of one list all added or all removed (a p5 -> p5en launch template loses
+    16 network interfaces): shown as one line instead of one line per item."""
+
+    path: str
+    """The list's path, such as ``inputs.networkInterfaces``."""
+    first: int
+    last: int
+    added: bool
+    example: Change
+
+    @property
+    def count(self) -> int:
+        return self.last - self.first + 1
+
+
+def summarised(changes: list[Change]) -> list["Change | ItemRun"]:
+    """``changes`` with each run of at least SUMMARISED_RUN consecutive list items that were all
+    added or all removed replaced by one ItemRun."""
+    result: list[Change | ItemRun] = []
+    at = 0
+    while at < len(changes):
+        run = _run_at(changes, at)
+        if len(run) >= SUMMARISED_RUN:
+            match = _ITEM.fullmatch(run[0].path)
+            assert match is not None
+            first = int(match.group("index"))
+            result.append(ItemRun(match.group("list"), first, first + len(run) - 1, run[0].old is MISSING, run[0]))
+            at += len(run)
+        else:
+            result.append(changes[at])
+            at += 1
+    return result
+
+
+def _run_at(changes: list[Change], at: int) -> list[Change]:
+    """The changes from ``at`` on that add (or remove) consecutive items of one list."""
+    head = _ITEM.fullmatch(changes[at].path)
+    added = changes[at].old is MISSING
+    if head is None or (changes[at].new is MISSING) == added:
+        return [changes[at]]
+    run = [changes[at]]
+    for change in changes[at + 1 :]:
+        match = _ITEM.fullmatch(change.path)
+        if (match is None or match.group("list") != head.group("list") or int(match.group("index")) != int(head.group("index")) + len(run)
+                or (change.old is MISSING) != added or (change.new is MISSING) == added):  # fmt: skip
+            break
+        run.append(change)
+    return run

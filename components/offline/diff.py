@@ -17,10 +17,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import verdicts
-from .changes import MISSING, Change, ResourceChange, changed_paths, input_paths
+from .changes import MISSING, Change, ItemRun, ResourceChange, changed_paths, input_paths, summarised
 from .plan import EFFICIENCY_FILE, PLAN_FILE
 
 __all__ = ["MISSING", "Change", "PlanDiff", "PlanError", "ResourceChange", "changed_paths", "diff_plans", "load_plan", "render_markdown", "run"]
@@ -78,6 +78,8 @@ class PlanDiff:
     retained): the blocking warning at the top."""
     refused: list[str] = field(default_factory=list)
     """Changes the real engine refuses (an EKS downgrade): pulumi up would fail on them."""
+    other_stacks: str = ""
+    """When the plans are of two different stacks, the line that says so (shown first)."""
 
     @property
     def equal(self) -> bool:
@@ -151,9 +153,10 @@ def diff_plans(base: dict[str, Any], new: dict[str, Any], base_label: str = "bas
         for refusal in (verdicts.version_refusal(rc), verdicts.zone_refusal(rc, olds, news) if rc.urn in olds and rc.urn in news else None):
             if refusal:
                 refused.append(f"{rc.type} {rc.name}: {refusal}")
+    other_stacks = ""
     if base.get("stack") != new.get("stack") or base.get("project") != new.get("project"):
-        notes.append(f"comparing different stacks ({base.get('project')}/{base.get('stack')} and "
-                     f"{new.get('project')}/{new.get('stack')}): URNs carry the stack, so every resource differs")
+        other_stacks = (f"these are plans of two different stacks ({base.get('project')}/{base.get('stack')} and "
+                        f"{new.get('project')}/{new.get('stack')}): URNs carry the stack, so every resource differs")  # fmt: skip
     if moved:
         notes.append(f"aws:region {base['region']} → {new['region']}: every regional AWS resource is created anew in {new['region']} "
                      f"and the old one deleted in {base['region']} (IAM's are global and stay)")
@@ -161,7 +164,9 @@ def diff_plans(base: dict[str, Any], new: dict[str, Any], base_label: str = "bas
     for type_, name in sorted(renamed):
         notes.append(f"{type_} {name} changed URN (new parent?): Pulumi replaces it unless given an alias")
     outputs = changed_paths(base.get("outputs", {}), new.get("outputs", {}), "outputs")
-    return PlanDiff(base_label, new_label, created, deleted, updated, outputs, notes, data_risks=data_risks, refused=refused)
+    return PlanDiff(
+        base_label, new_label, created, deleted, updated, outputs, notes, data_risks=data_risks, refused=refused, other_stacks=other_stacks
+    )
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -190,10 +195,19 @@ def _pieces(old: str, new: str) -> tuple[list[str], list[str]]:
     return old.split(" "), new.split(" ")
 
 
-def _change_lines(change: Change, indent: str) -> list[str]:
+def item_run_text(run: ItemRun, code: str = "") -> str:
+    """A run of list items added or removed, as one line (``code``: the quote around paths and values)."""
+    side = run.example.new if run.added else run.example.old
+    return (f"{code}{run.path}[{run.first}..{run.last}]{code}: {run.count} items {'added' if run.added else 'removed'} "
+            f"(the first: {code}{_value(side)}{code})")  # fmt: skip
+
+
+def _change_lines(change: "Change | ItemRun", indent: str) -> list[str]:
     """One changed value as Markdown list lines. A long text on both sides (a launch script, a
     command line) shows the lines (or words) that changed, as a diff block, instead of the first
     characters of each side, which are usually the same."""
+    if isinstance(change, ItemRun):
+        return [f"{indent}- {item_run_text(change, '`')}"]
     if not (_is_text(change.old) and _is_text(change.new)):
         return [f"{indent}- `{change.path}`: `{_value(change.old)}` → `{_value(change.new)}`"]
     old, new = _pieces(change.old, change.new)
@@ -221,6 +235,8 @@ def _boxes(kind: str, *boxes: tuple[str, list[str]]) -> list[str]:
 def render_markdown(diff: PlanDiff) -> str:
     """The diff as Markdown text, readable in a PR comment, a job summary or a terminal."""
     lines = [f"### Offline infrastructure diff: `{diff.base}` → `{diff.new}`", ""]
+    if diff.other_stacks:
+        lines += [f"> [!NOTE]\n> {diff.other_stacks[0].upper()}{diff.other_stacks[1:]}.", ""]
     if diff.equal:
         lines.append("No changes.")
         return "\n".join(lines) + "\n"
@@ -264,19 +280,21 @@ def render_markdown(diff: PlanDiff) -> str:
         for rc in changed:
             because = f" (replaced because of {', '.join(f'`{p}`' for p in rc.replaced_by)})" if rc.replaced_by else ""
             lines.append(f"- `{rc.type}` **{rc.name}**{because}")
-            for change in rc.changes:
+            for change in summarised(rc.changes):
                 lines.extend(_change_lines(change, "  "))
         lines.append("")
     if diff.outputs:
         lines.append("#### outputs")
-        for change in diff.outputs:
+        for change in summarised(diff.outputs):
             lines.extend(_change_lines(change, ""))
         lines.append("")
     return "\n".join(lines)
 
 
-def run(base_path: str, new_path: str) -> tuple[int, str]:
-    """The CLI's work: (exit status, text). 0 equal, 1 different, 2 bad input."""
+def run(base_path: str, new_path: str, render: Callable[[PlanDiff], str] | None = None) -> tuple[int, str]:
+    """The CLI's work: (exit status, text). 0 equal, 1 different, 2 bad input. ``render``:
+    render_markdown (a PR comment, a job summary; the default) or offline/diff_text.render_text (a
+    terminal)."""
     try:
         base = load_plan(base_path)
         new = load_plan(new_path)
@@ -284,7 +302,7 @@ def run(base_path: str, new_path: str) -> tuple[int, str]:
         return 2, f"error: {err}"
     diff = diff_plans(base, new, str(base_path), str(new_path))
     diff.cost = cost_change(_efficiency_beside(base_path), _efficiency_beside(new_path))
-    return (0 if diff.equal else 1), render_markdown(diff)
+    return (0 if diff.equal else 1), (render or render_markdown)(diff)
 
 
 # --- cost ---------------------------------------------------------------------------------------

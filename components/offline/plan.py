@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ import yaml
 from .. import config as config_mod
 from ..loading import settings_from_config
 from . import deployer_policy, engine
+from .output import OutputError, check_output as _check_output, commit, staged
 from .stack_config import StackConfig, StackConfigError
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
 
@@ -35,9 +35,6 @@ WRITTEN_FILE = ".rlinf-eks-manifests"
 """In DIR: the manifest files the last plan wrote, one a line: the only files a plan removes."""
 _MANIFEST_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml")
 
-
-class OutputError(ValueError):
-    """An --out folder the plan cannot write."""
 
 # Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).
 _NOT_MANIFESTS = (HELM_PREFIX, PROVIDER_PREFIX)
@@ -181,7 +178,17 @@ def default_platform_folder(stack_config: StackConfig, out: Path) -> Path | None
 
 def platform_for(stack_config: StackConfig, given: str | None, out: Path) -> PlatformPlan | None:
     """The platform plan an experiment reads: the folder ``given`` (``--platform``), else the
-    default one beside ``out`` when it exists; None for other stacks."""
+    default one beside ``out`` when it exists; None for other stacks. ``--platform`` given for a stack
+    that is not an experiment is refused (StackConfigError): it would be ignored."""
+    if given is not None:
+        from .. import experiment
+
+        role = experiment.role_of(stack_config.values)
+        if role != "experiment":
+            raise StackConfigError(
+                f"--platform {given}: stack {stack_config.stack} is not an experiment (platform.role: {role}), so it reads no "
+                "platform's plan; --platform is for an experiment stack (platform.role: experiment): leave it out"
+            )
     folder = Path(given) if given else default_platform_folder(stack_config, out)
     return load_platform(folder) if folder is not None and (given or folder.exists()) else None
 
@@ -266,21 +273,9 @@ def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = Non
 
 
 def check_output(out: Path) -> None:
-    """Raise OutputError unless the plan can be written into ``out``, leaving no trace: run before
-    the plan, so a bad --out costs nothing. (A write that fails later is an OutputError too.)"""
-    for path in (out, out / MANIFESTS):
-        if path.exists() and not path.is_dir():
-            raise OutputError(f"{path} is a file, not a folder")
-    existing = next(folder for folder in (out, *out.absolute().parents) if folder.exists())
-    if not existing.is_dir():
-        raise OutputError(f"cannot create {out}: {existing} is a file")
-    try:
-        # the folder that will receive the first new entry must take a file (as root too: os.access cannot tell)
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as err:
-        what = f"cannot write in {out}" if existing == out else f"cannot create {out} in {existing}"
-        raise OutputError(f"{what}: {err.strerror or err}") from None
+    """Raise OutputError unless the plan can be written into ``out`` (rlinf_eks.offline.output, the
+    check of every command's output folder): run before the plan, so a bad --out costs nothing."""
+    _check_output(out, MANIFESTS)
 
 
 def _cluster(data: dict[str, Any]) -> tuple[Any, Any]:
@@ -328,37 +323,37 @@ def _previously_written(out: Path) -> set[str]:
 def write(plan: Plan, out: Path) -> list[str]:
     """Write plan.json, manifests/ and efficiency.json into ``out``; return warnings.
 
-    A file in manifests/ is removed only when the previous plan wrote it (listed in
-    ``.rlinf-eks-manifests``) and this plan does not; any other file there is left alone and
-    named in a warning. Raises OutputError when ``out`` cannot be written.
+    Everything is written into a folder beside ``out`` first and moved into place at the end
+    (rlinf_eks.offline.output): an interrupted plan leaves ``out`` as it was. A file in manifests/
+    is removed only when the previous plan wrote it (listed in ``.rlinf-eks-manifests``) and this
+    plan does not; any other file there is left alone and named in a warning. Raises OutputError
+    when ``out`` cannot be written.
     """
+    files = plan.manifests()
     try:
-        check_output(out)
-        manifests = out / MANIFESTS
-        manifests.mkdir(parents=True, exist_ok=True)
-        files = plan.manifests()
-        (out / PLAN_FILE).write_text(plan.dumps())
-        for file_name, obj in files.items():
-            (manifests / file_name).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
-        for stale in sorted(_previously_written(out) - set(files)):
-            (manifests / stale).unlink(missing_ok=True)
-        (out / WRITTEN_FILE).write_text("".join(f"{name}\n" for name in files))
-        report = efficiency_of_plan(plan)
-        if report is not None:
-            (out / EFFICIENCY_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-            from .efficiency_svg import efficiency_svg
+        with staged(out, MANIFESTS) as folder:
+            manifests = folder / MANIFESTS
+            manifests.mkdir()
+            (folder / PLAN_FILE).write_text(plan.dumps())
+            for file_name, obj in files.items():
+                (manifests / file_name).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
+            (folder / WRITTEN_FILE).write_text("".join(f"{name}\n" for name in files))
+            report = efficiency_of_plan(plan)
+            if report is not None:
+                (folder / EFFICIENCY_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+                from .efficiency_svg import efficiency_svg
 
-            (out / EFFICIENCY_PICTURE).write_text(efficiency_svg(report))
-        policy_files = deployer_policy.files(deployer_policy_of_plan(plan), plan.stack)
-        for stale in out.glob("deployer-policy-*.json"):
-            if stale.name not in policy_files:
-                stale.unlink(missing_ok=True)
-        for file_name, text in policy_files.items():
-            (out / file_name).write_text(text)
+                (folder / EFFICIENCY_PICTURE).write_text(efficiency_svg(report))
+            policy_files = deployer_policy.files(deployer_policy_of_plan(plan), plan.stack)
+            for file_name, text in policy_files.items():
+                (folder / file_name).write_text(text)
+            stale = [f"{MANIFESTS}/{name}" for name in sorted(_previously_written(out) - set(files))]
+            stale += [p.name for p in out.glob("deployer-policy-*.json") if p.name not in policy_files]
+            commit(folder, out, stale)
     except OSError as err:
         raise OutputError(f"cannot write in {out}: {err.strerror or err} ({getattr(err, 'filename', '') or out})") from None
-    foreign = sorted(p.name for p in manifests.iterdir() if p.name not in files)
-    return [f"{manifests / name}: not written by this plan, left in place" for name in foreign]
+    foreign = sorted(p.name for p in (out / MANIFESTS).iterdir() if p.name not in files)
+    return [f"{out / MANIFESTS / name}: not written by this plan, left in place" for name in foreign]
 
 
 def deployer_policy_of_plan(plan: Plan) -> dict[str, Any]:

@@ -266,12 +266,28 @@ def stack_file_of(root: Path, stack: str) -> tuple[str, Path]:
         return name, path.resolve()
     path = stack_file_path(root, stack)
     if not path.is_file():
-        known = ", ".join(available_stacks(root)) or "none"
+        from ..config.errors import did_you_mean
+
+        stacks = available_stacks(root)
+        known = ", ".join(stacks) or "none"
         raise StackConfigError(
-            f"unknown stack {stack!r}: no {path.relative_to(root)} (stacks: {known}; or give a stack file's path, "
+            f"unknown stack {stack!r}{did_you_mean(stack, stacks)}: no {path.relative_to(root)} (stacks: {known}; or give a stack file's path, "
             "such as path/to/Pulumi.my-run.yaml)"
         )
     return name, path
+
+
+def _unset_key_known(key: str, project: str) -> None:
+    """An ``--unset`` of a key no setting has (a typo: ``gpuNodes.nodecount``) is refused as a
+    ``--set`` of it is, with the nearest key: removing it would silently change nothing."""
+    from ..config.pulumi_config import unknown_key_path
+
+    qualified = _qualify(key, project)
+    namespace, _, path = qualified.partition(":")
+    if namespace == project:
+        problem = unknown_key_path(parse_path(path))
+        if problem:
+            raise StackConfigError(problem.split(": ", 1)[1])  # the flag names the key already
 
 
 def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
@@ -312,6 +328,8 @@ def load(root: Path, stack: str, sets: list[str] | None = None) -> StackConfig:
     for item in sets or []:
         try:
             edit(values, item, project)
+            if isinstance(item, Unset):
+                _unset_key_known(item.key, project)
         except StackConfigError as err:
             problems.append(f"{item.flag()}: {err}" if isinstance(item, Unset) else f"--set {item!r}: {err}")
     return StackConfig(project=project, stack=stack, values=values, secret_keys=secret_keys, problems=problems)

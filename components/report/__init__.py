@@ -54,6 +54,8 @@ class ReportResult:
     """0: curves drawn; 1: the run has logged nothing yet (the page says so)."""
     summary: str
     files: tuple[str, ...]
+    formats: tuple[str, ...] = ()
+    """The log formats read (logs.DIALECT_FORMATS): tensorboard, verl-console."""
 
 
 def _utc(seconds: Optional[float]) -> str:
@@ -91,8 +93,11 @@ def render_summary(logs: RunLogs, evaluations: list[Evaluation], note: str) -> s
     return "\n".join(lines)
 
 
-def make_report(run_dir: Path, out: Path, *, title: str, backend: Optional[str] = None, meta: str = "") -> ReportResult:
-    """Read ``run_dir``, write the page, figures and data into ``out``; the summary and status."""
+def make_report(
+    run_dir: Path, out: Path, *, title: str, backend: Optional[str] = None, meta: str = "", into: Optional[Path] = None
+) -> ReportResult:
+    """Read ``run_dir``, write the page, figures and data into ``out``; the summary and status.
+    ``into``: the folder to write instead, to be moved to ``out`` (the page's links are ``out``'s)."""
     from .figures import draw
     from .page import DATA, PAGE, render_page, report_data, video_base
 
@@ -100,10 +105,11 @@ def make_report(run_dir: Path, out: Path, *, title: str, backend: Optional[str] 
     groups, other = grouped(run.training)
     note = gpu_note(backend, "gpu" in groups)
     summary = render_summary(run.training, run.evaluations, note)
-    out.mkdir(parents=True, exist_ok=True)
-    figures = draw(groups, out)
+    folder = into or out
+    folder.mkdir(parents=True, exist_ok=True)
+    figures = draw(groups, folder)
     data = report_data(summary, figures, run.evaluations, other, video_base(out, run_dir))
-    (out / DATA).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    (out / PAGE).write_text(render_page(title, meta or str(run_dir), data, figures, note), encoding="utf-8")
+    (folder / DATA).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (folder / PAGE).write_text(render_page(title, meta or str(run_dir), data, figures, note), encoding="utf-8")
     files = (PAGE, DATA, *(f.png for f in figures), *(f.svg for f in figures))
-    return ReportResult(1 if run.training.empty and not run.evaluations else 0, summary, files)
+    return ReportResult(1 if run.training.empty and not run.evaluations else 0, summary, files, tuple(sorted(run.training.formats)))

@@ -16,17 +16,17 @@ INSTALL = "pip install 'rlinf-eks[report]'  (from a checkout: pip install -e '.[
 
 
 def add_parser(commands: Any) -> None:
+    from ..offline.arguments import add_stack_arguments
+
     report = commands.add_parser(
         "report", help="draw a run's curves and evaluations from its logs into an HTML page (0 drawn, 1 nothing logged yet, 2 bad input)"
     )
-    report.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml): its dialect, run directory and bucket prefix")
+    add_stack_arguments(report, stack_help="stack name (stacks/Pulumi.<stack>.yaml) or a stack file's path: its dialect, run directory and bucket prefix")
     where = report.add_mutually_exclusive_group()
     where.add_argument("--run-dir", metavar="DIR", help="the run directory (or a copy of it); default the stack's on the shared filesystem, when mounted here")
     where.add_argument("--from-bucket", action="store_true", help="copy the run's logs from s3://<bucket>/<stack>[-runs/<runName>]/ first (boto3, your AWS credentials)")
     report.add_argument("--bucket", metavar="NAME", help="with --from-bucket: the checkpoint bucket (the stack output checkpointBucket); default storage.bucketName")
     report.add_argument("--out", metavar="DIR", help="the report folder; default build/<stack>/report")
-    report.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for plan (e.g. workload.runName=try2)")
-    report.add_argument("--platform", metavar="DIR", help="an experiment stack: its platform's plan folder (as for plan)")
     report.set_defaults(func=run)
 
 
@@ -42,13 +42,11 @@ def _error(stack: str, text: str) -> int:
 
 def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
     from ..offline import plan as plan_mod
-    from ..offline.stack_config import load, project_root
+    from ..offline.arguments import load_stack
 
-    root = project_root()
-    stack_config = load(root, args.stack, args.set)
-    args.stack = stack_config.stack  # a stack file's path names its stack
-    platform = plan_mod.platform_for(stack_config, args.platform, root / "build" / args.stack)
-    return plan_mod.settings_of(stack_config, platform), root
+    stack = load_stack(args)
+    args.stack = stack.name  # a stack file's path names its stack
+    return plan_mod.settings_of(stack.config, stack.platform), stack.root
 
 
 def _from_bucket(args: argparse.Namespace, settings: Any, prefix: str, dest: Path) -> Optional[str]:
@@ -73,11 +71,16 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         return _error(args.stack, f"needs {', '.join(missing)} (the report extra): {INSTALL}")
     from ..config import ConfigError
+    from ..offline.output import OutputError, check_output
     from ..offline.stack_config import StackConfigError
     from ..workload.run import run_paths
 
     try:
+        if args.out:
+            check_output(Path(args.out), "figures")  # before anything else, as every command checks its output folder
         settings, root = _settings(args)
+    except OutputError as err:
+        return _error(args.stack, f"--out: {err}")
     except (ConfigError, StackConfigError) as err:
         return _error(args.stack, str(err))
     if not settings.workload.enabled:
@@ -85,8 +88,10 @@ def run(args: argparse.Namespace) -> int:
         return _error(args.stack, f"{role} runs no training, so it has no run to report: report an experiment of it")
     paths = run_paths(settings, args.stack, settings.shared_filesystem)
     out = Path(args.out) if args.out else root / "build" / args.stack / "report"
-    if out.exists() and not out.is_dir():
-        return _error(args.stack, f"--out {out}: not a folder")
+    try:
+        check_output(out, "figures")
+    except OutputError as err:
+        return _error(args.stack, f"--out: {err}")
     if args.from_bucket:
         run_dir = out / "run"
         problem = _from_bucket(args, settings, paths.s3_prefix, run_dir)
@@ -103,14 +108,26 @@ def run(args: argparse.Namespace) -> int:
                 f"(s3://<bucket>/{paths.s3_prefix}/)",
             )
         where = str(run_dir)
+    from ..offline.output import commit, staged
     from . import make_report
 
     dialect = settings.workload.trainer.dialect
-    result = make_report(
-        run_dir, out, title=f"{args.stack}: {settings.workload.run_name or 'default run'} ({dialect})",
-        backend=settings.observability_backend, meta=f"run {where}; dialect {dialect}; mode {settings.workload.mode}",
-    )  # fmt: skip
+    try:
+        # written beside out and moved into place whole: an interrupted report leaves out as it was
+        with staged(out, "figures") as folder:
+            result = make_report(
+                run_dir, out, title=f"{args.stack}: {settings.workload.run_name or 'default run'} ({dialect})",
+                backend=settings.observability_backend, meta=f"run {where}; dialect {dialect}; mode {settings.workload.mode}", into=folder,
+            )  # fmt: skip
+            commit(folder, out)
+    except OutputError as err:
+        return _error(args.stack, f"--out: {err}")
     print(result.summary)
+    from .logs import foreign_logs
+
+    foreign = foreign_logs(dialect, result.formats)
+    if foreign:
+        print(f"warning: report {args.stack}: {foreign}", file=sys.stderr)
     print(f"wrote {out / 'index.html'} and {len(result.files) - 2} figure files in {out / 'figures'}")
     return result.status
 

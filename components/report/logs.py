@@ -24,9 +24,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Optional
 
-__all__ = ["EVAL_DIR", "RunLogs", "Series", "read_logs", "read_run"]
+__all__ = ["DIALECT_FORMATS", "EVAL_DIR", "RunLogs", "Series", "foreign_logs", "read_logs", "read_run"]
 
 EVAL_DIR = "eval"
+DIALECT_FORMATS = {"verl-ppo": "verl-console", "rlinf-embodied": "tensorboard", "rlinf-reasoning": "tensorboard"}
+"""The log format each trainer dialect writes (above)."""
+_FORMAT_NAMES = {"tensorboard": "TensorBoard events (RLinf's)", "verl-console": "veRL console logs, run_*.log (verl-ppo's)"}
+
+
+def foreign_logs(dialect: str, formats: Iterable[str]) -> Optional[str]:
+    """A warning when the logs read are only another dialect's (a run directory of another stack,
+    or a copy of the wrong one), else None."""
+    expected = DIALECT_FORMATS.get(dialect)
+    found = sorted(set(formats))
+    if expected is None or not found or expected in found:
+        return None
+    return (f"the run directory holds {' and '.join(_FORMAT_NAMES.get(f, f) for f in found)}, but the stack runs {dialect}, which "
+            f"writes {_FORMAT_NAMES[expected]}: drawn as found; is it this stack's run directory (--run-dir)?")  # fmt: skip
 EVENTS = "events.out.tfevents."
 STEP_TIME_FROM_LOG = "time/step (from the log's timestamps)"
 """veRL logs no step time: the wall time between consecutive training lines stands for it."""

@@ -1,7 +1,7 @@
 """``python -m rlinf_eks verify STACK``: the command around the ladder (:mod:`.runner`).
 
 Exit status: 0 ready (every check passed or was skipped), 1 not ready (a check failed, or no
-cluster answered), 2 bad usage (an unknown stack, bad settings, bad flags). ``--dry-run --out DIR``
+cluster answered), 130 interrupted (after the clean-up), 2 bad usage (an unknown stack, bad settings, bad flags). ``--dry-run --out DIR``
 needs no cluster: it writes the objects a climb would create (and the RBAC a non-admin user needs)
 as manifests, to review like a plan. Whatever ends a climb (a failure, Ctrl-C, SIGTERM), the
 objects it created are deleted before the command exits.
@@ -22,18 +22,19 @@ from typing import Any, Optional
 
 import yaml
 
+from .. import interrupts
 from .model import LEVELS, CheckResult
 
 REMEDY_WIDTH = 100
 
 
 def add_parser(commands: Any) -> None:
-    from ..offline.stack_config import add_edit_arguments
+    from ..offline.arguments import add_stack_arguments
 
     verify = commands.add_parser(
         "verify", help="prove a deployed stack's cluster ready, level by level (0 ready, 1 not ready, 2 bad usage)"
     )
-    verify.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml) or a stack file's path")
+    add_stack_arguments(verify)
     verify.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, else the stack's kubeconfig output (pulumi), else ~/.kube/config")
     verify.add_argument("--context", metavar="NAME", help="the kubeconfig context; default its current one")
     verify.add_argument("--level", type=int, default=5, choices=sorted(LEVELS), help="run levels 0..N (default 5: all)")
@@ -41,19 +42,15 @@ def add_parser(commands: Any) -> None:
     verify.add_argument("--json", metavar="FILE", help="also write the report as JSON (for CI)")
     verify.add_argument("--dry-run", action="store_true", help="no cluster: write the objects verify would create into --out")
     verify.add_argument("--out", metavar="DIR", help="with --dry-run: the folder of the manifests (default build/<stack>-verify)")
-    verify.add_argument("--platform", metavar="DIR", help="an experiment stack: its platform's plan folder (as for plan)")
-    add_edit_arguments(verify)
     verify.set_defaults(func=run)
 
 
 def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
     from ..offline import plan as plan_mod
-    from ..offline.stack_config import load, project_root
+    from ..offline.arguments import load_stack
 
-    root = project_root()
-    stack_config = load(root, args.stack, args.set)
-    platform = plan_mod.platform_for(stack_config, args.platform, root / "build" / stack_config.stack)
-    return plan_mod.settings_of(stack_config, platform), root
+    stack = load_stack(args)
+    return plan_mod.settings_of(stack.config, stack.platform), stack.root
 
 
 def _stack_kubeconfig(stack: str) -> Optional[str]:
@@ -70,7 +67,9 @@ def _stack_kubeconfig(stack: str) -> Optional[str]:
         return None
     if done.returncode != 0 or not done.stdout.strip():
         return None
-    handle, path = tempfile.mkstemp(prefix="rlinf-verify-", suffix=".kubeconfig")
+    with interrupts.held():  # Ctrl-C from here on removes the file (it holds the cluster's credentials)
+        handle, path = tempfile.mkstemp(prefix="rlinf-verify-", suffix=".kubeconfig")
+        interrupts.staging(path)
     with os.fdopen(handle, "w") as out:
         out.write(done.stdout)
     return path
@@ -118,43 +117,66 @@ def _progress(line: str) -> None:
 def _dry_run(ladder: Any, out: Path) -> int:
     import dataclasses
 
+    from ..offline.output import commit, staged
     from ..offline.plan import manifest_file_name
     from .runner import DRY_RUN_ID, dry_run_objects
 
     objects = dry_run_objects(dataclasses.replace(ladder, run_id=DRY_RUN_ID))
-    folder = out / "manifests"
-    folder.mkdir(parents=True, exist_ok=True)
-    for obj in objects:
-        (folder / manifest_file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
-    print(f"wrote {len(objects)} manifests in {folder} (GPU node names are stand-ins: gpu-node-0...)")
+    with staged(out, "manifests") as folder:
+        (folder / "manifests").mkdir()
+        for obj in objects:
+            (folder / "manifests" / manifest_file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
+        commit(folder, out)
+    print(f"wrote {len(objects)} manifests in {out / 'manifests'} (GPU node names are stand-ins: gpu-node-0...)")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
-    from ..offline.plan import OutputError
+    from ..offline.output import OutputError, check_output
     from ..offline.stack_config import StackConfigError, stack_name
     from .expect import expectation_of
     from .runner import Ladder, new_run_id
 
+    if args.out and not args.dry_run:
+        print("error: --out is the folder of --dry-run's manifests: add --dry-run, or leave --out out", file=sys.stderr)
+        return 2
+    problem = _json_file_problem(Path(args.json)) if args.json else None
+    if problem:
+        print(f"error: --json {args.json}: {problem}", file=sys.stderr)
+        return 2
     try:
+        if args.out:
+            check_output(Path(args.out), "manifests")  # before anything else, as every command checks its output folder
         settings, root = _settings(args)
         args.stack_file, args.stack = args.stack, stack_name(args.stack)  # the rest names the stack
         ladder = Ladder(settings, args.stack, expectation_of(settings, args.stack), new_run_id(), progress=_progress)
-    except (ConfigError, StackConfigError, OutputError) as err:
+    except OutputError as err:
+        print(f"error: --out: {err}", file=sys.stderr)
+        return 2
+    except (ConfigError, StackConfigError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
         return 2
     if not settings.workload.enabled and settings.platform.role != "platform":
         print(f"error: stack {args.stack}: no workload to verify for", file=sys.stderr)
         return 2
     if args.dry_run:
-        return _dry_run(ladder, Path(args.out) if args.out else root / "build" / f"{args.stack}-verify")
+        try:
+            return _dry_run(ladder, Path(args.out) if args.out else root / "build" / f"{args.stack}-verify")
+        except OutputError as err:
+            print(f"error: --out: {err}", file=sys.stderr)
+            return 2
     from_pulumi = None if args.kubeconfig or os.environ.get("KUBECONFIG") else _stack_kubeconfig(args.stack)
     try:
-        return _climb(args, settings, ladder, args.kubeconfig or from_pulumi)
+        with interrupts.raising():  # the climb cleans up after itself, so Ctrl-C reaches it as KeyboardInterrupt
+            return _climb(args, settings, ladder, args.kubeconfig or from_pulumi)
+    except KeyboardInterrupt:  # before the climb created anything (reading the kubeconfig, reaching the cluster)
+        print("error: interrupted: verify stopped (what a climb creates is deleted before it ends)", file=sys.stderr)
+        return 130
     finally:
         if from_pulumi:
             Path(from_pulumi).unlink(missing_ok=True)
+            interrupts.staged(from_pulumi)
 
 
 def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[str]) -> int:
@@ -204,13 +226,30 @@ def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[
     if left:
         print(f"could not delete: {', '.join(left)} (label rlinf-eks/verify-run={ladder.run_id}: delete them by hand)", file=sys.stderr)
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report_json(args.stack, results, ready, left), indent=2) + "\n")
     top = max((r.level for r in results), default=-1)
     if stopped and stopped != "interrupted":
         print(f"error: {stopped}", file=sys.stderr)
     verdict = "interrupted" if stopped == "interrupted" else ("ready" if ready else "NOT READY")
     print(f"{args.stack}: {verdict} (levels 0-{top} of 0-{args.level})")
+    if stopped == "interrupted":
+        print("error: interrupted: the climb stopped" + (" and deleted what it created" if not left else ""), file=sys.stderr)
+        return 130  # as a command Ctrl-C ended, after the clean-up
     return 0 if ready else 1
+
+
+def _json_file_problem(path: Path) -> Optional[str]:
+    """Why --json FILE cannot be written, checked before the climb (as every output is); None if it can."""
+    from ..offline.output import OutputError, check_output
+
+    if path.is_dir():
+        return f"a folder, not a file: name the file, such as {path / 'verify.json'}"
+    try:
+        check_output(path.parent)
+    except OutputError as err:
+        return str(err)
+    return None
 
 
 def _first_line(err: BaseException) -> str:

@@ -1,0 +1,220 @@
+"""One grammar and one output check for every command, and messages in the project's words
+(issue 45, items 4-8; issue 44, item 5): each bad input is what a user types, and what they read
+is one line (a config problem: one line per problem) naming the key or flag, the value as written
+and what is valid, exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlinf_eks.__main__ import main
+from tests import report_logs
+
+# every command that reads a stack, with the arguments it needs besides the stack's
+STACK_COMMANDS = {
+    "plan": ["--quiet"],
+    "image-contract": [],
+    "verify": ["--dry-run"],
+    "report": ["--run-dir", "."],
+    "build-image": [],
+}
+
+
+def _stderr(capsys) -> list[str]:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    return captured.err.strip().splitlines()
+
+
+# --- one output folder check ---------------------------------------------------------------------
+
+OUT_COMMANDS = {
+    "plan": ["plan", "single-node", "--quiet"],
+    "verify --dry-run": ["verify", "vllm-rollout", "--dry-run"],
+    "report": ["report", "single-node", "--run-dir", "RUN"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(OUT_COMMANDS))
+@pytest.mark.parametrize("bad", ["a file", "under a file", "/proc/nope", "/proc/nope/deeper"])
+def test_every_command_refuses_an_out_it_cannot_write_in_one_line(command, bad, tmp_path, capsys):
+    file = tmp_path / "file.txt"
+    file.write_text("not a folder")
+    out = {"a file": file, "under a file": file / "sub", "/proc/nope": Path("/proc/nope"), "/proc/nope/deeper": Path("/proc/nope/deeper")}[bad]
+    run = report_logs.verl_run(tmp_path / "run")
+    argv = [str(run) if arg == "RUN" else arg for arg in OUT_COMMANDS[command]]
+    assert main([*argv, "--out", str(out)]) == 2
+    (line,) = _stderr(capsys)
+    assert line.startswith("error: ") and "--out: " in line and str(out if bad != "under a file" else file) in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "run"]  # nothing created
+
+
+@pytest.mark.parametrize("bad", ["a folder", "under a file", "/proc/nope/verify.json"])
+def test_verify_refuses_a_json_file_it_cannot_write_before_climbing(bad, tmp_path, capsys):
+    file = tmp_path / "file.txt"
+    file.write_text("not a folder")
+    json_file = {"a folder": tmp_path, "under a file": file / "verify.json", "/proc/nope/verify.json": Path("/proc/nope/verify.json")}[bad]
+    assert main(["verify", "vllm-rollout", "--json", str(json_file)]) == 2
+    (line,) = _stderr(capsys)
+    assert line.startswith(f"error: --json {json_file}: ")
+
+
+def test_verify_out_without_dry_run_says_what_out_is_for(capsys):
+    assert main(["verify", "vllm-rollout", "--out", "build/x"]) == 2
+    assert _stderr(capsys) == ["error: --out is the folder of --dry-run's manifests: add --dry-run, or leave --out out"]
+
+
+# --- one grammar ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", sorted(STACK_COMMANDS))
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (["--unset", "gpuNodes.nodecount"], "--unset 'gpuNodes.nodecount': unknown key (did you mean nodeCount?)"),
+        (["--set", "gpuNodes.nodecount=2"], "gpuNodes.nodecount: unknown key (did you mean nodeCount?)"),
+        (["--unset", "gpuNoodes"], "--unset 'gpuNoodes': unknown key (did you mean gpuNodes?)"),
+        (["--unset", "workload.rollout.bakend"], "--unset 'workload.rollout.bakend': unknown key (did you mean backend?)"),
+        (["--set", "gpuNodes.capacityBlock.startTim=x"], "gpuNodes.capacityBlock.startTim: unknown key (did you mean startTime?)"),
+    ],
+)
+def test_every_stack_command_takes_set_and_unset_and_names_a_typo(command, edit, said, capsys):
+    assert main([command, "vllm-rollout", *STACK_COMMANDS[command], *edit]) == 2
+    assert said in "\n".join(_stderr(capsys))
+
+
+@pytest.mark.parametrize("command", sorted(STACK_COMMANDS))
+def test_unset_of_a_free_key_or_an_unset_setting_is_no_error(command, tmp_path, capsys):
+    # workload.env holds any variable; gpuNodes.maxNodes is a setting the stack leaves at its default
+    argv = [command, "vllm-rollout", *STACK_COMMANDS[command], "--unset", "workload.env.NEVER_SET", "--unset", "gpuNodes.maxNodes"]
+    if command in ("plan", "verify", "report"):
+        argv += ["--out", str(tmp_path / "out")]
+    main(argv)
+    assert "unknown key" not in "\n".join(_stderr(capsys))
+
+
+@pytest.mark.parametrize("command", sorted(STACK_COMMANDS))
+@pytest.mark.parametrize(("stack", "meant"), [("multinode", "multi-node"), ("single_node", "single-node"), ("vllm-rolout", "vllm-rollout")])
+def test_every_stack_command_suggests_the_stack_meant(command, stack, meant, capsys):
+    assert main([command, stack, *STACK_COMMANDS[command]]) == 2
+    (line,) = _stderr(capsys)
+    assert f"unknown stack {stack!r} (did you mean {meant}?)" in line
+
+
+@pytest.mark.parametrize("command", sorted(STACK_COMMANDS))
+def test_platform_on_a_stack_that_is_not_an_experiment_is_refused_even_when_the_folder_holds_a_plan(command, tmp_path, capsys):
+    platform = tmp_path / "platform"
+    platform.mkdir()
+    (platform / "plan.json").write_text(json.dumps({"project": "rlinf-eks", "stack": "platform", "resources": [], "outputs": {}}))
+    assert main([command, "vllm-rollout", *STACK_COMMANDS[command], "--platform", str(platform)]) == 2
+    (line,) = _stderr(capsys)
+    assert f"--platform {platform}: stack vllm-rollout is not an experiment (platform.role: both)" in line and "leave it out" in line
+
+
+def test_no_command_help_shows_markup(capsys):
+    for argv in (["--help"], *([command, "--help"] for command in [*STACK_COMMANDS, "diff"])):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = capsys.readouterr().out
+        assert "``" not in text and ":mod:" not in text, argv
+
+
+# --- messages in the project's words -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("item", "said"),
+    [
+        ("gpuNodes.nodeCount=9999", "gpuNodes.nodeCount=9999: must be at most 512"),
+        ("gpuNodes.hugepagesGib=-1", "gpuNodes.hugepagesGib=-1: must be at least 0"),
+        ("queue.topologyLayer=9", "queue.topologyLayer=9: must be at most 3"),
+        ("workload.rollout.gpuMemoryUtilization=abc", "workload.rollout.gpuMemoryUtilization='abc': must be a number"),
+        ("gpuNodes.maxNodes=true", "gpuNodes.maxNodes=true: must be an integer, not a boolean"),
+        ("workload.rollout.gpuMemoryUtilization=true", "workload.rollout.gpuMemoryUtilization=true: must be a number, not a boolean"),
+        ("workload.image=", "workload.image='': must be at least 1 character long"),
+        ("gpuNodes.labels=3", "gpuNodes.labels=3: must be an object"),
+        ("cluster.adminRoleArns=x", "cluster.adminRoleArns='x': must be a list"),
+    ],
+)
+def test_bounds_and_types_are_said_in_the_projects_words(item, said, tmp_path, capsys):
+    assert main(["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path / "o"), "--set", item]) == 2
+    text = "\n".join(_stderr(capsys))
+    assert said in text
+    for python in ("Input should", "Value error", "=None", "=True", "=False", "dictionary"):
+        assert python not in text
+
+
+def test_a_holdout_of_bad_values_never_shows_pydantics_or_pythons_words(tmp_path, capsys):
+    bad = [
+        "gpuNodes.rootVolumeGib=100000", "gpuNodes.rootVolumeGib=1.5", "workload.rollout.tensorParallelSize=0",
+        "workload.progressTimeoutSeconds=-5", "queue.topologyLayer=0", "gpuNodes.efa=maybe", "gpuNodes.scaleToZero=1",
+        "workload.rollout.maxNumBatchedTokens=abc", "storage.sharedFilesystem.enabled=yes", "preflight.enabled=null",
+        "workload.env=3", "tags=x", "gpuNodes.labels.team=true", "workload.trainer.batch=[]", "network.availabilityZones=x",
+    ]  # fmt: skip
+    argv = ["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path / "o")]
+    for item in bad:
+        argv += ["--set", item]
+    assert main(argv) == 2
+    lines = _stderr(capsys)
+    assert len(lines) >= len(bad)
+    for line in lines:
+        for python in ("Input should", "Value error", "=None", "=True", "=False", "valid dictionary", "<class"):
+            assert python not in line, line
+
+
+# --- diff -----------------------------------------------------------------------------------------
+
+
+def _plan_file(path: Path, stack: str, interfaces: int) -> Path:
+    template = {
+        "urn": f"urn:pulumi:{stack}::rlinf-eks::aws:ec2/launchTemplate:LaunchTemplate::gpu-template",
+        "type": "aws:ec2/launchTemplate:LaunchTemplate", "name": "gpu-template", "id": "lt-1", "parent": None, "custom": True,
+        "provider": None, "options": {},
+        "inputs": {"instanceType": "p5.48xlarge" if interfaces == 32 else "p5en.48xlarge",
+                   "networkInterfaces": [{"networkCardIndex": i, "interfaceType": "efa-only"} for i in range(interfaces)]},
+    }  # fmt: skip
+    path.mkdir(parents=True)
+    (path / "plan.json").write_text(json.dumps({"project": "rlinf-eks", "stack": stack, "resources": [template], "outputs": {}}))
+    return path
+
+
+def test_diff_for_a_terminal_is_plain_text_and_summarises_a_run_of_removed_items(tmp_path, capsys):
+    base, new = _plan_file(tmp_path / "p5", "s", 32), _plan_file(tmp_path / "p5en", "s", 16)
+    assert main(["diff", str(base), str(new), "--format", "text"]) == 1
+    text = capsys.readouterr().out
+    assert text.startswith(f"Offline infrastructure diff: {base} -> {new}\n")
+    for markup in ("###", "**", "`", "> [!"):
+        assert markup not in text
+    assert 'inputs.networkInterfaces[16..31]: 16 items removed (the first: {"interfaceType":"efa-only","networkCardIndex":16})' in text
+    assert "networkInterfaces[17]" not in text
+
+
+def test_diff_for_a_pipe_is_markdown_as_before(tmp_path, capsys):
+    base, new = _plan_file(tmp_path / "p5", "s", 32), _plan_file(tmp_path / "p5en", "s", 16)
+    assert main(["diff", str(base), str(new)]) == 1  # capsys' stdout is no terminal
+    text = capsys.readouterr().out
+    assert text.startswith(f"### Offline infrastructure diff: `{base}` → `{new}`\n")
+    assert "- `inputs.networkInterfaces[16..31]`: 16 items removed" in text
+
+
+def test_diff_of_two_stacks_plans_says_so_first(tmp_path, capsys):
+    base, new = _plan_file(tmp_path / "a", "single-node", 32), _plan_file(tmp_path / "b", "multi-node", 32)
+    assert main(["diff", str(base), str(new), "--format", "text"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == ("Note: these are plans of two different stacks (rlinf-eks/single-node and rlinf-eks/multi-node): URNs carry "
+                        "the stack, so every resource differs.")  # fmt: skip
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+
+def test_report_of_another_dialects_logs_warns(tmp_path, capsys):
+    run = report_logs.rlinf_run(tmp_path / "run")  # RLinf's TensorBoard events; single-node runs verl-ppo
+    assert main(["report", "single-node", "--run-dir", str(run), "--out", str(tmp_path / "out")]) == 0
+    (line,) = _stderr(capsys)
+    assert line.startswith("warning: report single-node: the run directory holds TensorBoard events (RLinf's), but the stack runs verl-ppo")
+    assert main(["report", "vllm-rollout", "--run-dir", str(run), "--out", str(tmp_path / "out2")]) == 0
+    assert _stderr(capsys) == []
