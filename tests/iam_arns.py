@@ -172,8 +172,9 @@ def _iam_oidc(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request
 
 
 def _kms_create(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    # kms:CreateKey has no resource type; the tags are authorized on the new key (kms:TagResource: key)
     tags = _request_tags(call.params.get("Tags"))
-    return [Request("kms:CreateKey", "*", tags)] + ([Request("kms:TagResource", "*", tags)] if tags else [])
+    return [Request("kms:CreateKey", "*", tags)] + ([Request("kms:TagResource", w.arn("kms", f"key/{resource['id']}"), tags)] if tags else [])
 
 
 def _kms_on_key(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
@@ -448,3 +449,33 @@ def own_resource(world: World, resource: Mapping[str, Any]) -> Request:
     if resource["type"] not in OWN:
         raise NoRule(f"{resource['type']}: no own-ARN rule in tests/iam_arns.py OWN (add its ARN format with the source)")
     return OWN[resource["type"]](world, resource)
+
+
+_EKS_CHILDREN = {
+    "aws:eks/nodeGroup:NodeGroup", "aws:eks/addon:Addon", "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+    "aws:eks/accessEntry:AccessEntry",
+}  # fmt: skip
+
+
+def related_resources(world: World, resource: Mapping[str, Any]) -> list[Request]:
+    """The resource's own ARN (first) and the others its type's actions act on, by the reference's
+    resource types (``action`` left empty): an EKS node group, add-on, access entry or pod identity
+    association is created by an action on its cluster (CreateNodegroup, CreateAddon, ... take the
+    ``cluster`` type); pulumi-eks's cluster also manages its add-ons and access entries
+    (offline/eks_children.py), and EKS makes the cluster creator's access entry
+    (``bootstrapClusterCreatorAdminPermissions``)."""
+    own = own_resource(world, resource)
+    out = [own]
+    inputs = resource.get("inputs") or {}
+    if resource["type"] in _EKS_CHILDREN:
+        out.append(Request("", world.arn("eks", f"cluster/{inputs['clusterName']}")))
+    if resource["type"] == "eks:index:Cluster":
+        from rlinf_eks.offline.eks_children import cluster_children
+
+        cluster = inputs["name"]
+        for child in cluster_children(dict(resource)):
+            if child["type"] == "aws:eks/addon:Addon":
+                out.append(Request("", world.arn("eks", f"addon/{cluster}/{child['sets']['addonName']}/{EKS_UUID}")))
+        creator = f"access-entry/{cluster}/role/{ACCOUNT}/deployer/{EKS_UUID}"
+        out.append(Request("", world.arn("eks", creator)))
+    return out

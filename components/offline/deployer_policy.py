@@ -59,13 +59,13 @@ class Grants:
         return {a for group in self.scopes.values() for a in group}
 
 
-READ = "ReadsWithoutResourceLevelPermissions"
+READ, EC2_READ = "ReadsWithoutResourceLevelPermissions", "Ec2ReadsInTheRegion"
 EC2_CREATE, EC2_TAG, EC2_CHANGE, EC2_IN_VPC, EC2_LAUNCH = (
     "Ec2CreateOnlyTaggedWithTheStack", "Ec2TagOnlyWhileCreating", "Ec2ChangeOnlyTheStacksResources", "Ec2CreateInAVpc",
     "Ec2LaunchAndAttachInTheRegion",
 )  # fmt: skip
 EC2_CLUSTER_SG = "Ec2RulesOnTheClustersSecurityGroup"
-EKS, EKS_CATALOG = "EksOnlyTheStacksCluster", "EksAddonVersionsCatalog"
+EKS, EKS_CATALOG, EKS_CREATE = "EksOnlyTheStacksCluster", "EksAddonVersionsCatalog", "EksCreateClusterTaggedWithTheStack"
 IAM_CREATE, IAM_CHANGE, IAM_PASS = "IamCreateRolesTaggedWithTheStack", "IamChangeOnlyTheStacksRoles", "IamPassTheStacksRolesToItsServices"
 IAM_LINKED, IAM_OIDC = "IamServiceLinkedRolesOfItsServices", "IamOidcProviderOfTheRegion"
 IAM_ATTACH = "IamAttachOnlyThePlansManagedPolicies"
@@ -78,10 +78,18 @@ EVENTS_CREATE, EVENTS = "EventsCreateRulesTaggedWithTheStack", "EventsOnlyTheSta
 EVENTS_TARGETS = "EventsTargetsOnlyTheStacksQueues"
 
 
+def _reads(*actions: str) -> dict[str, tuple[str, ...]]:
+    """Reads without a resource type (Resource "*"): EC2's in the stack's region (``ec2:Region``, the
+    key the reference lists for every EC2 Describe call), the others unconditioned."""
+    ec2 = tuple(a for a in actions if a.startswith("ec2:"))
+    rest = tuple(a for a in actions if not a.startswith("ec2:"))
+    return {**({EC2_READ: ec2} if ec2 else {}), **({READ: rest} if rest else {})}
+
+
 def _ec2(create: str, describe: tuple[str, ...], change: tuple[str, ...], in_vpc: bool = False) -> Grants:
     """An EC2 type: created tagged with the stack (``in_vpc``: in a VPC, maybe not the stack's), then
     changed and deleted by that tag."""
-    scopes = {EC2_CREATE: (create,), EC2_TAG: ("ec2:CreateTags",), EC2_CHANGE: (*change, "ec2:CreateTags", "ec2:DeleteTags"), READ: describe}
+    scopes = {EC2_CREATE: (create,), EC2_TAG: ("ec2:CreateTags",), EC2_CHANGE: (*change, "ec2:CreateTags", "ec2:DeleteTags"), **_reads(*describe)}
     if in_vpc:
         scopes[EC2_IN_VPC] = (create,)
     return Grants(scopes)
@@ -106,10 +114,10 @@ ACTIONS: dict[str, Grants] = {
         "ec2:CreateNatGateway", ("ec2:DescribeNatGateways",), ("ec2:CreateNatGateway", "ec2:DeleteNatGateway"),
     ),
     "aws:ec2/routeTable:RouteTable": _ec2("ec2:CreateRouteTable", ("ec2:DescribeRouteTables",), ("ec2:DeleteRouteTable",), in_vpc=True),
-    "aws:ec2/route:Route": Grants({EC2_CHANGE: ("ec2:CreateRoute", "ec2:ReplaceRoute", "ec2:DeleteRoute"), READ: ("ec2:DescribeRouteTables",)}),
+    "aws:ec2/route:Route": Grants({EC2_CHANGE: ("ec2:CreateRoute", "ec2:ReplaceRoute", "ec2:DeleteRoute"), **_reads("ec2:DescribeRouteTables")}),
     "aws:ec2/routeTableAssociation:RouteTableAssociation": Grants({
         EC2_CHANGE: ("ec2:AssociateRouteTable", "ec2:ReplaceRouteTableAssociation", "ec2:DisassociateRouteTable"),
-        READ: ("ec2:DescribeRouteTables",),
+        **_reads("ec2:DescribeRouteTables"),
     }),
     "aws:ec2/securityGroup:SecurityGroup": _ec2(
         "ec2:CreateSecurityGroup", ("ec2:DescribeSecurityGroups", "ec2:DescribeSecurityGroupRules", "ec2:DescribeNetworkInterfaces"),
@@ -119,11 +127,11 @@ ACTIONS: dict[str, Grants] = {
         EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress", "ec2:CreateTags", "ec2:DeleteTags"),
         # the shared filesystem's rules on the cluster security group EKS made
         EC2_CLUSTER_SG: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress"),
-        READ: ("ec2:DescribeSecurityGroupRules",),
+        **_reads("ec2:DescribeSecurityGroupRules"),
     }),
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": Grants({
         EC2_CHANGE: ("ec2:AuthorizeSecurityGroupEgress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupEgress", "ec2:CreateTags", "ec2:DeleteTags"),
-        READ: ("ec2:DescribeSecurityGroupRules",),
+        **_reads("ec2:DescribeSecurityGroupRules"),
     }),
     "aws:ec2/placementGroup:PlacementGroup": _ec2("ec2:CreatePlacementGroup", ("ec2:DescribePlacementGroups",), ("ec2:DeletePlacementGroup",)),
     "aws:ec2/launchTemplate:LaunchTemplate": _ec2(
@@ -136,7 +144,7 @@ ACTIONS: dict[str, Grants] = {
                   "eks:DeleteNodegroup", "eks:TagResource", "eks:UntagResource"),
             IAM_PASS: ("iam:PassRole",), IAM_CHANGE: ("iam:GetRole",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
             # a managed node group with a launch template: EKS checks the caller may launch from it
-            EC2_LAUNCH: ("ec2:RunInstances",), READ: ("ec2:DescribeLaunchTemplateVersions", "ec2:DescribeSubnets"),
+            EC2_LAUNCH: ("ec2:RunInstances",), **_reads("ec2:DescribeLaunchTemplateVersions", "ec2:DescribeSubnets"),
         },
         pass_to=("eks.amazonaws.com",), service_linked=("eks-nodegroup.amazonaws.com",),
     ),
@@ -156,7 +164,9 @@ ACTIONS: dict[str, Grants] = {
     "eks:index:Cluster": Grants(
         {
             # pulumi-eks: the EKS cluster, its IAM role, OIDC provider, security groups and access entries
-            EKS: ("eks:CreateCluster", "eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DeleteCluster",
+            # eks:CreateCluster has no resource type: Resource "*", with the stack's tag on the request
+            EKS_CREATE: ("eks:CreateCluster",),
+            EKS: ("eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DeleteCluster",
                   "eks:CreateAccessEntry", "eks:DescribeAccessEntry", "eks:DeleteAccessEntry", "eks:AssociateAccessPolicy",
                   "eks:DisassociateAccessPolicy", "eks:ListAssociatedAccessPolicies", "eks:TagResource", "eks:UntagResource",
                   "eks:CreateAddon", "eks:DescribeAddon", "eks:DeleteAddon"),
@@ -168,7 +178,7 @@ ACTIONS: dict[str, Grants] = {
             EC2_CREATE: ("ec2:CreateSecurityGroup",), EC2_IN_VPC: ("ec2:CreateSecurityGroup",), EC2_TAG: ("ec2:CreateTags",),
             EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:AuthorizeSecurityGroupEgress", "ec2:RevokeSecurityGroupIngress",
                          "ec2:RevokeSecurityGroupEgress", "ec2:DeleteSecurityGroup", "ec2:CreateTags", "ec2:DeleteTags"),
-            READ: ("ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs"),
+            **_reads("ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs"),
             # secrets encryption with the stack's KMS key
             KMS: ("kms:DescribeKey", "kms:CreateGrant"),
         },
@@ -196,16 +206,18 @@ ACTIONS: dict[str, Grants] = {
               "s3:DeleteBucket")},
         names=("buckets", "bucket"),
     ),
-    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": Grants({S3: ("s3:PutBucketOwnershipControls", "s3:GetBucketOwnershipControls", "s3:DeleteBucketOwnershipControls")}),
+    # DeleteBucketOwnershipControls and DeletePublicAccessBlock are authorized by the Put actions (the
+    # Service Authorization Reference has no s3:Delete* action for them)
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": Grants({S3: ("s3:PutBucketOwnershipControls", "s3:GetBucketOwnershipControls")}),
     "aws:s3/bucketPolicy:BucketPolicy": Grants({S3: ("s3:PutBucketPolicy", "s3:GetBucketPolicy", "s3:DeleteBucketPolicy")}),
-    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": Grants({S3: ("s3:PutBucketPublicAccessBlock", "s3:GetBucketPublicAccessBlock", "s3:DeleteBucketPublicAccessBlock")}),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": Grants({S3: ("s3:PutBucketPublicAccessBlock", "s3:GetBucketPublicAccessBlock")}),
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": Grants({S3: ("s3:PutEncryptionConfiguration", "s3:GetEncryptionConfiguration")}),
     "aws:s3/bucketVersioning:BucketVersioning": Grants({S3: ("s3:PutBucketVersioning", "s3:GetBucketVersioning")}),
     "aws:fsx/lustreFileSystem:LustreFileSystem": Grants(
         {
             FSX_CREATE: ("fsx:CreateFileSystem", "fsx:TagResource"),
             FSX: ("fsx:UpdateFileSystem", "fsx:DeleteFileSystem", "fsx:TagResource", "fsx:UntagResource", "fsx:ListTagsForResource"),
-            READ: ("fsx:DescribeFileSystems", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeNetworkInterfaces"),
+            **_reads("fsx:DescribeFileSystems", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeNetworkInterfaces"),
             EC2_LAUNCH: ("ec2:CreateNetworkInterface",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
         },
         service_linked=("fsx.amazonaws.com",),
@@ -216,7 +228,7 @@ ACTIONS: dict[str, Grants] = {
             FSX_CREATE: ("fsx:CreateDataRepositoryAssociation", "fsx:TagResource"),
             FSX: ("fsx:CreateDataRepositoryAssociation", "fsx:UpdateDataRepositoryAssociation", "fsx:DeleteDataRepositoryAssociation",
                   "fsx:TagResource", "fsx:ListTagsForResource"),
-            READ: ("fsx:DescribeDataRepositoryAssociations",),
+            **_reads("fsx:DescribeDataRepositoryAssociations"),
             # FSx checks the caller may use the bucket it links
             S3: ("s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:GetBucketNotification", "s3:PutBucketNotification"),
             IAM_LINKED: ("iam:CreateServiceLinkedRole",),
@@ -235,7 +247,7 @@ ACTIONS: dict[str, Grants] = {
     "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": Grants(
         {
             ECR_CACHE: ("ecr:CreatePullThroughCacheRule", "ecr:UpdatePullThroughCacheRule", "ecr:DeletePullThroughCacheRule"),
-            READ: ("ecr:DescribePullThroughCacheRules",),
+            **_reads("ecr:DescribePullThroughCacheRules"),
             # the Docker Hub credentials the rule names (and ECR's service-linked role that reads them)
             SECRETS: ("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"),
             IAM_LINKED: ("iam:CreateServiceLinkedRole",),
@@ -254,7 +266,7 @@ ACTIONS: dict[str, Grants] = {
         {
             LOGS: ("logs:CreateLogGroup", "logs:PutRetentionPolicy", "logs:DeleteRetentionPolicy", "logs:DeleteLogGroup",
                    "logs:TagResource", "logs:UntagResource", "logs:ListTagsForResource"),
-            READ: ("logs:DescribeLogGroups",),
+            **_reads("logs:DescribeLogGroups"),
         },
         names=("log_groups", "name"),
     ),
@@ -286,20 +298,20 @@ ACTIONS: dict[str, Grants] = {
     }),
     "aws:autoscaling/schedule:Schedule": Grants({
         ASG: ("autoscaling:PutScheduledUpdateGroupAction", "autoscaling:DeleteScheduledAction"),
-        READ: ("autoscaling:DescribeScheduledActions",),
+        **_reads("autoscaling:DescribeScheduledActions"),
     }),
 }  # fmt: skip
 
 # Every run: who am I, the partition and region, the AZs.
-ALWAYS = Grants({READ: ("sts:GetCallerIdentity", "ec2:DescribeAvailabilityZones")})
+ALWAYS = Grants(_reads("sts:GetCallerIdentity", "ec2:DescribeAvailabilityZones"))
 # The existing-cluster and -VPC lookups.
 INVOKES: dict[str, Grants] = {
     "aws:eks/getCluster:getCluster": Grants({EKS: ("eks:DescribeCluster",)}),
     "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider": Grants(
-        {IAM_OIDC: ("iam:GetOpenIDConnectProvider",), READ: ("iam:ListOpenIDConnectProviders",)}
+        {IAM_OIDC: ("iam:GetOpenIDConnectProvider",), **_reads("iam:ListOpenIDConnectProviders")}
     ),
-    "aws:ec2/getVpc:getVpc": Grants({READ: ("ec2:DescribeVpcs",)}),
-    "aws:ec2/getSubnet:getSubnet": Grants({READ: ("ec2:DescribeSubnets",)}),
+    "aws:ec2/getVpc:getVpc": Grants(_reads("ec2:DescribeVpcs")),
+    "aws:ec2/getSubnet:getSubnet": Grants(_reads("ec2:DescribeSubnets")),
 }
 
 

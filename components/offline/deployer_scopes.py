@@ -169,6 +169,12 @@ SCOPES: dict[str, Scope] = {
         "Describe/List calls and sts:GetCallerIdentity: the Service Authorization Reference lists no "
         "resource type for them, so IAM accepts only Resource \"*\".",
     ),
+    "Ec2ReadsInTheRegion": Scope(
+        lambda t: ["*"],
+        "EC2 Describe calls: no resource type (ec2:DescribeVpcAttribute's vpc aside, whose ids exist only after "
+        "creation), so Resource \"*\", limited to the stack's region (ec2:Region, listed for every EC2 Describe call).",
+        lambda t: {"StringEquals": {"ec2:Region": t.region}},
+    ),
     "Ec2CreateOnlyTaggedWithTheStack": Scope(
         _ec2_region,
         "EC2 ids exist only after creation: a create is allowed in the region only when the request tags "
@@ -208,6 +214,13 @@ SCOPES: dict[str, Scope] = {
     "EksOnlyTheStacksCluster": Scope(
         _eks,
         "The cluster by its name and its node groups, add-ons, access entries and pod identity associations.",
+    ),
+    "EksCreateClusterTaggedWithTheStack": Scope(
+        lambda t: ["*"],
+        "eks:CreateCluster has no resource type (the Service Authorization Reference lists none: IAM matches it only "
+        "with Resource \"*\"), so the cluster's name cannot limit it; allowed only when the request tags the cluster "
+        "with the stack (aws:RequestTag).",
+        _tag("RequestTag"),
     ),
     "EksAddonVersionsCatalog": Scope(lambda t: ["*"], "eks:DescribeAddonVersions reads the catalog: no resource type."),
     "IamCreateRolesTaggedWithTheStack": Scope(
@@ -286,8 +299,9 @@ SCOPES: dict[str, Scope] = {
     "KmsRetireEcrGrantsOnDelete": Scope(
         lambda t: [t.arn("kms", "key/*")],
         "Deleting a repository encrypted with the AWS managed key aws/ecr retires ECR's grant on it (ECR user guide, "
-        "\"Encryption at rest\"): only through ECR in the region (kms:ViaService).",
-        lambda t: {"StringEquals": {"kms:ViaService": f"ecr.{t.region}.amazonaws.com"}},
+        "\"Encryption at rest\"): only on that key, by its alias (kms:ResourceAliases; the reference lists no "
+        "kms:ViaService for kms:RetireGrant, so a condition on it would never hold).",
+        lambda t: {"ForAnyValue:StringEquals": {"kms:ResourceAliases": "alias/aws/ecr"}},
     ),
     "SecretsManagerTheCacheCredentials": Scope(
         lambda t: [arn for arn in t.secrets if arn != "*"],
