@@ -122,13 +122,20 @@ _VAR = re.compile(r"\$\{[^}]+\}")
 _ANY_CHARACTER = {"${ObjectName}"}
 """Variables that may hold a colon (an S3 object key); every other part of an ARN the resource fills
 in (a name, an id, a path) holds none: a colon separates the ARN's fields and its resource parts."""
+_MAYBE_EMPTY = {"${Account}"}
+"""Variables that may be empty: the account of a resource AWS owns (the public SSM parameters,
+``arn:aws:ssm:us-east-1::parameter/aws/service/...``)."""
+
+
+def _variable_regex(variable: str) -> str:
+    return ("." if variable in _ANY_CHARACTER else "[^:]") + ("*" if variable in _MAYBE_EMPTY else "+")
 
 
 @functools.lru_cache(maxsize=None)
 def _template_regex(template: str) -> "re.Pattern[str]":
-    """A concrete ARN of the format: each variable is a non-empty run of characters without a colon."""
+    """A concrete ARN of the format: each variable a non-empty run of characters without a colon (see above)."""
     return re.compile(
-        "".join((".+" if p in _ANY_CHARACTER else "[^:]+") if _VAR.fullmatch(p) else re.escape(p) for p in re.split(r"(\$\{[^}]+\})", template)),
+        "".join(_variable_regex(p) if _VAR.fullmatch(p) else re.escape(p) for p in re.split(r"(\$\{[^}]+\})", template)),
         re.DOTALL,
     )
 
@@ -148,7 +155,7 @@ def _template_tokens(template: str) -> tuple[Token, ...]:
     for piece in re.split(r"(\$\{[^}]+\})", template):
         if _VAR.fullmatch(piece):
             excluded = frozenset() if piece in _ANY_CHARACTER else frozenset(":")
-            out += [("one", excluded), ("star", excluded)]
+            out += [("star", excluded)] if piece in _MAYBE_EMPTY else [("one", excluded), ("star", excluded)]
         else:
             out += [("c", c) for c in piece]
     return tuple(out)

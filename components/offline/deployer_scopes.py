@@ -15,18 +15,22 @@ Sources, the AWS Service Authorization Reference ("Actions, resources, and condi
   create actions that take ``TagSpecifications`` support ``aws:RequestTag/${TagKey}`` on the
   resource they create; the actions on an existing resource support ``aws:ResourceTag/${TagKey}``;
   ``ec2:CreateTags`` supports ``ec2:CreateAction`` (tagging as part of a create); ``Describe*``
-  support no resource-level permissions.
+  support no resource-level permissions, and support ``ec2:Region``.
 - Amazon EKS: ``cluster/${ClusterName}``, ``nodegroup/${ClusterName}/${NodegroupName}/${UUID}``,
   ``addon/${ClusterName}/${AddonName}/${UUID}``, ``access-entry/${ClusterName}/...``,
-  ``podidentityassociation/${ClusterName}/${Id}``; ``eks:DescribeAddonVersions`` has no resource.
+  ``podidentityassociation/${ClusterName}/${Id}``; ``eks:DescribeAddonVersions`` and
+  ``eks:CreateCluster`` have no resource type (Resource ``*``), CreateCluster with
+  ``aws:RequestTag/${TagKey}``; CreateNodegroup, CreateAddon, CreateAccessEntry and
+  CreatePodIdentityAssociation act on the ``cluster``.
 - IAM: ``role/${RoleNameWithPath}``, ``oidc-provider/${OidcProviderName}``; the role resource
   supports ``aws:ResourceTag/${TagKey}``; ``iam:CreateRole`` ``aws:RequestTag/${TagKey}``;
   ``iam:PassRole`` ``iam:PassedToService``; ``iam:CreateServiceLinkedRole`` ``iam:AWSServiceName``;
   ``iam:AttachRolePolicy`` and ``iam:DetachRolePolicy`` ``iam:PolicyARN``.
   PassRole for EKS with ``iam:PassedToService`` ``eks.amazonaws.com``: the Step Functions
   developer guide, "IAM policies for Amazon EKS" (CreateCluster, CreateNodegroup).
-- AWS KMS: ``key/${KeyId}`` with ``aws:ResourceTag/${TagKey}``; ``kms:CreateKey`` has no resource
-  and supports ``aws:RequestTag/${TagKey}``.
+- AWS KMS: ``key/${KeyId}`` with ``aws:ResourceTag/${TagKey}`` and ``kms:ResourceAliases``;
+  ``kms:CreateKey`` has no resource and supports ``aws:RequestTag/${TagKey}``; ``kms:RetireGrant``
+  lists no key of its own (no ``kms:ViaService``), only the key type's.
 - Amazon S3: ``arn:${Partition}:s3:::${BucketName}`` (no region, no account).
 - Amazon FSx: ``file-system/${FileSystemId}``, ``association/${FileSystemId}/${AssociationId}``,
   create with ``aws:RequestTag/${TagKey}``, the rest ``aws:ResourceTag/${TagKey}``.
