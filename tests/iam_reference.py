@@ -101,7 +101,7 @@ def action(name: str) -> Action | None:
             continue
         resource = _resource(service, type_name)
         own = tuple(resource["condition_keys"]) if resource else ()
-        arn = resource["arn"] if resource else ""
+        arn = resource["arn"] if resource else ""  # a type the reference gives no ARN format: no ARN is one of it
         types.append(ResourceType(type_name, arn, bool(row["required"]), tuple(dict.fromkeys([*row["condition_keys"], *own]))))
     return Action(service["prefix"], real, tuple(types), keys)
 
@@ -117,8 +117,6 @@ def _resource(service: Mapping[str, Any], type_name: str) -> Mapping[str, Any] |
 # --- ARN formats against concrete ARNs and against policy patterns ------------------------------------
 
 _VAR = re.compile(r"\$\{[^}]+\}")
-
-
 _ANY_CHARACTER = {"${ObjectName}"}
 """Variables that may hold a colon (an S3 object key); every other part of an ARN the resource fills
 in (a name, an id, a path) holds none: a colon separates the ARN's fields and its resource parts."""

