@@ -273,7 +273,9 @@ def test_each_managed_policy_part_fits_the_limit(stack):
     policy = deployer_policy_of_plan(plan_stack(stack))
     parts = dp.split(policy)
     assert all(dp.size(p) <= dp.MANAGED_POLICY_LIMIT for p in parts), [dp.size(p) for p in parts]
-    assert [s for p in parts for s in p["Statement"]] == policy["Statement"]
+    # every statement in exactly one part, each part in the policy's order
+    assert sorted(s["Sid"] for p in parts for s in p["Statement"]) == sorted(s["Sid"] for s in policy["Statement"])
+    assert all([s for s in policy["Statement"] if s in p["Statement"]] == p["Statement"] for p in parts)
     assert (len(parts) > 1) == (dp.size(policy) > dp.MANAGED_POLICY_LIMIT)
     assert all(not m.policy_problems(json.dumps(p)) for p in parts)
 
@@ -283,6 +285,11 @@ def test_size_counts_without_whitespace():
     assert dp.size(policy) == len(json.dumps(policy, separators=(",", ":")))
     big = {"Version": "2012-10-17", "Statement": [{**policy["Statement"][0], "Sid": f"S{n}"} for n in range(200)]}
     assert len(dp.split(big)) > 1 and len(dp.split(big, limit=10**6)) == 1
+    # first fit: a small statement late in the policy fills an earlier part rather than opening a third
+    wide, narrow = {**policy["Statement"][0], "Action": [f"s3:GetObject{n}" for n in range(40)]}, policy["Statement"][0]
+    three = {"Version": "2012-10-17", "Statement": [{**wide, "Sid": "A"}, {**wide, "Sid": "B"}, {**narrow, "Sid": "C"}]}
+    limit = dp.size({**three, "Statement": three["Statement"][:1]}) + 100
+    assert [[s["Sid"] for s in p["Statement"]] for p in dp.split(three, limit=limit)] == [["A", "C"], ["B"]]
 
 
 # --- the evaluator itself --------------------------------------------------------------------------

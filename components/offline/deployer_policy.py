@@ -403,13 +403,16 @@ def size(policy: Mapping[str, Any]) -> int:
 
 
 def split(policy: Mapping[str, Any], limit: int = MANAGED_POLICY_LIMIT) -> list[dict[str, Any]]:
-    """The policy as few managed policies as fit under ``limit`` each, whole statements in order."""
-    parts: list[list[dict[str, Any]]] = [[]]
+    """The policy as managed policies under ``limit`` each, whole statements: each statement goes into
+    the first part it fits (first fit; a part's statements keep the policy's order), so a small
+    statement late in the policy fills an earlier part instead of opening a new one."""
+    parts: list[list[dict[str, Any]]] = []
     for statement in policy["Statement"]:
-        if parts[-1] and size({"Version": policy["Version"], "Statement": [*parts[-1], statement]}) > limit:
-            parts.append([])
-        parts[-1].append(statement)
-    return [{"Version": policy["Version"], "Statement": p} for p in parts]
+        part = next((p for p in parts if size({"Version": policy["Version"], "Statement": [*p, statement]}) <= limit), None)
+        if part is None:
+            parts.append(part := [])
+        part.append(statement)
+    return [{"Version": policy["Version"], "Statement": p} for p in parts or [[]]]
 
 
 def notes(policy: Mapping[str, Any], stack: str) -> str:
@@ -424,7 +427,7 @@ def notes(policy: Mapping[str, Any], stack: str) -> str:
     ]
     if len(parts) > 1:
         files = ", ".join(f"`deployer-policy-{n}.json`" for n in range(1, len(parts) + 1))
-        lines.append(f"Too large for one managed policy: attach {files} instead (whole statements, each under the limit).")
+        lines.append(f"Too large for one managed policy: attach {files} instead (whole statements, each part under the limit).")
     else:
         lines.append("It fits in one managed policy.")
     lines += ["", "| Sid | Resources | Why |", "|---|---|---|"]
