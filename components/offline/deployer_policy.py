@@ -69,7 +69,7 @@ EC2_CREATE, EC2_TAG, EC2_CHANGE, EC2_IN_VPC, EC2_LAUNCH = (
     "Ec2CreateOnlyTaggedWithTheStack", "Ec2TagOnlyWhileCreating", "Ec2ChangeOnlyTheStacksResources", "Ec2CreateInAVpc",
     "Ec2LaunchAndAttachInTheRegion",
 )  # fmt: skip
-EC2_CLUSTER_SG = "Ec2RulesOnTheClustersSecurityGroup"
+EC2_CLUSTER_SG, EC2_RULES = "Ec2RulesOnTheClustersSecurityGroup", "Ec2ModifyRulesOfTheGroupsAllowed"
 EKS, EKS_CATALOG, EKS_CREATE = "EksOnlyTheStacksCluster", "EksAddonVersionsCatalog", "EksCreateClusterTaggedWithTheStack"
 IAM_CREATE, IAM_CHANGE, IAM_PASS = "IamCreateRolesTaggedWithTheStack", "IamChangeOnlyTheStacksRoles", "IamPassTheStacksRolesToItsServices"
 IAM_LINKED, IAM_OIDC = "IamServiceLinkedRolesOfItsServices", "IamOidcProviderOfTheRegion"
@@ -132,10 +132,13 @@ ACTIONS: dict[str, Grants] = {
         EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress", "ec2:CreateTags", "ec2:DeleteTags"),
         # the shared filesystem's rules on the cluster security group EKS made
         EC2_CLUSTER_SG: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress"),
+        # ModifySecurityGroupRules authorizes the (untagged) rule too, besides its group
+        EC2_RULES: ("ec2:ModifySecurityGroupRules",),
         **_reads("ec2:DescribeSecurityGroupRules"),
     }),
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": Grants({
         EC2_CHANGE: ("ec2:AuthorizeSecurityGroupEgress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupEgress", "ec2:CreateTags", "ec2:DeleteTags"),
+        EC2_RULES: ("ec2:ModifySecurityGroupRules",),
         **_reads("ec2:DescribeSecurityGroupRules"),
     }),
     "aws:ec2/placementGroup:PlacementGroup": _ec2("ec2:CreatePlacementGroup", ("ec2:DescribePlacementGroups",), ("ec2:DeletePlacementGroup",)),

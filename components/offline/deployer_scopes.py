@@ -203,6 +203,13 @@ SCOPES: dict[str, Scope] = {
         "requirements for clusters\").",
         lambda t: {"StringEquals": {"aws:ResourceTag/aws:eks:cluster-name": t.cluster}},
     ),
+    "Ec2ModifyRulesOfTheGroupsAllowed": Scope(
+        lambda t: [t.arn("ec2", "security-group-rule/*")],
+        "ec2:ModifySecurityGroupRules authorizes each rule (security-group-rule) as well as its group, both required "
+        "(Service Authorization Reference): the plan's rules carry no tags, so the rule half is limited to the region "
+        "and this action; the group half (the stack's tag, or the cluster's on the cluster security group) decides "
+        "whose rules.",
+    ),
     "Ec2CreateInAVpc": Scope(
         lambda t: [t.arn("ec2", "vpc/*")],
         "A subnet, security group or route table is created in a VPC, which the create also authorizes: an existing "
