@@ -379,7 +379,9 @@ def _own_eks(w: World, r: Mapping[str, Any]) -> Request:
 def _own_role(key: str | None) -> Callable[[World, Mapping[str, Any]], Request]:
     def rule(w: World, r: Mapping[str, Any]) -> Request:
         name = r["inputs"][key] if key else (r["inputs"].get("name") or r["id"])
-        return w.existing("", "iam", f"role/{name}", name)
+        # an attachment's calls (AttachRolePolicy, DetachRolePolicy) carry its policy as iam:PolicyARN
+        extra = {"iam:PolicyARN": r["inputs"]["policyArn"]} if isinstance(r["inputs"].get("policyArn"), str) else {}
+        return w.existing("", "iam", f"role/{name}", name, **extra)
 
     return rule
 

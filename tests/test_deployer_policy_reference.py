@@ -148,6 +148,11 @@ def test_the_plans_requests_are_denied_under_planted_mistakes(multi):
     without = {**policy, "Statement": [s for s in policy["Statement"] if s["Sid"] != "Ec2ModifyRulesOfTheGroupsAllowed"]}
     assert _own_denied(plan, policy)[1] == []
     assert [d for d in _own_denied(plan, without)[1] if "ec2:ModifySecurityGroupRules" in d and "security-group-rule/" in d]
+    # a managed policy missing from iam:PolicyARN: detaching it on delete is denied
+    attach = _statement(policy, "IamAttachOnlyThePlansManagedPolicies")
+    fewer = [a for a in attach["Condition"]["ArnLike"]["iam:PolicyARN"] if not a.endswith("/AmazonEKSWorkerNodePolicy")]
+    narrowed = _with(policy, attach["Sid"], Condition={**attach["Condition"], "ArnLike": {"iam:PolicyARN": fewer}})
+    assert [d for d in _own_denied(plan, narrowed)[1] if "iam:DetachRolePolicy" in d]
 
 
 def test_the_cluster_is_created_only_tagged_with_the_stack(multi):
@@ -169,7 +174,7 @@ _ON_THE_RESOURCE = {
     "Ec2ChangeOnlyTheStacksResources", "EksOnlyTheStacksCluster", "IamChangeOnlyTheStacksRoles", "KmsOnlyTheStacksKeys",
     "S3OnlyTheStacksBuckets", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups",
     "EcrOnlyTheStacksRepositories", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups", "SqsOnlyTheStacksQueues",
-    "EventsOnlyTheStacksRules",
+    "EventsOnlyTheStacksRules", "IamAttachOnlyThePlansManagedPolicies",
 }
 # EC2 tag calls on a rule act on the rule (security-group-rule/<id>), which the plan leaves untagged
 # (the provider then sends none), not on the group the other calls name
