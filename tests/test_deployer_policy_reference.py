@@ -23,10 +23,12 @@ from tests import iam_reference as ref
 from tests.harness import ALL_STACKS, ROOT, plan_stack
 from tests.iam_arns import related_resources
 from tests.iam_eval import NotItsResource, Request, as_iam_sees_it, authorized
+from tests.test_aws_models import VARIANTS
 from tests.test_deployer_policy import CASES, _denied, _world
 
-# every stack file (platforms and experiments too), and every variant of the policy tests
-REFERENCE_CASES = [(s, ()) for s in ALL_STACKS] + [c for c in CASES if c[1]]
+# every stack file (platforms and experiments too) and every variant the AWS model tests plan (the
+# session's plans are shared: tests/harness.py plan_stack)
+REFERENCE_CASES = [(s, ()) for s in ALL_STACKS] + list(VARIANTS)
 
 
 def _ids(value):
@@ -208,6 +210,9 @@ def _own_denied(plan, policy) -> tuple[int, list[str]]:
                     continue
                 # the resources this action acts on, by the reference's resource types (none: "*")
                 entry = ref.action(action)
+                if entry is None:
+                    denied.append(f"{resource['type']} {resource['name']}: {action} is not an action in the Service Authorization Reference")
+                    continue
                 # on the required types' resources (an optional type is only in some requests: a rule
                 # authorizes its new security-group-rule only when tagged), or where none is required the
                 # optional ones (eks:TagResource on any of the cluster's resources)
