@@ -16,7 +16,8 @@ unread: an input added to a component later cannot slip past unvalidated. A reso
 translator fails ``calls_for`` unless it is listed in ``NOT_AWS_CALLS`` with the reason.
 
 IAM policy documents (role trust policies, inline policies, bucket policies) are checked for
-grammar and for action names that exist (``policy_problems``).
+grammar and for action names that exist (``policy_problems``): in botocore's models (or the
+exceptions below) and in the Service Authorization Reference (``tests/iam_reference.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import botocore.session
 import botocore.validate
 import regex
+
+from tests import iam_reference
 
 # --- requests and their validation --------------------------------------------------------------
 
@@ -1338,7 +1341,6 @@ ACTION_EXCEPTIONS: dict[str, str] = {
     "s3:GetReplicationConfiguration": "GetBucketReplication",
     "s3:GetBucketPublicAccessBlock": "GetPublicAccessBlock",
     "s3:PutBucketPublicAccessBlock": "PutPublicAccessBlock",
-    "s3:DeleteBucketPublicAccessBlock": "DeletePublicAccessBlock",
 }
 # Permission-only actions (Service Authorization Reference: "[permission only]"), with no API operation.
 PERMISSION_ONLY = {
@@ -1392,6 +1394,10 @@ def action_problem(action: str) -> str | None:
         if not any(pattern.fullmatch(op) for op in operations | {a.split(":", 1)[1] for a in ACTION_EXCEPTIONS if a.startswith(prefix + ":")}):
             return f"action {action!r}: matches no {service} operation"
         return None
+    # the IAM action must exist, not only an API operation of that name (s3:DeleteBucketOwnershipControls
+    # is an operation, authorized by s3:PutBucketOwnershipControls): the Service Authorization Reference
+    if iam_reference.action(action) is None:
+        return f"action {action!r}: not an action in the Service Authorization Reference (tests/iam_reference.py)"
     if action in PERMISSION_ONLY:
         return None
     if action in ACTION_EXCEPTIONS:

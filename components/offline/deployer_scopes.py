@@ -15,18 +15,22 @@ Sources, the AWS Service Authorization Reference ("Actions, resources, and condi
   create actions that take ``TagSpecifications`` support ``aws:RequestTag/${TagKey}`` on the
   resource they create; the actions on an existing resource support ``aws:ResourceTag/${TagKey}``;
   ``ec2:CreateTags`` supports ``ec2:CreateAction`` (tagging as part of a create); ``Describe*``
-  support no resource-level permissions.
+  support no resource-level permissions, and support ``ec2:Region``.
 - Amazon EKS: ``cluster/${ClusterName}``, ``nodegroup/${ClusterName}/${NodegroupName}/${UUID}``,
   ``addon/${ClusterName}/${AddonName}/${UUID}``, ``access-entry/${ClusterName}/...``,
-  ``podidentityassociation/${ClusterName}/${Id}``; ``eks:DescribeAddonVersions`` has no resource.
+  ``podidentityassociation/${ClusterName}/${Id}``; ``eks:DescribeAddonVersions`` and
+  ``eks:CreateCluster`` have no resource type (Resource ``*``), CreateCluster with
+  ``aws:RequestTag/${TagKey}``; CreateNodegroup, CreateAddon, CreateAccessEntry and
+  CreatePodIdentityAssociation act on the ``cluster``.
 - IAM: ``role/${RoleNameWithPath}``, ``oidc-provider/${OidcProviderName}``; the role resource
   supports ``aws:ResourceTag/${TagKey}``; ``iam:CreateRole`` ``aws:RequestTag/${TagKey}``;
   ``iam:PassRole`` ``iam:PassedToService``; ``iam:CreateServiceLinkedRole`` ``iam:AWSServiceName``;
   ``iam:AttachRolePolicy`` and ``iam:DetachRolePolicy`` ``iam:PolicyARN``.
   PassRole for EKS with ``iam:PassedToService`` ``eks.amazonaws.com``: the Step Functions
   developer guide, "IAM policies for Amazon EKS" (CreateCluster, CreateNodegroup).
-- AWS KMS: ``key/${KeyId}`` with ``aws:ResourceTag/${TagKey}``; ``kms:CreateKey`` has no resource
-  and supports ``aws:RequestTag/${TagKey}``.
+- AWS KMS: ``key/${KeyId}`` with ``aws:ResourceTag/${TagKey}`` and ``kms:ResourceAliases``;
+  ``kms:CreateKey`` has no resource and supports ``aws:RequestTag/${TagKey}``; ``kms:RetireGrant``
+  lists no key of its own (no ``kms:ViaService``), only the key type's.
 - Amazon S3: ``arn:${Partition}:s3:::${BucketName}`` (no region, no account).
 - Amazon FSx: ``file-system/${FileSystemId}``, ``association/${FileSystemId}/${AssociationId}``,
   create with ``aws:RequestTag/${TagKey}``, the rest ``aws:ResourceTag/${TagKey}``.
@@ -169,6 +173,12 @@ SCOPES: dict[str, Scope] = {
         "Describe/List calls and sts:GetCallerIdentity: the Service Authorization Reference lists no "
         "resource type for them, so IAM accepts only Resource \"*\".",
     ),
+    "Ec2ReadsInTheRegion": Scope(
+        lambda t: ["*"],
+        "EC2 Describe calls: no resource type (ec2:DescribeVpcAttribute's vpc aside, whose ids exist only after "
+        "creation), so Resource \"*\", limited to the stack's region (ec2:Region, listed for every EC2 Describe call).",
+        lambda t: {"StringEquals": {"ec2:Region": t.region}},
+    ),
     "Ec2CreateOnlyTaggedWithTheStack": Scope(
         _ec2_region,
         "EC2 ids exist only after creation: a create is allowed in the region only when the request tags "
@@ -193,6 +203,13 @@ SCOPES: dict[str, Scope] = {
         "requirements for clusters\").",
         lambda t: {"StringEquals": {"aws:ResourceTag/aws:eks:cluster-name": t.cluster}},
     ),
+    "Ec2ModifyRulesOfTheGroupsAllowed": Scope(
+        lambda t: [t.arn("ec2", "security-group-rule/*")],
+        "ec2:ModifySecurityGroupRules authorizes each rule (security-group-rule) as well as its group, both required "
+        "(Service Authorization Reference): the plan's rules carry no tags, so the rule half is limited to the region "
+        "and this action; the group half (the stack's tag, or the cluster's on the cluster security group) decides "
+        "whose rules.",
+    ),
     "Ec2CreateInAVpc": Scope(
         lambda t: [t.arn("ec2", "vpc/*")],
         "A subnet, security group or route table is created in a VPC, which the create also authorizes: an existing "
@@ -208,6 +225,13 @@ SCOPES: dict[str, Scope] = {
     "EksOnlyTheStacksCluster": Scope(
         _eks,
         "The cluster by its name and its node groups, add-ons, access entries and pod identity associations.",
+    ),
+    "EksCreateClusterTaggedWithTheStack": Scope(
+        lambda t: ["*"],
+        "eks:CreateCluster has no resource type (the Service Authorization Reference lists none: IAM matches it only "
+        "with Resource \"*\"), so the cluster's name cannot limit it; allowed only when the request tags the cluster "
+        "with the stack (aws:RequestTag).",
+        _tag("RequestTag"),
     ),
     "EksAddonVersionsCatalog": Scope(lambda t: ["*"], "eks:DescribeAddonVersions reads the catalog: no resource type."),
     "IamCreateRolesTaggedWithTheStack": Scope(
@@ -286,8 +310,9 @@ SCOPES: dict[str, Scope] = {
     "KmsRetireEcrGrantsOnDelete": Scope(
         lambda t: [t.arn("kms", "key/*")],
         "Deleting a repository encrypted with the AWS managed key aws/ecr retires ECR's grant on it (ECR user guide, "
-        "\"Encryption at rest\"): only through ECR in the region (kms:ViaService).",
-        lambda t: {"StringEquals": {"kms:ViaService": f"ecr.{t.region}.amazonaws.com"}},
+        "\"Encryption at rest\"): only on that key, by its alias (kms:ResourceAliases; the reference lists no "
+        "kms:ViaService for kms:RetireGrant, so a condition on it would never hold).",
+        lambda t: {"ForAnyValue:StringEquals": {"kms:ResourceAliases": "alias/aws/ecr"}},
     ),
     "SecretsManagerTheCacheCredentials": Scope(
         lambda t: [arn for arn in t.secrets if arn != "*"],
