@@ -14,7 +14,8 @@ import pytest
 
 from rlinf_eks.verify.fabric import fabric_objects
 from rlinf_eks.workload.run import resolve_run
-from tests.harness import plan_stack
+from tests.controllers import derived
+from tests.harness import manifests, plan_stack
 from tests.kube_apiserver import CRD_FILES
 
 NAMESPACE = "rlinf"
@@ -100,3 +101,41 @@ def test_given_n_gpu_nodes_then_verifys_fabric_objects_are_accepted_by_the_api_s
     # THEN every one is accepted, the Job runs one pod per node
     assert {k: v for k, v in refused.items() if v} == {}
     assert job["spec"]["completions"] == job["spec"]["parallelism"] == nodes
+
+
+def test_given_a_plans_cluster_queue_that_breaks_a_cel_rule_of_its_crd_then_the_server_refuses_it(api):
+    # GIVEN the single-node stack's ClusterQueue with one resource left out of a flavor
+    (queue,) = [o for o in manifests(plan_stack("single-node")).values() if o["kind"] == "ClusterQueue"]
+    assert api.apply(queue) is None
+    queue = copy.deepcopy(queue)
+    queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop()
+    # WHEN sent THEN the CRD's CEL rule refuses it (the server evaluates x-kubernetes-validations)
+    error = api.apply(queue)
+    assert error is not None and "flavors must have the same number of resources as the coveredResources" in error, error
+
+
+def test_given_a_jobset_with_an_unknown_field_in_its_job_template_then_the_server_refuses_it(api):
+    # GIVEN the multi-node stack's JobSet with a field its CRD does not declare
+    (jobset,) = [o for o in manifests(plan_stack("multi-node")).values() if o["kind"] == "JobSet"]
+    assert api.apply(jobset) is None
+    jobset = copy.deepcopy(jobset)
+    jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["notAField"] = 1
+    # WHEN sent THEN refused, naming it
+    error = api.apply(jobset)
+    assert error is not None and "notAField" in error, error
+
+
+def test_given_a_jobset_whose_jobs_names_are_too_long_then_the_jobset_is_accepted_and_its_jobs_refused(api):
+    # GIVEN the multi-node stack's JobSet with a 60-character replicatedJob name: the JobSet is
+    # valid to its CRD, but the Jobs its controller creates, <jobset>-<replicatedJob>-<index>, are not
+    (jobset,) = [o for o in manifests(plan_stack("multi-node")).values() if o["kind"] == "JobSet"]
+    jobset = copy.deepcopy(jobset)
+    jobset["spec"]["replicatedJobs"][0]["name"] = "r" * 60
+    jobset["spec"]["successPolicy"]["targetReplicatedJobs"] = ["r" * 60]
+    # WHEN the JobSet and what the controllers make of it are sent
+    children = derived([jobset])
+    # THEN the JobSet is accepted and each Job refused for its name (what the tier sends them for)
+    assert api.apply(jobset) is None
+    jobs = [c for c in children if c["kind"] == "Job"]
+    errors = [api.apply(j) for j in jobs]
+    assert jobs and all(e is not None and "metadata.name" in e for e in errors), errors
