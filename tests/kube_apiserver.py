@@ -94,6 +94,18 @@ def assets() -> Optional[Path]:
     return None
 
 
+def misconfigured() -> Optional[str]:
+    """Why the variables name no usable binaries although one is set (a folder without etcd or
+    kube-apiserver, or not executable), else None: such a run fails rather than skip the tier."""
+    for env in (ASSETS_ENV, ENVTEST_ASSETS_ENV):
+        value = os.environ.get(env, "").strip()
+        if value:
+            missing = [b for b in BINARIES if not os.access(Path(value, b), os.X_OK)]
+            if missing:
+                return f"{env}={value} holds no executable {' or '.join(missing)}"
+    return None
+
+
 class ApiError(Exception):
     """A request the API server refused: ``status`` (HTTP) and the server's message."""
 
@@ -349,6 +361,10 @@ def serve(binaries: Path, workdir: Path, parent_pid: int) -> None:
         (workdir / "server.error").write_text(f"{type(err).__name__}: {err}")
     finally:
         _stop(processes)
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # etcd, kube-apiserver, openssl
+        (workdir / "usage.json").write_text(json.dumps({"cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2)}))
 
 
 def _alive(pid: int) -> bool:
@@ -381,12 +397,26 @@ def start(binaries: Path, workdir: Path, parent_pid: Optional[int] = None) -> Ap
     return ApiServer(**json.loads((workdir / "server.json").read_text()))
 
 
-def stop(workdir: Path) -> None:
-    """Stop the supervisor of ``workdir`` (it stops etcd and kube-apiserver) and wait for it."""
+def stop(workdir: Path) -> Optional[str]:
+    """Stop the supervisor of ``workdir`` (it stops etcd and kube-apiserver) and wait for it; one
+    line on what the server cost (start seconds, CPU seconds), None when none was started."""
     state = workdir / "server.json"
-    if not state.exists():
-        return
-    pid = json.loads(state.read_text())["supervisor_pid"]
+    if not state.exists() or (workdir / "stopped").exists():
+        return None
+    (workdir / "stopped").touch()  # once: the pid is not signalled again after it is gone
+    _stop_supervisor(json.loads(state.read_text())["supervisor_pid"])
+    summary = f"the tests' kube-apiserver: serving in {json.loads(state.read_text())['started_seconds']:g}s"
+    ready = workdir / "ready.json"
+    if ready.exists():
+        found = json.loads(ready.read_text())
+        summary += f", {len(found['crds'])} CRDs Established in {found['crd_seconds']:g}s"
+    usage = workdir / "usage.json"
+    if usage.exists():
+        summary += f", etcd and kube-apiserver used {json.loads(usage.read_text())['cpu_seconds']:g} CPU-s"
+    return summary
+
+
+def _stop_supervisor(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -395,7 +425,7 @@ def stop(workdir: Path) -> None:
     while _alive(pid) and time.monotonic() < deadline:
         try:  # our own child when this process started it: reap it
             if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
+                break
         except ChildProcessError:
             pass
         time.sleep(0.05)
