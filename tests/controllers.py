@@ -17,6 +17,12 @@ the Jobs and Pods that would reach it in a cluster, not only the templates:
   environment KubeRay sets, ``ray start`` before the container's command (unless
   ``ray.io/overwrite-container-cmd``), and the workers' ``wait-gcs-ready`` init container.
 
+- Kueue 0.19 (``jobframework``: ``GetWorkloadNameForOwnerWithGVK``, each integration's
+  ``PodSets``): the Workload ``<kind>-<name>-<hash>`` of every Job, JobSet, RayJob and RayCluster
+  the plan puts in a queue (label ``kueue.x-k8s.io/queue-name``): one pod set per pod template with
+  its count, the topology request the template's annotations ask for, the queue, and the
+  WorkloadPriorityClass of label ``kueue.x-k8s.io/priority-class`` with its value.
+
 Object names use a fixed suffix where the controllers use a random one.
 """
 
@@ -232,13 +238,105 @@ def _ray_pod(cluster: str, namespace: str, node_type: str, group: str, group_spe
     return _pod(f"{cluster}-{kind}-{SUFFIX}"[:63], namespace, labels, annotations, spec)
 
 
+# -- Kueue ---------------------------------------------------------------------------------------------
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+TOPOLOGY_ANNOTATIONS = {
+    "kueue.x-k8s.io/podset-required-topology": "required",
+    "kueue.x-k8s.io/podset-preferred-topology": "preferred",
+}
+JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+
+
+def _pod_set(name: str, count: int, template: dict[str, Any], index_label: str | None = None, groups: int | None = None) -> dict[str, Any]:
+    meta = template.get("metadata") or {}
+    pod_set: dict[str, Any] = {
+        "name": name, "count": count,
+        "template": {"metadata": {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}, "spec": copy.deepcopy(template["spec"])},
+    }  # fmt: skip
+    annotations = meta.get("annotations") or {}
+    request: dict[str, Any] = {field: annotations[key] for key, field in TOPOLOGY_ANNOTATIONS.items() if key in annotations}
+    if annotations.get("kueue.x-k8s.io/podset-unconstrained-topology") == "true":
+        request["unconstrained"] = True
+    if "kueue.x-k8s.io/podset-slice-required-topology" in annotations:
+        request["podSetSliceRequiredTopology"] = annotations["kueue.x-k8s.io/podset-slice-required-topology"]
+        request["podSetSliceSize"] = int(annotations.get("kueue.x-k8s.io/podset-slice-size", "1"))
+    if request and index_label:
+        request["podIndexLabel"] = index_label
+        if groups is not None:
+            request.update(subGroupIndexLabel=f"{JOBSET_LABELS}job-index", subGroupCount=groups)
+    if request:
+        pod_set["topologyRequest"] = request
+    return pod_set
+
+
+def _ray_pod_sets(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    sets = [_pod_set("head", 1, spec["headGroupSpec"]["template"])]
+    for group in spec.get("workerGroupSpecs") or []:
+        count = int(group.get("replicas", group.get("minReplicas", 1))) * int(group.get("numOfHosts", 1))
+        sets.append(_pod_set(group["groupName"].lower(), count, group["template"]))
+    return sets
+
+
+def pod_sets(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Kueue's pod sets of a Job, JobSet, RayJob or RayCluster."""
+    spec, kind = obj["spec"], obj["kind"]
+    if kind == "Job":
+        count = min(int(spec.get("parallelism", 1)), int(spec.get("completions") or spec.get("parallelism", 1)))
+        index = JOB_INDEX_LABEL if spec.get("completionMode") == "Indexed" else None
+        return [_pod_set("main", count, spec["template"], index)]
+    if kind == "JobSet":
+        sets = []
+        for rjob in spec["replicatedJobs"]:
+            job = rjob["template"]["spec"]
+            replicas = int(rjob.get("replicas", 1))
+            sets.append(_pod_set(rjob["name"], int(job.get("parallelism", 1)) * replicas, job["template"], JOB_INDEX_LABEL, replicas))
+        return sets
+    if kind == "RayCluster":
+        return _ray_pod_sets(spec)
+    sets = _ray_pod_sets(spec["rayClusterSpec"])
+    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode" and spec.get("submitterPodTemplate"):
+        sets.append(_pod_set("submitter", 1, spec["submitterPodTemplate"]))
+    return sets
+
+
+def workloads(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Workloads Kueue creates for the queued objects among ``objects`` (those the plan renders:
+    the Jobs of a JobSet and a RayJob's RayCluster are its owner's, not queued themselves)."""
+    objects = list(objects)
+    priorities = {o["metadata"]["name"]: int(o["value"]) for o in objects if o.get("kind") == "WorkloadPriorityClass"}
+    found = []
+    for obj in objects:
+        labels = obj["metadata"].get("labels") or {}
+        if obj.get("kind") not in ("Job", "JobSet", "RayJob", "RayCluster") or QUEUE_LABEL not in labels:
+            continue
+        if obj["kind"] == "RayJob" and not obj["spec"].get("rayClusterSpec"):
+            continue  # a RayJob on an existing cluster (clusterSelector): that cluster is the queued one
+        name, namespace = _named(obj)
+        digest = hashlib.sha1(f"{name}{obj['kind']}{obj['apiVersion']}".encode()).hexdigest()[:5]
+        spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": pod_sets(obj)}
+        priority = labels.get(PRIORITY_LABEL)
+        if priority:
+            spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": priority}
+            spec["priority"] = priorities.get(priority, 0)
+        found.append({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": f"{obj['kind'].lower()}-{name}-{digest}", "namespace": namespace,
+                         "labels": {"kueue.x-k8s.io/job-uid": "00000000-0000-4000-8000-000000000000"}},
+            "spec": spec,
+        })  # fmt: skip
+    return found
+
+
 # -- all of it ---------------------------------------------------------------------------------------
 
 
 def derived(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Everything the controllers would create from ``objects``, transitively (a RayJob's RayCluster
-    its pods, a JobSet's Jobs their pods)."""
-    found: list[dict[str, Any]] = []
+    its pods, a JobSet's Jobs their pods), and Kueue's Workloads of the queued ones."""
+    objects = list(objects)
+    found: list[dict[str, Any]] = workloads(objects)
     queue = list(objects)
     while queue:
         obj = queue.pop(0)
