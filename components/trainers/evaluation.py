@@ -27,7 +27,7 @@ from ..config import ConfigError, StackSettings
 from ..config.errors import problem_line
 from .base import COMPLETE_MARKER, TrainerLaunch
 from .inputs import config_recipe, input_paths
-from .recipe import EvalRecipe, recipe_of
+from .recipe import EvalModel, EvalRecipe, recipe_of
 
 __all__ = ["EVAL_DIR_NAME", "NO_CHECKPOINT", "EvalLaunch", "eval_problems", "evaluation_launch"]
 
@@ -112,8 +112,11 @@ class EvalLaunch(TrainerLaunch):
                 f'rm -f "$model/{COMPLETE_MARKER}"',
             ]
             lines += [f"{command} || exit" for command in self.prepare]
+        lines.append(f"set -- {args}")
+        if "${" in self.shell():
+            # a Hydra interpolation the trainer resolves (the evaluated model's section), not the shell
+            lines.append("# shellcheck disable=SC2016 # ${...} is Hydra's interpolation, for the trainer")
         lines += [
-            f"set -- {args}",
             # not exec: the summary is written after the trainer ends; signals reach the trainer
             f'{self.shell()} "$@" &',
             "child=$!",
@@ -193,6 +196,23 @@ def _key(item: str) -> str:
     return item.lstrip("~+").split("=", 1)[0]
 
 
+def _evaluated_model(argv: list[str], model: EvalModel) -> list[str]:
+    """The evaluated model's section becomes the trained one's (``section=${source}``, appended
+    last, one copy); the overrides of ``section.<keep>`` (what the training's rollout read from
+    ``section`` itself) go to ``source.<keep>``, the others of ``section`` are dropped (the
+    training's rollout never read them; a key below an interpolation cannot be set)."""
+    prefix = model.section + "."
+    kept = []
+    for item in argv:
+        key = _key(item)
+        if not key.startswith(prefix):
+            kept.append(item)
+        elif key[len(prefix):].split(".", 1)[0] in model.keep:
+            sign = item[: len(item) - len(item.lstrip("~+"))]
+            kept.append(sign + model.source + "." + item[len(sign) + len(prefix):])
+    return [*kept, f"{model.section}=${{{model.source}}}"]
+
+
 def evaluation_launch(
     settings: StackSettings, training: TrainerLaunch, *, run_dir: str, experiment: str, identity: str = "", inputs_root: str = ""
 ) -> EvalLaunch:
@@ -220,6 +240,8 @@ def evaluation_launch(
     # the user's overrides stay, except where they would point the evaluation back at the training
     # run's directories or turn saving on again
     argv = [item for item in argv if _key(item) not in replaced]
+    if recipe.model is not None:
+        argv = _evaluated_model(argv, recipe.model)
     argv += [f"{key}={value}" for key, value in recipe.settings.items()]
     videos = "" if recipe.video_keys else recipe.videos.replace("{experiment}", experiment)
     named = settings.workload.eval.checkpoint or ""

@@ -34,7 +34,7 @@ from typing import Mapping, Optional
 
 import yaml
 
-__all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
+__all__ = ["ConfigRecipe", "DialectRecipe", "EvalModel", "EvalRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
 
 PLACEHOLDER = re.compile(r"^(/path/to/|/dataset/|~/|/home/|/data/public/)")
 """The shapes of upstream's example paths, to find them in a composed config (the tests walk every
@@ -123,6 +123,27 @@ class EvalRecipe:
     copy_checkpoint: bool = False
     """The trainer writes into the folder it loads: evaluate a copy of the checkpoint (and run
     the config's ``prepare`` steps on the copy, ``{model}`` being it)."""
+    model_files: tuple[str, ...] = ()
+    """Files the evaluation loads from the copy that a checkpoint does not hold, copied into it
+    from the model input the run trained from (veRL's AutoProcessor: ``preprocessor_config.json``)."""
+    model: Optional["EvalModel"] = None
+    """How the evaluated model's section is derived from the trained one (None: the evaluation
+    reads the training's own sections)."""
+    reads: tuple[str, ...] = ()
+    """Keys the trainer's validation and model loading read in evaluation: the in-pod config check
+    and the tests require each in the composed evaluation config."""
+
+
+@dataclass(frozen=True)
+class EvalModel:
+    """``section``: where the evaluation reads its model (RLinf: ``rollout.model``); ``source``:
+    the trained model's section (``actor.model``), which ``section`` becomes (``section=${source}``,
+    one copy, never a second); ``keep``: the keys the training's rollout took from ``section``
+    itself (its precision and model path), whose overrides go to ``source`` in evaluation."""
+
+    section: str
+    source: str
+    keep: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -201,4 +222,7 @@ def _evaluation(data: Mapping) -> EvalRecipe:
         videos=str(data.get("videos") or ""),
         unsupported=" ".join(str(data.get("unsupported") or "").split()),
         copy_checkpoint=bool(data.get("copyCheckpoint")),
+        model_files=tuple(data.get("modelFiles") or ()),
+        model=EvalModel(model["section"], model["from"], tuple(model.get("keep") or ())) if (model := data.get("model")) else None,
+        reads=tuple(data.get("reads") or ()),
     )
