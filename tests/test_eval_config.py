@@ -68,9 +68,9 @@ def _compose_pair(stack: str, monkeypatch) -> tuple[str, Any, Any, Any, str]:
 @pytest.mark.parametrize("stack", EVAL_STACKS)
 def test_the_evaluation_reads_its_keys_builds_the_trained_model_and_loads_a_checkpoint_the_run_wrote(stack, monkeypatch):
     dialect, train_cfg, eval_cfg, written, model = _compose_pair(stack, monkeypatch)
-    recipe = recipe_of(dialect).evaluation
+    loads = recipe_of(dialect).startup.evaluation
     # every key the trainer's validation and model loading read in evaluation (the recipe cites each)
-    missing = [key for key in recipe.reads if _select(eval_cfg, key) is KeyError]
+    missing = [key for key in loads.reads if _select(eval_cfg, key) is KeyError]
     assert not missing, f"the evaluation's config lacks {missing}"
     if dialect == "rlinf-embodied":
         # eval_embodied_agent.py sets task_type embodied_eval: validate_embodied_cfg and the HF

@@ -188,7 +188,7 @@ def test_multi_node_eval_plan_renders_an_evaluation_jobset_on_the_newest_complet
     assert "python evaluations/eval_embodied_agent.py" in script
     assert 'runner.ckpt_path="${model}/actor/model_state_dict/full_weights.pt"' in script
     assert 'model="$ckpt"' in script and "cp -R" not in script  # RLinf only reads the checkpoint
-    assert "for d in /fsx/multi-node/logs/checkpoints/global_step_* /fsx/multi-node/logs/rlinf/checkpoints/global_step_*" in script
+    assert "for d in /fsx/multi-node/logs/rlinf/checkpoints/global_step_*;" in script
     assert "EVAL_DIR=/fsx/multi-node/eval/step-" in script and 'runner.logger.log_path="${EVAL_DIR}"' in script
     assert "runner.logger.log_path=/fsx/multi-node/logs" not in script
     # the launcher marks no checkpoint in eval mode (its final pass would mark partial saves), and

@@ -16,7 +16,8 @@ One module per dialect (verl_ppo, rlinf_embodied, rlinf_reasoning), each a
 ``launch(...)`` and ``world_size_problems(settings, world)``, and a recipe beside it
 (``recipes/<dialect>.yaml``, :mod:`.recipe`: the inputs, imports, environment and settings of each
 config, from the upstream run script). ``TRAINER_RULES`` are the stack rules the loading step
-(rlinf_eks.loading) runs: the dialect's rollout backend, world sizes and inputs (:mod:`.inputs`).
+(rlinf_eks.loading) runs: the dialect's rollout backend, world sizes, inputs (:mod:`.inputs`) and
+the environment its trainer refuses at startup (:mod:`.environment`, from the recipe's ``startup``).
 Generated overrides come first (the world, the inputs' paths), then the recipe's settings, then
 ``workload.trainer.batch`` as ``key=value``, then ``workload.trainer.overrides`` (the user wins).
 Every generated key exists in the reference trainer configs (tests compose them with Hydra).
@@ -30,6 +31,7 @@ from ..config import ConfigError, StackRule, StackSettings
 from ..config.errors import problem_line
 from . import verl_ppo, rlinf_embodied, rlinf_reasoning  # noqa: F401, I001 (each registers its dialect, in this order)
 from .base import DIALECTS, Resume, TrainerDialect, TrainerLaunch, World, config_name_of
+from .environment import refused_env_problems, startup_env
 from .evaluation import eval_problems, evaluation_launch
 from .inputs import ChosenInput, chosen_inputs, config_recipe, input_problems
 from .pinned import pinned_problems
@@ -37,7 +39,7 @@ from .recipe import recipe_of
 
 __all__ = [
     "DIALECTS", "ChosenInput", "Resume", "TRAINER_RULES", "TrainerDialect", "TrainerLaunch", "World", "check_world_size",
-    "chosen_inputs", "config_name_of", "config_recipe", "launch_for", "recipe_of",
+    "chosen_inputs", "config_name_of", "config_recipe", "launch_for", "recipe_of", "startup_env",
 ]  # fmt: skip
 
 
@@ -90,6 +92,7 @@ TRAINER_RULES: tuple[StackRule, ...] = (
     StackRule(("workload", "gpuNodes"), _world_size),
     StackRule(("workload",), pinned_problems),
     StackRule(("workload",), eval_problems),
+    StackRule(("workload",), refused_env_problems),
 )
 """The trainers' stack rules; rlinf_eks.loading runs them after config's STACK_RULES."""
 

@@ -27,7 +27,8 @@ from ..config import ConfigError, StackSettings
 from ..config.errors import problem_line
 from .base import COMPLETE_MARKER, TrainerLaunch
 from .inputs import config_recipe, input_paths
-from .recipe import EvalModel, EvalRecipe, recipe_of
+from .recipe import EvalRecipe, recipe_of
+from .startup import EvalModel
 
 __all__ = ["EVAL_DIR_NAME", "NO_CHECKPOINT", "EvalLaunch", "eval_problems", "evaluation_launch"]
 
@@ -240,8 +241,9 @@ def evaluation_launch(
     # the user's overrides stay, except where they would point the evaluation back at the training
     # run's directories or turn saving on again
     argv = [item for item in argv if _key(item) not in replaced]
-    if recipe.model is not None:
-        argv = _evaluated_model(argv, recipe.model)
+    loads = recipe_of(settings.workload.trainer.dialect).startup.evaluation
+    if loads.model is not None:
+        argv = _evaluated_model(argv, loads.model)
     argv += [f"{key}={value}" for key, value in recipe.settings.items()]
     videos = "" if recipe.video_keys else recipe.videos.replace("{experiment}", experiment)
     named = settings.workload.eval.checkpoint or ""

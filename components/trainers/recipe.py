@@ -20,6 +20,11 @@ For each config the dialect knows:
   ``placeholders``: every placeholder value of the composed upstream config (a stack that would
   hand one of them to the trainer is refused).
 
+For the dialect as a whole, ``startup`` (:mod:`.startup`): what the trainer does when it starts,
+each fact with its upstream file and lines: where it writes checkpoints and logs, which keys the
+stack sets so they land in the run directory, what resume reads, the environment it needs and the
+environment it refuses per rollout backend, and what its evaluation composes and loads.
+
 Staging (:mod:`rlinf_eks.workload.run`), the trainers' command lines and the image contract read
 it; tests compose every stack's command against the upstream configs and walk it for placeholders.
 """
@@ -34,7 +39,9 @@ from typing import Mapping, Optional
 
 import yaml
 
-__all__ = ["ConfigRecipe", "DialectRecipe", "EvalModel", "EvalRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
+from .startup import StartupFacts, parse_startup
+
+__all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
 
 PLACEHOLDER = re.compile(r"^(/path/to/|/dataset/|~/|/home/|/data/public/)")
 """The shapes of upstream's example paths, to find them in a composed config (the tests walk every
@@ -123,27 +130,6 @@ class EvalRecipe:
     copy_checkpoint: bool = False
     """The trainer writes into the folder it loads: evaluate a copy of the checkpoint (and run
     the config's ``prepare`` steps on the copy, ``{model}`` being it)."""
-    model_files: tuple[str, ...] = ()
-    """Files the evaluation loads from the copy that a checkpoint does not hold, copied into it
-    from the model input the run trained from (veRL's AutoProcessor: ``preprocessor_config.json``)."""
-    model: Optional["EvalModel"] = None
-    """How the evaluated model's section is derived from the trained one (None: the evaluation
-    reads the training's own sections)."""
-    reads: tuple[str, ...] = ()
-    """Keys the trainer's validation and model loading read in evaluation: the in-pod config check
-    and the tests require each in the composed evaluation config."""
-
-
-@dataclass(frozen=True)
-class EvalModel:
-    """``section``: where the evaluation reads its model (RLinf: ``rollout.model``); ``source``:
-    the trained model's section (``actor.model``), which ``section`` becomes (``section=${source}``,
-    one copy, never a second); ``keep``: the keys the training's rollout took from ``section``
-    itself (its precision and model path), whose overrides go to ``source`` in evaluation."""
-
-    section: str
-    source: str
-    keep: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,6 +140,8 @@ class DialectRecipe:
     dockerfile: str
     family: str
     model_keys: tuple[str, ...]
+    startup: StartupFacts
+    """What the trainer does when it starts (``startup`` of the recipe, :mod:`.startup`)."""
     configs: Mapping[str, ConfigRecipe] = field(default_factory=dict)
     evaluation: EvalRecipe = field(default_factory=EvalRecipe)
 
@@ -206,6 +194,7 @@ def recipe_of(dialect: str) -> DialectRecipe:
         dockerfile=data["image"]["dockerfile"],
         family=data["image"]["family"],
         model_keys=model_keys,
+        startup=parse_startup(dialect, data["startup"]),
         configs={name: _config(name, spec, model_keys) for name, spec in data["configs"].items()},
         evaluation=_evaluation(data.get("evaluation") or {}),
     )
@@ -222,7 +211,4 @@ def _evaluation(data: Mapping) -> EvalRecipe:
         videos=str(data.get("videos") or ""),
         unsupported=" ".join(str(data.get("unsupported") or "").split()),
         copy_checkpoint=bool(data.get("copyCheckpoint")),
-        model_files=tuple(data.get("modelFiles") or ()),
-        model=EvalModel(model["section"], model["from"], tuple(model.get("keep") or ())) if (model := data.get("model")) else None,
-        reads=tuple(data.get("reads") or ()),
     )

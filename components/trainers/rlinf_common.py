@@ -1,5 +1,5 @@
 """What RLinf's two dialects share: component placement over the world, its world-size rules,
-resuming, and env."""
+and env (where each writes and resumes from: its recipe's ``startup``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, Mapping, Optional
 
 from ..config import StackSettings
-from .base import config_name_of, Resume, Value, World, effective_sizes, glob_under, overridden, pattern_under, problem
+from .base import config_name_of, Value, World, effective_sizes, overridden, problem
 
 __all__ = ["Reference", "problem"]
 
@@ -104,24 +104,6 @@ def actor_batch_problems(sizes: Mapping[str, Value], actor_ranks: int) -> list[s
             f"a positive multiple of {step}",
         )
     ]
-
-
-def resume(settings: StackSettings, log_dir: str) -> Optional[Resume]:
-    """``runner.resume_dir`` takes a ``checkpoints/global_step_<N>`` directory (the reference
-    configs' comment). RLinf runners write it under the log path, some versions below the
-    experiment name too; an explicit resume_dir from the user wins."""
-    if overridden(settings, "runner.resume_dir"):
-        return None
-    experiment = f"{log_dir.rstrip('/')}/{settings.workload.trainer.experiment_name}"
-    globs = (glob_under(log_dir, "checkpoints/global_step_*"), glob_under(experiment, "checkpoints/global_step_*"))
-    return Resume(checkpoint_globs=globs, key="runner.resume_dir")
-
-
-def checkpoint_patterns(settings: StackSettings, log_dir: str) -> tuple[str, ...]:
-    """The same two layouts as :func:`resume`, for the launcher's completeness markers (kept even
-    when the user's own resume_dir turns auto-resume off: the S3 upload still needs them)."""
-    experiment = f"{log_dir.rstrip('/')}/{settings.workload.trainer.experiment_name}"
-    return (pattern_under(log_dir, "checkpoints/global_step_*"), pattern_under(experiment, "checkpoints/global_step_*"))
 
 
 def env(workdir: str) -> dict[str, str]:

@@ -3,8 +3,8 @@
 HuggingFace rollout only (``RlinfEmbodied.rollout_backends``: the loading step rejects vllm and
 sglang). The config needs ``EMBODIED_PATH`` (its ``hydra.searchpath`` reads it), MuJoCo/PyOpenGL
 render headless with EGL, and the driver calls ``ray.init(address="auto")`` and waits for
-``cluster.num_nodes`` nodes (field notes, section 3). Checkpoints go under the log path (``<log_path>[/<experiment>]/checkpoints/
-global_step_<N>``, RLinf's embodied runner); ``runner.resume_dir`` takes one to resume.
+``cluster.num_nodes`` nodes (field notes, section 3). Where it writes its checkpoints and logs, and
+what resume reads: its recipe's ``startup``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 from ..config import StackSettings
 from . import rlinf_common as common
 from .inputs import input_overrides, recipe_env, recipe_overrides
-from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, config_name_of, register
+from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, checkpoint_layout, config_name_of, register
+from .recipe import recipe_of
 
 DIALECT = "rlinf-embodied"
 SCRIPT = "examples/embodiment/train_embodied_agent.py"
@@ -50,16 +51,14 @@ def launch(
     inputs_root: str,
     wandb: bool,
 ) -> TrainerLaunch:
-    """The train_embodied_agent.py command line. ``checkpoint_dir`` is unused: RLinf writes
-    checkpoints under ``runner.logger.log_path`` (``log_dir``)."""
+    """The train_embodied_agent.py command line; where it writes and resumes from: the recipe's
+    ``startup`` (checkpoints below ``runner.logger.log_path``, which the stack sets to ``log_dir``)."""
     trainer = settings.workload.trainer
     path = embodied_path(trainer.workdir)
     overrides = [f"cluster.num_nodes={world.nnodes}"]
     overrides += common.placement_overrides(settings, REFERENCE, world, ("actor", "env", "rollout"))
-    overrides += [
-        f"runner.logger.log_path={log_dir}",
-        f"runner.logger.experiment_name={trainer.experiment_name}",
-    ]
+    # the log path, below which it writes its checkpoints, and the experiment name
+    overrides += recipe_of(DIALECT).startup.overrides(log_dir=log_dir, checkpoint_dir=checkpoint_dir, experiment=trainer.experiment_name)
     if wandb:
         overrides.append("runner.logger.logger_backends=[tensorboard,wandb]")
     # the model, the LoRA adapter (recipe keys; the assets are an environment variable)
@@ -80,13 +79,14 @@ def launch(
         "PYOPENGL_PLATFORM": "egl",
         **recipe_env(settings, inputs_root),
     }
+    patterns, resume = checkpoint_layout(settings, argv)
     return TrainerLaunch(
         argv=argv,
         env=env,
         workdir=trainer.workdir,
         warnings=common.placement_warnings(settings, REFERENCE, world),
-        resume=common.resume(settings, log_dir),
-        checkpoint_patterns=common.checkpoint_patterns(settings, log_dir),
+        resume=resume,
+        checkpoint_patterns=patterns,
         node_rank_env=common.node_rank_env(world),
     )
 

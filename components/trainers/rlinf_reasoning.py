@@ -1,7 +1,7 @@
 """rlinf-reasoning: RLinf v0.3 math GRPO (``examples/reasoning/main_grpo.py``), rolling out with
 vLLM or SGLang (``RlinfReasoning.rollout_backends``: the loading step rejects hf). The driver
 calls ``ray.init(address="auto")`` and waits for ``cluster.num_nodes`` nodes (field notes,
-section 3). Checkpoints go under the log path; ``runner.resume_dir`` takes one to resume.
+section 3). Where it writes its checkpoints and logs, and what resume reads: its recipe's ``startup``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..config import StackSettings
 from . import rlinf_common as common
 from .inputs import input_overrides, recipe_env, recipe_overrides
-from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, config_name_of, register
+from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, checkpoint_layout, config_name_of, register
+from .recipe import recipe_of
 
 DIALECT = "rlinf-reasoning"
 SCRIPT = "examples/reasoning/main_grpo.py"
@@ -39,8 +40,8 @@ def launch(
     inputs_root: str,
     wandb: bool,
 ) -> TrainerLaunch:
-    """The main_grpo.py command line. ``checkpoint_dir`` is unused: RLinf writes checkpoints
-    under ``runner.logger.log_path`` (``log_dir``)."""
+    """The main_grpo.py command line; where it writes and resumes from: the recipe's ``startup``
+    (checkpoints below ``runner.output_dir``, which the stack sets to ``log_dir``)."""
     trainer, rollout = settings.workload.trainer, settings.workload.rollout
     overrides = [
         f"cluster.num_nodes={world.nnodes}",
@@ -53,10 +54,8 @@ def launch(
         # rollout.vllm has no max_num_batched_tokens in the v0.3 YAML (RLinf's validate_rollout_cfg
         # reads it with a default of None); "++" adds it, or sets it where a newer config has it
         overrides.append(f"++rollout.vllm.max_num_batched_tokens={rollout.max_num_batched_tokens}")
-    overrides += [
-        f"runner.experiment_name={trainer.experiment_name}",
-        f"runner.logger.log_path={log_dir}",
-    ]
+    # the experiment name, the log path and output_dir, below which it writes its checkpoints
+    overrides += recipe_of(DIALECT).startup.overrides(log_dir=log_dir, checkpoint_dir=checkpoint_dir, experiment=trainer.experiment_name)
     if wandb:
         overrides.append("runner.logger.logger_backends=[tensorboard,wandb]")
     # the model (rollout, actor, tokenizer) and the dataset (recipe keys)
@@ -68,13 +67,14 @@ def launch(
         "--config-name", config_name_of(trainer),
         *overrides, *batch_overrides(settings), *trainer.overrides,
     ]  # fmt: skip
+    patterns, resume = checkpoint_layout(settings, argv)
     return TrainerLaunch(
         argv=argv,
         env={**common.env(trainer.workdir), **recipe_env(settings, inputs_root)},
         workdir=trainer.workdir,
         warnings=common.placement_warnings(settings, REFERENCE, world),
-        resume=common.resume(settings, log_dir),
-        checkpoint_patterns=common.checkpoint_patterns(settings, log_dir),
+        resume=resume,
+        checkpoint_patterns=patterns,
         node_rank_env=common.node_rank_env(world),
     )
 

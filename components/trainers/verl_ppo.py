@@ -8,17 +8,16 @@ Facts from shared/reference/trainers/README.md (SimpleVLA-RL section):
   ``ppo_micro_batch_size`` is derived (= world size), never typed;
 - ``rollout.name=vllm`` raises ValueError in ``RobActorRolloutRefWorker._build_rollout`` today;
 - ``main_ppo`` calls ``ray.init()`` without an address (field notes, section 3).
-- no resume: ppo_trainer.yaml has no ``trainer.resume_mode`` (upstream veRL's auto/disable/
-  resume_path) and ``RayPPOTrainer.fit`` starts from ``global_steps = 0`` with no checkpoint
-  load; checkpoints go to ``<default_local_dir>/actor/global_step_<N>`` (``critic/`` with GAE) and
-  no ``latest_checkpointed_iteration.txt`` is written.
+- no resume (ppo_trainer.yaml has no ``trainer.resume_mode``), where it writes its checkpoints
+  and logs: its recipe's ``startup``.
 """
 
 from __future__ import annotations
 
 from ..config import StackSettings
 from .inputs import input_overrides, prepare_commands, recipe_env, recipe_overrides
-from .base import TrainerDialect, TrainerLaunch, Value, World, batch_overrides, config_name_of, effective_sizes, pattern_under, problem, register
+from .recipe import recipe_of
+from .base import TrainerDialect, TrainerLaunch, Value, World, batch_overrides, checkpoint_layout, config_name_of, effective_sizes, problem, register
 
 DIALECT = "verl-ppo"
 MODULE = "verl.trainer.main_ppo"
@@ -33,13 +32,6 @@ DIVIDED_BY_WORLD: dict[str, dict[str, int]] = {
         "actor_rollout_ref.ref.log_prob_micro_batch_size": 128,
     }
 }
-
-RESUME_NOTE = (
-    "verl-ppo (SimpleVLA-RL) cannot resume: its ppo_trainer.yaml has no trainer.resume_mode and "
-    "RayPPOTrainer.fit starts at global_steps = 0, so a restarted run trains again from "
-    "actor_rollout_ref.model.path; its complete checkpoints (actor/global_step_N) are kept for "
-    "evaluation or a manual restart from one"
-)
 
 VLLM_WARNING = (
     "workload.rollout.backend=vllm with the verl-ppo dialect: SimpleVLA-RL's RobActorRolloutRefWorker "
@@ -57,7 +49,8 @@ def launch(
     inputs_root: str,
     wandb: bool,
 ) -> TrainerLaunch:
-    """The main_ppo command line. ``log_dir`` is unused: veRL logs to the console (and W&B)."""
+    """The main_ppo command line. ``log_dir`` is unused: veRL logs to the console and to its
+    checkpoint directory (the recipe's ``startup.logs``), and W&B."""
     trainer, rollout = settings.workload.trainer, settings.workload.rollout
     ref = "actor_rollout_ref"
     overrides = [
@@ -76,10 +69,9 @@ def launch(
         ]
     # the model (the LIBERO script points both keys at the SFT checkpoint)
     overrides += input_overrides(settings, inputs_root)
+    # the experiment name and default_local_dir, below which it writes its checkpoints and logs
+    overrides += recipe_of(DIALECT).startup.overrides(log_dir=log_dir, checkpoint_dir=checkpoint_dir, experiment=trainer.experiment_name)
     overrides += [
-        f"trainer.experiment_name={trainer.experiment_name}",
-        f"{ref}.rollout.experiment_name={trainer.experiment_name}",
-        f"trainer.default_local_dir={checkpoint_dir}",
         # ppo_trainer.yaml logs to wandb by default, which fails without an API key
         "trainer.logger=[console,wandb]" if wandb else "trainer.logger=[console]",
     ]
@@ -103,8 +95,8 @@ def launch(
         env=env,
         workdir=trainer.workdir,
         warnings=warnings,
-        checkpoint_patterns=(pattern_under(checkpoint_dir, "*/global_step_*"),),
-        resume_note=RESUME_NOTE,
+        checkpoint_patterns=checkpoint_layout(settings, argv)[0],
+        resume_note=recipe_of(DIALECT).startup.cannot_resume,
         prepare=prepare_commands(settings, inputs_root),
     )
 

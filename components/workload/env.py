@@ -1,5 +1,6 @@
-"""The environment of the Ray containers: the seed's variables, the network's (EFA, NCCL, torch's
-NCCL error handling), the trainer dialect's and the user's, and the secrets by reference.
+"""The environment of the Ray containers: the seed's variables, the trainer's startup environment
+(its recipe's, per rollout backend), the network's (EFA, NCCL, torch's NCCL error handling), the
+trainer dialect's and the user's, and the secrets by reference.
 
 **NCCL pinned to the plugin** (:func:`nccl_env`, EFA runs only). ``NCCL_NET="AWS Libfabric"``
 makes NCCL use aws-ofi-nccl or fail: NCCL skips every network whose name differs and, when none is
@@ -21,14 +22,17 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 from ..config import StackSettings
+from ..trainers import startup_env
 from .kube import core
 from .run import RunPaths, efa_enabled
 
 SEED_ENV = {
     "NCCL_DEBUG": "WARN",
     "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
-    "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
 }
+"""The seed's variables for every pod. Its allocator setting (PYTORCH_CUDA_ALLOC_CONF) is not
+here: right for a HuggingFace rollout, fatal to a vLLM one in sleep mode, it is a fact of the
+dialect and its rollout backend (the recipe's ``startup.environment``, :func:`startup_env`)."""
 SOCKET_INTERFACE = "eth0"  # the VPC CNI's pod interface
 NCCL_NET = "AWS Libfabric"
 
@@ -73,9 +77,11 @@ def network_env(settings: StackSettings) -> dict[str, str]:
 
 def plain_env(settings: StackSettings, trainer_env: Mapping[str, str], paths: RunPaths) -> dict[str, str]:
     """Every plain (non-secret) variable of the Ray pods, in precedence order: the seed's, the
-    network's, the trainer dialect's, then ``workload.env`` (the user wins). PYTHONPATH is left
-    out: the launchers prepend the trainer's checkout to the image's own PYTHONPATH."""
-    env: dict[str, str] = {**SEED_ENV, **network_env(settings)}
+    trainer's startup environment for its rollout backend (its recipe's), the network's, the
+    trainer dialect's, then ``workload.env`` (the user wins; one the trainer refuses is refused
+    when the stack loads). PYTHONPATH is left out: the launchers prepend the trainer's checkout to
+    the image's own PYTHONPATH."""
+    env: dict[str, str] = {**SEED_ENV, **startup_env(settings), **network_env(settings)}
     if settings.workload.mlflow_tracking_uri:
         env["MLFLOW_TRACKING_URI"] = settings.workload.mlflow_tracking_uri
     env["RLINF_RUN_DIR"] = paths.root
