@@ -61,6 +61,9 @@ class EvalLaunch(TrainerLaunch):
     copy_checkpoint: bool = False
     """Evaluate a copy in ``<eval dir>/model/global_step_<N>`` (removed afterwards); ``prepare``
     then runs after the copy, with ``${model}`` the copy."""
+    model_files: tuple[tuple[str, str], ...] = ()
+    """(folder, file): a file the evaluation loads from the copy that a checkpoint lacks, copied
+    into it from that folder (the model the run trained from) when the checkpoint has none."""
     run_dir: str = ""
     identity: str = ""
     """The run identity (rlinf_eks.workload.run.run_identity): a run directory recorded for
@@ -112,6 +115,15 @@ class EvalLaunch(TrainerLaunch):
                 'rm -rf "$EVAL_DIR/model" && mkdir -p "$model" && cp -R "$ckpt/." "$model/" || exit',
                 f'rm -f "$model/{COMPLETE_MARKER}"',
             ]
+            for folder, name in self.model_files:
+                source = shlex.quote(f"{folder.rstrip('/')}/{name}")
+                lines += [
+                    f'if [ ! -f "$model/{name}" ] && ! cp {source} "$model/{name}"; then',
+                    f'  echo "rlinf-eks: FAILED: the checkpoint $ckpt has no {name}, which the evaluation loads from it, and the model'
+                    f' the run trained from has none to copy ({source})" >&2',
+                    "  exit 1",
+                    "fi",
+                ]
             lines += [f"{command} || exit" for command in self.prepare]
         lines.append(f"set -- {args}")
         if "${" in self.shell():
@@ -197,6 +209,12 @@ def _key(item: str) -> str:
     return item.lstrip("~+").split("=", 1)[0]
 
 
+def _last_value(argv: list[str], key: str) -> str:
+    """The value the command line gives ``key`` (its last override), empty for none."""
+    values = [item.split("=", 1)[1] for item in argv if "=" in item and _key(item) == key]
+    return values[-1] if values else ""
+
+
 def _evaluated_model(argv: list[str], model: EvalModel) -> list[str]:
     """The evaluated model's section becomes the trained one's (``section=${source}``, appended
     last, one copy); the overrides of ``section.<keep>`` (what the training's rollout read from
@@ -248,6 +266,10 @@ def evaluation_launch(
     videos = "" if recipe.video_keys else recipe.videos.replace("{experiment}", experiment)
     named = settings.workload.eval.checkpoint or ""
     prepare = training.prepare
+    model_files: tuple[tuple[str, str], ...] = ()
+    trained_from = _last_value(training.argv, recipe_of(settings.workload.trainer.dialect).model_keys[0])
+    if recipe.copy_checkpoint and trained_from:
+        model_files = tuple((trained_from, name) for name in loads.model_files)
     config = config_recipe(settings)
     if recipe.copy_checkpoint and config is not None:
         # the config's steps on the copy the trainer loads ({model}); other inputs where staged
@@ -269,6 +291,7 @@ def evaluation_launch(
         runtime_keys=tuple(runtime),
         videos=videos,
         copy_checkpoint=recipe.copy_checkpoint,
+        model_files=model_files,
         run_dir=run_dir,
         identity=identity,
     )
