@@ -119,6 +119,7 @@ def test_the_eval_script_takes_the_newest_complete_checkpoint_and_leaves_the_che
     # the model the run trained from: save_checkpoint wrote no processor config into the checkpoints
     (tmp_path / "sft").mkdir()
     (tmp_path / "sft" / "preprocessor_config.json").write_text('{"image_processor_type": "PrismaticImageProcessor"}')
+    (tmp_path / "sft" / "dataset_statistics.json").write_text('{"libero_10_no_noops": {}}')
     launch = _verl_eval(run_dir=str(run), model=str(tmp_path / "sft"))
     launch = EvalLaunch(**{**launch.__dict__, "workdir": str(work)})
     result = _run(launch, tmp_path)
@@ -128,7 +129,7 @@ def test_the_eval_script_takes_the_newest_complete_checkpoint_and_leaves_the_che
     # veRL rewrites its model folder's config.json and upstream's prepare step copies code into it:
     # both happen to a copy of the checkpoint (the prepare step ran on it), removed afterwards
     assert f"actor_rollout_ref.model.path={run}/eval/step-20/model/global_step_20" in argv
-    assert (tmp_path / "argv.model").read_text().split() == ["config.json", "model.safetensors", "modeling_prismatic.py", "preprocessor_config.json"]
+    assert (tmp_path / "argv.model").read_text().split() == ["config.json", "dataset_statistics.json", "model.safetensors", "modeling_prismatic.py", "preprocessor_config.json"]
     assert not (run / "eval" / "step-20" / "model").exists()
     assert f"trainer.default_local_dir={run}/eval/step-20" in argv
     assert _tree(run / "checkpoints") == before

@@ -61,9 +61,10 @@ class EvalLaunch(TrainerLaunch):
     copy_checkpoint: bool = False
     """Evaluate a copy in ``<eval dir>/model/global_step_<N>`` (removed afterwards); ``prepare``
     then runs after the copy, with ``${model}`` the copy."""
-    model_files: tuple[tuple[str, str], ...] = ()
-    """(folder, file): a file the evaluation loads from the copy that a checkpoint lacks, copied
-    into it from that folder (the model the run trained from) when the checkpoint has none."""
+    model_files: tuple[tuple[str, str, bool], ...] = ()
+    """(folder, file, required): a file the evaluation loads from the copy that a checkpoint lacks,
+    copied into it from that folder (the model the run trained from) when the checkpoint has none;
+    one not required is copied when the folder has it."""
     run_dir: str = ""
     identity: str = ""
     """The run identity (rlinf_eks.workload.run.run_identity): a run directory recorded for
@@ -115,8 +116,11 @@ class EvalLaunch(TrainerLaunch):
                 'rm -rf "$EVAL_DIR/model" && mkdir -p "$model" && cp -R "$ckpt/." "$model/" || exit',
                 f'rm -f "$model/{COMPLETE_MARKER}"',
             ]
-            for folder, name in self.model_files:
+            for folder, name, required in self.model_files:
                 source = shlex.quote(f"{folder.rstrip('/')}/{name}")
+                if not required:
+                    lines.append(f'if [ ! -f "$model/{name}" ] && [ -f {source} ]; then cp {source} "$model/{name}" || exit; fi')
+                    continue
                 lines += [
                     f'if [ ! -f "$model/{name}" ] && ! cp {source} "$model/{name}"; then',
                     f'  echo "rlinf-eks: FAILED: the checkpoint $ckpt has no {name}, which the evaluation loads from it, and the model'
@@ -266,10 +270,10 @@ def evaluation_launch(
     videos = "" if recipe.video_keys else recipe.videos.replace("{experiment}", experiment)
     named = settings.workload.eval.checkpoint or ""
     prepare = training.prepare
-    model_files: tuple[tuple[str, str], ...] = ()
+    model_files: tuple[tuple[str, str, bool], ...] = ()
     trained_from = _last_value(training.argv, recipe_of(settings.workload.trainer.dialect).model_keys[0])
     if recipe.copy_checkpoint and trained_from:
-        model_files = tuple((trained_from, name) for name in loads.model_files)
+        model_files = tuple((trained_from, name, required) for name, required in loads.model_files)
     config = config_recipe(settings)
     if recipe.copy_checkpoint and config is not None:
         # the config's steps on the copy the trainer loads ({model}); other inputs where staged

@@ -117,7 +117,9 @@ class EvalStartup:
 
     reads: tuple[str, ...] = ()
     model: Optional[EvalModel] = None
-    model_files: tuple[str, ...] = ()
+    model_files: tuple[tuple[str, bool], ...] = ()
+    """(file, required): a required file the model must have; the others are copied when it has them
+    (the training read them only then)."""
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -126,7 +128,7 @@ def _evaluation(data: Mapping) -> EvalStartup:
     return EvalStartup(
         reads=tuple(str(k) for k in (data.get("reads") or ())),
         model=EvalModel(str(model["section"]), str(model["from"]), tuple(model.get("keep") or ())) if model else None,
-        model_files=tuple(str(f) for f in (data.get("modelFiles") or ())),
+        model_files=tuple((str(name), str(need) == "required") for name, need in (data.get("modelFiles") or {}).items()),
         sources={str(k): " ".join(str(v).split()) for k, v in (data.get("sources") or {}).items()},
     )
 
