@@ -11,6 +11,8 @@
   it (absent: the trainer cannot resume, ``cannotResume`` says why);
 - ``environment``: per rollout backend (``all``: every backend), the variables the pods ``set``
   for the trainer and those it ``refuses`` (a value containing ``contains`` kills it at startup);
+- ``configCheck``: how the trainer composes and validates its config (the pods' config check,
+  :class:`ConfigCheck`);
 - ``evaluation``: what the dialect's evaluation composes and loads at startup: the keys its
   validation reads, how the evaluated model derives from the trained one, the files it loads from
   its copy of a checkpoint (:class:`EvalStartup`).
@@ -26,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
-__all__ = ["EnvSetting", "EvalModel", "EvalStartup", "RefusedEnv", "ResumeFact", "StartupFacts", "WrittenPath", "parse_startup"]
+__all__ = ["ConfigCheck", "EnvSetting", "EvalModel", "EvalStartup", "RefusedEnv", "ResumeFact", "StartupFacts", "WrittenPath", "parse_startup"]
 
 DIRECTORIES = ("logs", "checkpoints", "experiment")
 """What ``sets`` may point a key at: the run's log directory, its checkpoint directory, the
@@ -115,7 +117,8 @@ class EvalStartup:
     checkpoint that a checkpoint does not hold, copied into it from the model input the run trained
     from; ``sources``: where each was read upstream."""
 
-    reads: tuple[str, ...] = ()
+    reads: Mapping[str, str] = field(default_factory=dict)
+    """Key -> where upstream reads it."""
     model: Optional[EvalModel] = None
     model_files: tuple[tuple[str, bool], ...] = ()
     """(file, required): a required file the model must have; the others are copied when it has them
@@ -126,11 +129,39 @@ class EvalStartup:
 def _evaluation(data: Mapping) -> EvalStartup:
     model = data.get("model")
     return EvalStartup(
-        reads=tuple(str(k) for k in (data.get("reads") or ())),
+        reads={str(k): str(v) for k, v in (data.get("reads") or {}).items()},
         model=EvalModel(str(model["section"]), str(model["from"]), tuple(model.get("keep") or ())) if model else None,
         model_files=tuple((str(name), str(need) == "required") for name, need in (data.get("modelFiles") or {}).items()),
         sources={str(k): " ".join(str(v).split()) for k, v in (data.get("sources") or {}).items()},
     )
+
+
+STAND_INS = ("cluster", "placement", "weights")
+
+
+@dataclass(frozen=True)
+class ConfigCheck:
+    """How the trainer composes and validates its config (``startup.configCheck``), for the pod's
+    config check: ``version_base`` of its ``@hydra.main``; ``validate``: its validation function
+    (``module:function``, empty for none that runs without the trainer's cluster); ``stand_ins``:
+    the names that function calls to start or ask the Ray cluster (``cluster``), to place work on
+    it (``placement``) or to read the staged model (``weights``), replaced in the check so that it
+    runs as far as it can without Ray and before anything is staged;
+    ``source``: where each was read."""
+
+    version_base: Optional[str]
+    validate: str = ""
+    stand_ins: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+def _config_check(data: Mapping) -> ConfigCheck:
+    stand_ins = {str(k): str(v) for k, v in (data.get("standIns") or {}).items()}
+    bad = {k: v for k, v in stand_ins.items() if v not in STAND_INS}
+    if bad:
+        raise ValueError(f"startup.configCheck.standIns: {bad} (each takes one of {', '.join(STAND_INS)})")
+    version = data.get("versionBase")
+    return ConfigCheck(None if version is None else str(version), str(data.get("validate") or ""), stand_ins, " ".join(str(data.get("source") or "").split()))
 
 
 @dataclass(frozen=True)
@@ -144,6 +175,7 @@ class StartupFacts:
     environment: Mapping[str, tuple[tuple[EnvSetting, ...], tuple[RefusedEnv, ...]]]
     """Rollout backend (or ``all``) -> (what the pods set, what the trainer refuses)."""
     evaluation: EvalStartup = field(default_factory=EvalStartup)
+    config_check: ConfigCheck = field(default_factory=lambda: ConfigCheck(None))
 
     def overrides(self, *, log_dir: str, checkpoint_dir: str, experiment: str) -> list[str]:
         """The Hydra overrides that put the trainer's writes where ``sets`` says."""
@@ -193,6 +225,7 @@ def parse_startup(dialect: str, data: Mapping) -> StartupFacts:
         cannot_resume=" ".join(str(data.get("cannotResume") or "").split()),
         environment=_environment(data.get("environment")),
         evaluation=_evaluation(data.get("evaluation") or {}),
+        config_check=_config_check(data.get("configCheck") or {}),
     )
     if not facts.checkpoints.path.endswith("/global_step_{step}"):
         raise ValueError(f"recipes/{dialect}.yaml startup.checkpoints.path must end in global_step_{{step}}")
