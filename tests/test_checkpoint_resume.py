@@ -40,13 +40,15 @@ def nodes(): return [{"Alive": True}]
 def cluster_resources(): return {"GPU": 8.0}
 """
 
-# The fake trainer: resumes from runner.resume_dir=<dir> (its step + 1), saves every step as RLinf
-# does (checkpoints/global_step_<N>/actor/<shard>), and, at FAIL_AT_STEP, dies by SIGKILL with the
-# save half written. FAIL_AT_START: fails before its first step.
+# The fake trainer: resumes from runner.resume_dir=<dir> (its step + 1), saves every step where
+# RLinf's embodied runner does, from its command line (<logger.log_path>/<logger.experiment_name>/
+# checkpoints/global_step_<N>/actor/<shard>, rlinf/runners/embodied_runner.py:643-652), and, at
+# FAIL_AT_STEP, dies by SIGKILL with the save half written. FAIL_AT_START: fails before its first step.
 FAKE_TRAINER = f"""#!{sys.executable}
 import os, re, signal, sys
 args = sys.argv[1:]
-log_dir = os.environ["FAKE_LOG_DIR"]
+given = dict(a.split("=", 1) for a in args if "=" in a)
+checkpoints = os.path.join(given["runner.logger.log_path"], given["runner.logger.experiment_name"], "checkpoints")
 resume = [a.split("=", 1)[1] for a in args if a.startswith("runner.resume_dir=")]
 with open(os.environ["FAKE_TRAINER_LOG"], "a") as log:
     log.write((resume[0] if resume else "fresh") + "\\n")
@@ -55,7 +57,7 @@ if os.environ.get("FAIL_AT_START"):
 start = int(re.search(r"global_step_(\\d+)$", resume[0]).group(1)) + 1 if resume else 1
 fail_at = int(os.environ.get("FAIL_AT_STEP", "0"))
 for step in range(start, int(os.environ["LAST_STEP"]) + 1):
-    actor = os.path.join(log_dir, "checkpoints", f"global_step_{{step}}", "actor")
+    actor = os.path.join(checkpoints, f"global_step_{{step}}", "actor")
     os.makedirs(actor, exist_ok=True)
     with open(os.path.join(actor, "model_rank_0.pt"), "w") as shard:
         shard.write("half a shard")
@@ -97,7 +99,6 @@ def run(tmp_path: Path):
         "PYTHONPATH": str(tmp_path / "py"),
         "HOME": str(tmp_path),
         "JOB_COMPLETION_INDEX": "0",
-        "FAKE_LOG_DIR": str(log_dir),
         "FAKE_TRAINER_LOG": str(tmp_path / "trainer.log"),
     }
 
@@ -110,7 +111,8 @@ def run(tmp_path: Path):
 
 
 def step_dir(log_dir: Path, step: int) -> Path:
-    return log_dir / "checkpoints" / f"global_step_{step}"
+    """Where the trainer wrote step ``step`` (the default experiment name, rlinf)."""
+    return log_dir / "rlinf" / "checkpoints" / f"global_step_{step}"
 
 
 def test_a_run_killed_mid_checkpoint_resumes_from_the_previous_complete_step_and_a_repeat_failure_stops(run):

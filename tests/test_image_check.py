@@ -181,3 +181,35 @@ def test_given_an_import_that_crashes_silently_when_checked_then_the_line_gives_
     done = subprocess.run(["bash", str(tmp_path / "image-check.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == exit_codes.IMAGE_BROKEN
     assert "python3 cannot import mani_skill, which the rlinf-embodied trainer imports (maniskill_ppo_openvlaoft): exit status 132, nothing on stderr" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "stack, sets, value, fails",
+    [
+        ("vllm-rollout", (), "expandable_segments:True", True),
+        ("vllm-rollout", (), "max_split_size_mb:512,expandable_segments:True", True),
+        ("vllm-rollout", (), "expandable_segments:False", False),
+        ("vllm-rollout", (), None, False),
+        ("vllm-rollout", ("workload.rollout.backend=sglang",), "expandable_segments:True", False),
+        ("multi-node", (), "expandable_segments:True", False),
+    ],
+    ids=["vllm-expandable", "vllm-among-others", "vllm-off", "vllm-unset", "sglang", "hf"],
+)
+def test_given_an_image_whose_env_kills_the_vllm_rollout_when_checked_then_the_pod_fails_before_the_ray_join(tmp_path, stack, sets, value, fails):
+    """RLinf starts vLLM in sleep mode (vllm_worker.py:349) and vLLM 0.8.5's CuMemAllocator asserts
+    that PYTORCH_CUDA_ALLOC_CONF has no expandable_segments:True (cumem.py:144-149): the pods never
+    set it, so the image's own ENV is checked, first, and only where the rollout refuses it."""
+    c = contract(stack, *sets)
+    root, env = fake_image(tmp_path, c)
+    if value is not None:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = value
+    (tmp_path / "image-check.sh").write_text(image_check_script(c, root=root))
+    done = subprocess.run(["bash", str(tmp_path / "image-check.sh")], env=env, capture_output=True, text=True, timeout=60)
+    if not fails:
+        assert done.returncode == 0, done.stderr
+        return
+    assert done.returncode == exit_codes.IMAGE_BROKEN
+    (line,) = done.stderr.strip().splitlines()
+    assert f"PYTORCH_CUDA_ALLOC_CONF={value} in the image's environment" in line
+    assert "set workload.env.PYTORCH_CUDA_ALLOC_CONF to a value without expandable_segments:True" in line
+    assert "cannot import" not in line  # before the trainer's imports

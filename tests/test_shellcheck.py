@@ -22,7 +22,11 @@ SH = resources.files("rlinf_eks.workload").joinpath("sh")
 PROGRAMS = resources.files("rlinf_eks.workload").joinpath("programs")
 # sh/ bodies that are no ConfigMap file of their own: the checkpoint functions start launch.sh and
 # driver.sh, and the restart backoff is an init container's `bash -c` command.
-NOT_A_FILE = {"checkpoints.sh": ("launch.sh", "driver.sh"), "run-identity.sh": ("launch.sh", "driver.sh"), "backoff.sh": ()}
+NOT_A_FILE = {
+    "checkpoints.sh": ("launch.sh", "driver.sh"), "run-identity.sh": ("launch.sh", "driver.sh"), "backoff.sh": (),
+    # the image check of a run whose trainer refuses some environment (the vLLM stacks)
+    "image-check-env.sh": (),
+}  # fmt: skip
 
 
 def shellcheck_binary() -> str:

@@ -219,14 +219,18 @@ def test_script_resumes_from_the_newest_complete_checkpoint_of_either_layout(tmp
     assert _run_script(run.script(), tmp_path)[-1] == f"runner.resume_dir={logs}/exp/checkpoints/global_step_120"
 
 
-def test_rlinf_checkpoint_patterns_find_both_layouts_and_escape_the_log_dir(tmp_path):
+@pytest.mark.parametrize("dialect, backend", [("rlinf-embodied", "hf"), ("rlinf-reasoning", "vllm")])
+def test_rlinf_checkpoint_patterns_find_where_the_trainer_writes_and_escape_the_log_dir(tmp_path, dialect, backend):
+    """RLinf v0.3 writes <log_path>/<experiment>/checkpoints/global_step_N (embodied_runner.py:643-652;
+    the reasoning runner below output_dir, which the stack sets to the log path,
+    reasoning_runner.py:359-364); nothing else is a checkpoint of the run."""
     logs = tmp_path / "logs [1]"
-    for step in ("checkpoints/global_step_5", "exp/checkpoints/global_step_7"):
+    for step in ("checkpoints/global_step_5", "exp/checkpoints/global_step_7", "other/checkpoints/global_step_9"):
         (logs / step).mkdir(parents=True)
-    s = stack("rlinf-embodied", "hf", experimentName="exp")
+    s = stack(dialect, backend, experimentName="exp")
     run = launch_for(s, nnodes=1, gpus_per_node=GPUS, log_dir=str(logs), checkpoint_dir="/unused", inputs_root="/fsx/models")
     found = sorted(p for pattern in run.checkpoint_patterns for p in glob.glob(pattern))
-    assert found == [str(logs / "checkpoints/global_step_5"), str(logs / "exp/checkpoints/global_step_7")]
+    assert found == [str(logs / "exp/checkpoints/global_step_7")]
 
 
 def test_verl_ppo_says_it_cannot_resume_and_still_names_its_checkpoints():

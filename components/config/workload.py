@@ -280,7 +280,9 @@ class WorkloadSettings(SettingsModel):
     rollout: RolloutSettings = Field(default_factory=RolloutSettings)
     """The rollout engine and its settings."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment variables of every Ray pod."""
+    """Extra environment variables of every Ray pod. One the trainer dies of at startup with the rollout
+    backend is refused (its recipe's startup.environment: RLinf's vLLM rollout and PYTORCH_CUDA_ALLOC_CONF
+    with expandable_segments:True)."""
     mlflow_tracking_uri: Optional[str] = None
     """Set as MLFLOW_TRACKING_URI in every Ray pod. Defaults to None: not set."""
     shm_fraction: Float = Field(0.4, gt=0, lt=1)

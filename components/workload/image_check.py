@@ -14,6 +14,9 @@ IMAGE_CHECK_SCRIPT = "image-check.sh"
 CONTAINER = IMAGE_CHECK_CONTAINER
 
 IMAGE_CHECK = scripts.body(IMAGE_CHECK_SCRIPT)
+REFUSED_ENV_CHECK = scripts.body("image-check-env.sh")
+"""First, where the trainer refuses some environment at startup (the contract's ``refused_env``):
+the image's own ENV must not set it."""
 
 
 def image_check_script(contract: ImageContract, *, root: str = "") -> str:
@@ -36,8 +39,10 @@ def image_check_script(contract: ImageContract, *, root: str = "") -> str:
             "EFA": int(contract.efa),
             "PLUGIN_DIRS": " ".join(root + d for d in contract.plugin_dirs),
             "EXIT_IMAGE_BROKEN": exit_codes.IMAGE_BROKEN,
+            # NAME=text pairs: a variable whose value holds text kills the trainer at startup
+            **({"REFUSED_ENV": " ".join(f"{name}={contains}" for name, contains, _ in contract.refused_env)} if contract.refused_env else {}),
         },
-        IMAGE_CHECK,
+        (REFUSED_ENV_CHECK if contract.refused_env else "") + IMAGE_CHECK,
     )
 
 

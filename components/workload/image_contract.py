@@ -12,7 +12,11 @@ the scripts are rendered from:
 - the Python modules the trainer imports first, in its order (the dialect's recipe: e.g. embodied
   ManiSkill ``torch`` and ``mani_skill``; reasoning ``vllm`` or ``sglang`` per rollout backend;
   verl-ppo ``timm``, ``tensorflow`` and ``libero``), checked before anything else;
-- with Hugging Face staging: ``huggingface_hub`` (the staging program imports it).
+- with Hugging Face staging: ``huggingface_hub`` (the staging program imports it);
+- no environment the trainer refuses at startup with the run's rollout backend (its recipe's
+  ``startup.environment``: RLinf's vLLM rollout and ``PYTORCH_CUDA_ALLOC_CONF`` with expandable
+  segments). The pods never set it (the stack refuses it in ``workload.env``); the image's own
+  ``ENV`` is what the check finds.
 
 The scripts that run in the project's other images (preflight, checkpoint sync and restore, the
 watchdog) rely on those images for their tools: :data:`OTHER_IMAGES` states what each must hold.
@@ -123,6 +127,9 @@ class ImageContract:
     """What the trainer imports first, in its order (the recipe's ``imports`` of the config, then
     its rollout backend's): checked before everything else."""
     config_name: str = ""
+    refused_env: tuple[tuple[str, str, str], ...] = ()
+    """(variable, what its value may not contain, the upstream source): the environment the trainer
+    refuses at startup with the run's rollout backend (the recipe's ``startup.environment``)."""
 
     @property
     def dockerfile(self) -> str:
@@ -147,6 +154,8 @@ class ImageContract:
             lines.append(f"  trainer imports ({self.config_name}, checked first): {' '.join(self.trainer_modules)}")
         if self.python_modules:
             lines.append(f"  python modules: {' '.join(self.python_modules)}")
+        for name, contains, source in self.refused_env:
+            lines.append(f"  environment: no {name} containing {contains} (the trainer dies of it at startup: {source})")
         if self.efa:
             lines.append(f"  EFA: libfabric with the efa provider (fi_info -p efa; {EFA_BIN_DIR} is put on PATH)")
             lines.append(f"  EFA: aws-ofi-nccl (libnccl-net*.so) in LD_LIBRARY_PATH, one of {' '.join(self.plugin_dirs)} or the linker cache")
@@ -200,4 +209,7 @@ def contract_for(run: Run) -> ImageContract:
         mounts=tuple(dict.fromkeys(m.rstrip("/") for m in mounts)),
         trainer_modules=recipe.imports_for(wl.rollout.backend) if recipe is not None else (),
         config_name=config_name_of(wl.trainer),
+        refused_env=tuple(
+            (item.name, item.contains, item.source) for item in recipe_of(wl.trainer.dialect).startup.env_refused(wl.rollout.backend)
+        ),
     )

@@ -183,7 +183,11 @@ class WorkloadSettings(TypedDict):
     rollout: NotRequired[RolloutSettings]
     "The rollout engine and its settings."
     env: NotRequired[dict[str, str]]
-    "Extra environment variables of every Ray pod."
+    (
+        "Extra environment variables of every Ray pod. One the trainer dies of at startup with the rollout\n"
+        "backend is refused (its recipe's startup.environment: RLinf's vLLM rollout and PYTORCH_CUDA_ALLOC_CONF\n"
+        "with expandable_segments:True)."
+    )
     mlflow_tracking_uri: NotRequired[str]
     "Set as MLFLOW_TRACKING_URI in every Ray pod. Defaults to None: not set."
     shm_fraction: NotRequired[float]
