@@ -192,3 +192,15 @@ def test_the_check_fails_the_evaluation_rendered_without_the_trained_model_s_sec
     result = subprocess.run([BASH, str(script)], env=env, text=True, capture_output=True, timeout=180)
     assert result.returncode == exit_codes.CONFIG_INVALID
     assert "rollout.model.model_type is not in the composed config; the evaluation (rlinf/config.py:820-822" in log.read_text()
+
+
+def test_verify_s_node_smoke_runs_the_check_and_names_a_refused_config():
+    from rlinf_eks.verify.smoke import smoke_scripts, smoke_verdict
+
+    run = resolve_run(plan_stack("multi-node").settings, "multi-node")
+    files = smoke_scripts(run)
+    assert files["config-check.sh"] == config_check_script(run)
+    assert files["smoke.sh"].index('bash "${SCRIPTS_DIR}/image-check.sh"') < files["smoke.sh"].index('bash "${SCRIPTS_DIR}/config-check.sh"')
+    line = "rlinf-eks config-check: FAILED: the rlinf-embodied trainer's config maniskill_ppo_openvlaoft: Hydra cannot compose ... (exit 96)"
+    verdict = smoke_verdict("n1", exit_codes.CONFIG_INVALID, "rlinf-eks image-check: OK: ray 2.49.2\n" + line + "\n")
+    assert verdict.outcome == "fail" and "trainer config refused (exit 96): " + line in verdict.detail

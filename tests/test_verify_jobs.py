@@ -25,6 +25,7 @@ from rlinf_eks.verify.nccl import parse_all_reduce
 from rlinf_eks.verify.smoke import smoke_objects, smoke_verdict
 from rlinf_eks.workload import exit_codes
 from rlinf_eks.workload.fabric import fabric_check_script
+from rlinf_eks.workload.config_check import config_check_script
 from rlinf_eks.workload.image_check import image_check_script
 from rlinf_eks.workload.image_contract import contract_for
 from rlinf_eks.workload.kube import mi
@@ -102,7 +103,8 @@ def test_given_two_gpu_nodes_when_smoke_is_built_then_one_valid_job_pinned_to_ea
     # the run's renderings, not copies: the pod fails exactly as a training pod would
     assert data["image-check.sh"] == image_check_script(contract_for(run))
     assert data["fabric-check.sh"] == fabric_check_script(run.settings, shape=run.shape)
-    assert set(data) == {"smoke.sh", "image-check.sh", "fabric-check.sh", "render-check.sh"}  # ManiSkill renders
+    assert data["config-check.sh"] == config_check_script(run)  # run for real in tests/test_config_check.py
+    assert set(data) == {"smoke.sh", "image-check.sh", "config-check.sh", "fabric-check.sh", "render-check.sh"}  # ManiSkill renders
     for job, node in zip(jobs(objects), NODES):
         assert node_names(job) == [node]
         assert job["metadata"]["annotations"]["rlinf-eks/verify-node"] == node
@@ -121,9 +123,9 @@ def test_given_two_gpu_nodes_when_smoke_is_built_then_one_valid_job_pinned_to_ea
 @pytest.mark.parametrize(
     "stack, sets, files",
     [
-        ("single-node", (), {"smoke.sh", "image-check.sh", "fabric-check.sh", "render-check.sh"}),  # verl-ppo: LIBERO renders
-        ("vllm-rollout", (), {"smoke.sh", "image-check.sh", "fabric-check.sh"}),  # reasoning renders nothing
-        ("multi-node", ("gpuNodes.efa=false",), {"smoke.sh", "image-check.sh", "render-check.sh"}),  # no EFA: no fabric check
+        ("single-node", (), {"smoke.sh", "image-check.sh", "config-check.sh", "fabric-check.sh", "render-check.sh"}),  # verl-ppo: LIBERO renders
+        ("vllm-rollout", (), {"smoke.sh", "image-check.sh", "config-check.sh", "fabric-check.sh"}),  # reasoning renders nothing
+        ("multi-node", ("gpuNodes.efa=false",), {"smoke.sh", "image-check.sh", "config-check.sh", "render-check.sh"}),  # no EFA: no fabric check
     ],
     ids=["single-node", "vllm-rollout", "multi-node-no-efa"],
 )
