@@ -112,3 +112,12 @@ def test_a_users_rollout_precision_reaches_the_evaluated_model_as_it_reached_the
     assert train.rollout.model.precision == "fp16" and train.actor.model.precision == "bf16"
     assert OmegaConf.select(evaluation, "rollout.model.precision") == "fp16"
     assert OmegaConf.select(evaluation, "rollout.model.lora_path") == train.actor.model.lora_path
+
+
+def test_an_override_of_the_evaluated_section_the_trained_rollout_never_read_is_named_not_passed():
+    sets = ("workload.mode=eval", "workload.trainer.overrides[0]=+rollout.model.foo=1")
+    launch = resolve_run(plan_stack("multi-node", *sets).settings, "multi-node").launch
+    assert not [a for a in launch.argv if "rollout.model.foo" in a or "actor.model.foo" in a]
+    assert "rollout.model=${actor.model}" in launch.argv
+    (warning,) = [w for w in launch.warnings if "+rollout.model.foo=1" in w]
+    assert "is not passed to the evaluation: its model is rollout.model=${actor.model}" in warning

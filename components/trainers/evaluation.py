@@ -9,7 +9,11 @@ launcher's completeness marker (or the one ``workload.eval.checkpoint`` names), 
 training run's own patterns, read only. Everything the trainer writes goes to
 ``<run dir>/eval/step-<N>/`` (its log directory, its checkpoint directory, its videos): the
 overrides that pointed at the training run's log or checkpoint directory are dropped, and the
-trainer's saving is turned off. After the trainer ends, ``eval.json`` there summarises the run
+trainer's saving is turned off. The evaluated model is the trained one: where the evaluation
+builds it from a section of its own (RLinf's ``rollout.model``), that section becomes the trained
+one's (``startup.evaluation.model`` of the recipe); files the evaluation loads from its copy of a
+checkpoint that a checkpoint lacks come from the model the run trained from
+(``startup.evaluation.modelFiles``). After the trainer ends, ``eval.json`` there summarises the run
 (checkpoint, exit status, the last value of each metric the trainer logged, the videos).
 
     from rlinf_eks.trainers.evaluation import evaluation_launch
@@ -219,13 +223,14 @@ def _last_value(argv: list[str], key: str) -> str:
     return values[-1] if values else ""
 
 
-def _evaluated_model(argv: list[str], model: EvalModel) -> list[str]:
+def _evaluated_model(argv: list[str], model: EvalModel) -> tuple[list[str], list[str]]:
     """The evaluated model's section becomes the trained one's (``section=${source}``, appended
     last, one copy); the overrides of ``section.<keep>`` (what the training's rollout read from
     ``section`` itself) go to ``source.<keep>``, the others of ``section`` are dropped (the
-    training's rollout never read them; a key below an interpolation cannot be set)."""
+    training's rollout never read them; a key below an interpolation cannot be set). Returns the
+    command line and the dropped overrides."""
     prefix = model.section + "."
-    kept = []
+    kept, dropped = [], []
     for item in argv:
         key = _key(item)
         if not key.startswith(prefix):
@@ -233,7 +238,9 @@ def _evaluated_model(argv: list[str], model: EvalModel) -> list[str]:
         elif key[len(prefix):].split(".", 1)[0] in model.keep:
             sign = item[: len(item) - len(item.lstrip("~+"))]
             kept.append(sign + model.source + "." + item[len(sign) + len(prefix):])
-    return [*kept, f"{model.section}=${{{model.source}}}"]
+        else:
+            dropped.append(item)
+    return [*kept, f"{model.section}=${{{model.source}}}"], dropped
 
 
 def evaluation_launch(
@@ -264,8 +271,14 @@ def evaluation_launch(
     # run's directories or turn saving on again
     argv = [item for item in argv if _key(item) not in replaced]
     loads = recipe_of(settings.workload.trainer.dialect).startup.evaluation
+    warnings = list(training.warnings)
     if loads.model is not None:
-        argv = _evaluated_model(argv, loads.model)
+        argv, dropped = _evaluated_model(argv, loads.model)
+        warnings += [
+            f"workload.mode=eval: {item!r} is not passed to the evaluation: its model is {loads.model.section}=${{{loads.model.source}}}, "
+            f"the trained model's section, and the trained rollout read only {', '.join(loads.model.keep)} of {loads.model.section}"
+            for item in dropped
+        ]
     argv += [f"{key}={value}" for key, value in recipe.settings.items()]
     videos = "" if recipe.video_keys else recipe.videos.replace("{experiment}", experiment)
     named = settings.workload.eval.checkpoint or ""
@@ -283,7 +296,7 @@ def evaluation_launch(
         argv=argv,
         env=dict(training.env),
         workdir=training.workdir,
-        warnings=list(training.warnings),
+        warnings=warnings,
         resume=None,
         checkpoint_patterns=(),
         resume_note="",
