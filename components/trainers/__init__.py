@@ -17,8 +17,8 @@ One module per dialect (verl_ppo, rlinf_embodied, rlinf_reasoning), each a
 (``recipes/<dialect>.yaml``, :mod:`.recipe`: the inputs, imports, environment and settings of each
 config, from the upstream run script). ``TRAINER_RULES`` are the stack rules the loading step
 (rlinf_eks.loading) runs: the dialect's rollout backend, world sizes, inputs (:mod:`.inputs`), the
-environment its trainer refuses at startup and where it writes (:mod:`.startup_rules`, from the
-recipe's ``startup``).
+environment its trainer refuses at startup (:mod:`.startup_rules`, from the recipe's ``startup``) and
+the generated keys an override may not change (:mod:`.pinned`, where the trainer writes among them).
 Generated overrides come first (the world, the inputs' paths), then the recipe's settings, then
 ``workload.trainer.batch`` as ``key=value``, then ``workload.trainer.overrides`` (the user wins).
 Every generated key exists in the reference trainer configs (tests compose them with Hydra).
@@ -32,7 +32,7 @@ from ..config import ConfigError, StackRule, StackSettings
 from ..config.errors import problem_line
 from . import verl_ppo, rlinf_embodied, rlinf_reasoning  # noqa: F401, I001 (each registers its dialect, in this order)
 from .base import DIALECTS, Resume, TrainerDialect, TrainerLaunch, World, config_name_of
-from .startup_rules import refused_env_problems, startup_env, written_path_problems
+from .startup_rules import refused_env_problems, startup_env
 from .evaluation import eval_problems, evaluation_launch
 from .inputs import ChosenInput, chosen_inputs, config_recipe, input_problems
 from .pinned import pinned_problems
@@ -94,7 +94,6 @@ TRAINER_RULES: tuple[StackRule, ...] = (
     StackRule(("workload",), pinned_problems),
     StackRule(("workload",), eval_problems),
     StackRule(("workload",), refused_env_problems),
-    StackRule(("workload",), written_path_problems),
 )
 """The trainers' stack rules; rlinf_eks.loading runs them after config's STACK_RULES."""
 

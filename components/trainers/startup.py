@@ -10,16 +10,21 @@
 - ``resume``: the key that takes one checkpoint to resume from and what the trainer reads from
   it (absent: the trainer cannot resume, ``cannotResume`` says why);
 - ``environment``: per rollout backend (``all``: every backend), the variables the pods ``set``
-  for the trainer and those it ``refuses`` (a value containing ``contains`` kills it at startup);
+  for the trainer and those it ``refuse``s (a value containing ``contains`` kills it at startup);
 - ``configCheck``: how the trainer composes and validates its config (the pods' config check,
   :class:`ConfigCheck`);
 - ``evaluation``: what the dialect's evaluation composes and loads at startup: the keys its
   validation reads, how the evaluated model derives from the trained one, the files it loads from
   its copy of a checkpoint (:class:`EvalStartup`).
 
-The trainers' launch (:mod:`.base`, the dialects), the pods' environment (``workload/env.py``), the
-stack rules (a refused ``workload.env``) and the checkpoint patterns read these; nothing restates
-them.
+The trainers' launch (the dialects' ``sets`` overrides, :func:`.base.checkpoint_layout`: the
+completeness-marker patterns and the resume globs), the pinned keys (:mod:`.pinned`), the pods'
+environment (``workload/env.py``, and the RayJob's runtime env built from it), the image contract
+(the refused environment, which the image check looks for in the image's own ENV) and the stack
+rules (a refused ``workload.env``, :mod:`.startup_rules`), the evaluation's launch
+(:mod:`.evaluation`: the evaluated model, the files copied into its checkpoint copy) and the pods'
+config check (``workload/config_check.py``: ``configCheck``, ``evaluation.reads``) read these;
+nothing restates them.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The stack's side of the trainer's startup facts (its recipe's ``startup``, :mod:`.startup`): what the
 pods set for the dialect and its rollout backend (:func:`startup_env`, read by ``workload/env.py``),
-and the stack rules, each an exit-2 error naming the key, the value and the upstream fact before
-anything is created:
-
-- :func:`refused_env_problems`: a ``workload.env`` value (or a recipe's own) that the trainer
-  refuses at startup with the stack's rollout backend;
-- :func:`written_path_problems`: a ``workload.trainer.overrides`` item that points a key deciding
-  where the trainer writes (``startup.sets``) at a relative path, which each writing process
-  would resolve against its own working directory, on no shared volume.
+and the stack rule :func:`refused_env_problems`: a ``workload.env`` value (or a recipe's own) that
+the trainer refuses at startup with the stack's rollout backend is an exit-2 error naming the key,
+the value and the upstream fact, before anything is created. (An override of a key that decides
+where the trainer writes, ``startup.sets``, is refused with the other generated keys: :mod:`.pinned`.)
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from ..config.errors import key_path, problem_line
 from .base import config_name_of
 from .recipe import recipe_of
 
-__all__ = ["refused_env_problems", "startup_env", "written_path_problems"]
+__all__ = ["refused_env_problems", "startup_env"]
 
 
 def startup_env(settings: StackSettings) -> dict[str, str]:
@@ -54,24 +50,3 @@ def refused_env_problems(settings: StackSettings, stack: Optional[str] = None) -
                 )
     return problems
 
-
-def written_path_problems(settings: StackSettings, stack: Optional[str] = None) -> list[str]:
-    """An override of a key that decides where the trainer writes, to a relative path."""
-    facts = recipe_of(settings.workload.trainer.dialect).startup
-    decides = {key for key, what in facts.sets.items() if what != "experiment"}
-    problems = []
-    for i, item in enumerate(settings.workload.trainer.overrides):
-        key, _, value = item.lstrip("+").partition("=")
-        if key in decides and value and not value.startswith(("/", "${")):
-            written = facts.checkpoints if key in facts.checkpoints.keys else facts.logs
-            problems.append(
-                problem_line(
-                    f"workload.trainer.overrides[{i}]",
-                    item,
-                    f"{key} decides where the {settings.workload.trainer.dialect} trainer writes ({written.path}, {written.source}); "
-                    "a relative path lands in each writing process's working directory, outside the run directory that resume, "
-                    "the completeness markers, the checkpoint sync and evaluation read, and dies with the pod: "
-                    f"give an absolute path, or leave {key} out (the stack sets it to the run directory)",
-                )
-            )
-    return problems
