@@ -345,8 +345,8 @@ def fake_node(tmp_path: Path, run: Run, *, gpus: Optional[int] = None, nvidia_sm
 
 
 def run_smoke(tmp_path: Path, run: Run, library: str, *, real_fabric: bool = False, egl: str = "ok", **node) -> subprocess.CompletedProcess:
-    """smoke.sh from the ConfigMap's own files, in a directory of the test's: image-check.sh rendered
-    against the fake root, and (the test host has no /dev/infiniband) fabric-check.sh rendered for
+    """smoke.sh from the ConfigMap's own files, in a directory of the test's: image-check.sh and
+    config-check.sh rendered against the fake root, and (the test host has no /dev/infiniband) fabric-check.sh rendered for
     no EFA devices unless ``real_fabric``."""
     env = fake_node(tmp_path, run, **node)
     root = env.pop("ROOT")
@@ -355,6 +355,11 @@ def run_smoke(tmp_path: Path, run: Run, library: str, *, real_fabric: bool = Fal
     files = smoke.smoke_scripts(run)
     files["smoke.sh"] = smoke.smoke_script(run, scripts_dir=str(scripts_dir))
     files["image-check.sh"] = image_check_script(contract_for(run), root=root)
+    # the checkout in the fake root; the fake python3 answers the program (run for real with Hydra
+    # against the reference configs in tests/test_config_check.py)
+    files["config-check.sh"] = config_check_script(
+        run, checkout=root + run.settings.workload.trainer.workdir, termination_log=str(tmp_path / "termination-log")
+    )
     if "fabric-check.sh" in files and not real_fabric:
         files["fabric-check.sh"] = fabric_check_script(run.settings, shape=type(run.shape)(run.shape.pod, 0, run.shape.sync))
     if "render-check.sh" in files:
