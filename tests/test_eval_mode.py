@@ -39,8 +39,9 @@ def test_a_dialect_without_upstream_evaluation_is_refused_naming_the_key():
     assert "workload.mode" in text and "eval" in text and "no evaluation entry point" in text
 
 
-def _verl_eval(checkpoint: str | None = None, run_dir: str = "/fsx/s", identity: str = "verl-ppo ppo_trainer model=m") -> EvalLaunch:
-    wl = {"image": "x.io/r:1", "mode": "eval", "trainer": {"experimentName": "exp1"}}
+def _verl_eval(checkpoint: str | None = None, run_dir: str = "/fsx/s", identity: str = "verl-ppo ppo_trainer model=m", model: str = "/fsx/sft") -> EvalLaunch:
+    # model: the model input the run trained from (an absolute path: not staged)
+    wl = {"image": "x.io/r:1", "mode": "eval", "trainer": {"experimentName": "exp1"}, "inputs": {"model": model}}
     if checkpoint:
         wl["eval"] = {"checkpoint": checkpoint}
     s = settings(workload=wl)
@@ -72,6 +73,9 @@ FAKE_TRAINER = """#!/bin/bash
 printf '%s\\n' "$@" > "$ARGV_OUT"
 for a in "$@"; do
   case "$a" in
+    # veRL's AutoProcessor.from_pretrained(pretrained_checkpoint) opens preprocessor_config.json there
+    actor_rollout_ref.rollout.pretrained_checkpoint=*) p="${a#*=}"
+      [ -f "$p/preprocessor_config.json" ] || { echo "OSError: $p does not appear to have a file named preprocessor_config.json" >&2; exit 1; } ;;
     actor_rollout_ref.model.path=*) m="${a#*=}"; echo '{"auto_map": "rewritten"}' > "$m/config.json"; ls "$m" > "$ARGV_OUT.model" ;;
     trainer.default_local_dir=*) d="${a#*=}"; mkdir -p "$d"
       printf '# Log started\\n2026-01-01T00:00:00\\t0\\t{"val/test_score/all": 0.75, "val/test_score/libero_10": 0.75}\\n' > "$d/run_20260101_000000.log" ;;
@@ -112,7 +116,11 @@ def test_the_eval_script_takes_the_newest_complete_checkpoint_and_leaves_the_che
         if complete:
             (step_dir / COMPLETE_MARKER).write_text(f"{step}\n")
     before = _tree(run / "checkpoints")
-    launch = _verl_eval(run_dir=str(run))
+    # the model the run trained from: save_checkpoint wrote no processor config into the checkpoints
+    (tmp_path / "sft").mkdir()
+    (tmp_path / "sft" / "preprocessor_config.json").write_text('{"image_processor_type": "PrismaticImageProcessor"}')
+    (tmp_path / "sft" / "dataset_statistics.json").write_text('{"libero_10_no_noops": {}}')
+    launch = _verl_eval(run_dir=str(run), model=str(tmp_path / "sft"))
     launch = EvalLaunch(**{**launch.__dict__, "workdir": str(work)})
     result = _run(launch, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -121,7 +129,7 @@ def test_the_eval_script_takes_the_newest_complete_checkpoint_and_leaves_the_che
     # veRL rewrites its model folder's config.json and upstream's prepare step copies code into it:
     # both happen to a copy of the checkpoint (the prepare step ran on it), removed afterwards
     assert f"actor_rollout_ref.model.path={run}/eval/step-20/model/global_step_20" in argv
-    assert (tmp_path / "argv.model").read_text().split() == ["config.json", "model.safetensors", "modeling_prismatic.py"]
+    assert (tmp_path / "argv.model").read_text().split() == ["config.json", "dataset_statistics.json", "model.safetensors", "modeling_prismatic.py", "preprocessor_config.json"]
     assert not (run / "eval" / "step-20" / "model").exists()
     assert f"trainer.default_local_dir={run}/eval/step-20" in argv
     assert _tree(run / "checkpoints") == before
@@ -139,7 +147,13 @@ def test_the_eval_script_takes_the_named_checkpoint_and_fails_clearly_without_on
         d = run / "checkpoints" / "actor" / f"global_step_{step}"
         d.mkdir(parents=True)
         (d / COMPLETE_MARKER).write_text("x")
-    launch = _verl_eval("global_step_10", run_dir=str(run))
+    (tmp_path / "sft").mkdir()
+    launch = _verl_eval("global_step_10", run_dir=str(run), model=str(tmp_path / "sft"))
+    # neither the checkpoint nor the model the run trained from holds the processor's config
+    result = _run(EvalLaunch(**{**launch.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
+    assert result.returncode == 1 and "has no preprocessor_config.json, which the evaluation loads from it" in result.stderr
+    assert not (tmp_path / "argv").exists()  # the trainer never started
+    (tmp_path / "sft" / "preprocessor_config.json").write_text("{}")
     result = _run(EvalLaunch(**{**launch.__dict__, "workdir": str(tmp_path / "work")}), tmp_path, FAKE_STATUS="3")
     assert result.returncode == 3  # the trainer's status
     assert json.loads((run / "eval" / "step-10" / "eval.json").read_text())["status"] == 3

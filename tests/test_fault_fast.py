@@ -315,12 +315,13 @@ def test_given_an_efa_stack_when_planned_then_every_training_pod_checks_its_fabr
     from tests.harness import manifests, plan_stack
 
     # without restarts the Indexed Job; with them (the multi-node stack's own) the JobSet's Job,
-    # where the restart backoff comes first; the image check (test_image_check.py) always precedes it
+    # where the restart backoff comes first; the image check (test_image_check.py) and the config
+    # check (test_config_check.py) always precede it
     job = manifests(plan_stack("multi-node", "workload.restart.maxRestarts=0"))["job-rlinf-training.yaml"]
     jobset = manifests(plan_stack("multi-node"))["jobset-rlinf-training.yaml"]
     for spec, before in (
-        (job["spec"]["template"]["spec"], ["image-check"]),
-        (jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"], ["restart-backoff", "image-check"]),
+        (job["spec"]["template"]["spec"], ["image-check", "config-check"]),
+        (jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"], ["restart-backoff", "image-check", "config-check"]),
     ):
         names = [c["name"] for c in spec["initContainers"]]
         assert names[: len(before) + 1] == [*before, "fabric-check"]

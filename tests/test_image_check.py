@@ -96,7 +96,7 @@ def test_given_no_efa_when_checked_then_libfabric_is_not_asked_for(tmp_path):
 
 def test_the_image_check_runs_first_in_every_ray_pod_of_every_launcher():
     job = manifests(plan_stack("multi-node", "workload.restart.maxRestarts=0"))["job-rlinf-training.yaml"]["spec"]["template"]["spec"]
-    assert [c["name"] for c in job["initContainers"]][:2] == ["image-check", "fabric-check"]
+    assert [c["name"] for c in job["initContainers"]][:3] == ["image-check", "config-check", "fabric-check"]
     check = job["initContainers"][0]
     assert check["image"] == job["containers"][0]["image"]
     assert check["command"] == ["/bin/bash", "/etc/rlinf/image-check.sh"]

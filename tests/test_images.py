@@ -187,16 +187,23 @@ def test_the_libero_images_write_libero_s_config_at_build_time(path):
     assert any(c.cmd == "RUN" and piped.search(" ".join(c.value)) for c in commands), path
 
 
-def test_the_simplevla_image_adds_openvla_oft_and_libero_without_replacing_torch():
+def test_the_simplevla_image_adds_openvla_oft_its_transformers_fork_and_libero_without_replacing_torch():
     commands = parsed("images/simplevla-rl/Dockerfile")
     args, run = args_of(commands), runs(commands)
     assert re.fullmatch(r"[0-9a-f]{40}", args["OPENVLA_OFT_REF"]) and re.fullmatch(r"[0-9a-f]{40}", args["LIBERO_REF"])
     for repository, ref in (("moojink/openvla-oft", "OPENVLA_OFT_REF"), ("Lifelong-Robot-Learning/LIBERO", "LIBERO_REF")):
         assert f"https://github.com/{repository}.git" in run and f'"${{{ref}}}"' in run
-    # openvla-oft pins torch 2.2: installed without its dependencies, and no torch, transformers or tokenizers pin of ours
+    # openvla-oft pins torch 2.2: installed without its dependencies, the base's torch held (no pin of ours)
     assert "--no-deps -e /opt/openvla-oft" in run
-    assert not re.search(r'"(torch|torchvision|torchaudio|transformers|tokenizers)[=<>~]', run)
-    for requirement in ("timm==", "json-numpy==", "tensorflow==", "draccus==", "einops==", "sentencepiece==", "jsonlines==", "peft"):
+    assert not re.search(r'"(torch|torchvision|torchaudio)[=<>~ @]', run)
+    held = re.search(r"grep -E '\^\(([a-z|]+)\)==' > /opt/base-constraints.txt", run)
+    assert held and held.group(1).split("|") == ["torch", "torchvision", "torchaudio"]
+    # its other pins, and the transformers fork its models need for parallel decoding (bidirectional
+    # SDPA attention), at a commit, with the tokenizers it pins; the build checks the fork's patch
+    assert re.fullmatch(r"[0-9a-f]{40}", args["TRANSFORMERS_OPENVLA_OFT_REF"])
+    assert '"transformers @ git+https://github.com/moojink/transformers-openvla-oft.git@${TRANSFORMERS_OPENVLA_OFT_REF}"' in run
+    assert '"tokenizers==0.19.1"' in run and '("4.40.1", "0.19.1")' in run and '"is_causal=False" in inspect.getsource(m.LlamaSdpaAttention.forward)' in run
+    for requirement in ("timm==0.9.10", "json-numpy==", "tensorflow==2.15.0", "draccus==0.8.0", "einops==", "sentencepiece==0.1.99", "jsonlines==", "peft==0.11.1"):
         assert f'"{requirement}' in run, requirement
     assert "-e /opt/LIBERO" in run and "experiments/robot/libero/libero_requirements.txt" in run
     assert "/opt/LIBERO" in entries(env_of(commands)["PYTHONPATH"])

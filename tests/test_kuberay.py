@@ -177,7 +177,7 @@ def test_given_kuberay_without_shared_filesystem_when_rendered_then_the_head_res
     # the sync is a native sidecar: after the restore, stopped only after the Ray container (the
     # EFA fabric check comes first on every pod)
     # the recipe's model is staged (verl-ppo, no workload.model.source) before the restore
-    assert [c["name"] for c in head["initContainers"]] == ["image-check", "fabric-check", "stage-model", "restore-checkpoints", "sync-checkpoints"]
+    assert [c["name"] for c in head["initContainers"]] == ["image-check", "config-check", "fabric-check", "stage-model", "restore-checkpoints", "sync-checkpoints"]
     assert head["initContainers"][-1]["restartPolicy"] == "Always"
 
 

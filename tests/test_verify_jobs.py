@@ -25,6 +25,7 @@ from rlinf_eks.verify.nccl import parse_all_reduce
 from rlinf_eks.verify.smoke import smoke_objects, smoke_verdict
 from rlinf_eks.workload import exit_codes
 from rlinf_eks.workload.fabric import fabric_check_script
+from rlinf_eks.workload.config_check import config_check_script
 from rlinf_eks.workload.image_check import image_check_script
 from rlinf_eks.workload.image_contract import contract_for
 from rlinf_eks.workload.kube import mi
@@ -109,7 +110,8 @@ def test_given_two_gpu_nodes_when_smoke_is_built_then_one_valid_job_pinned_to_ea
     # the run's renderings, not copies: the pod fails exactly as a training pod would
     assert data["image-check.sh"] == image_check_script(contract_for(run))
     assert data["fabric-check.sh"] == fabric_check_script(run.settings, shape=run.shape)
-    assert set(data) == {"smoke.sh", "image-check.sh", "fabric-check.sh", "render-check.sh"}  # ManiSkill renders
+    assert data["config-check.sh"] == config_check_script(run)  # run for real in tests/test_config_check.py
+    assert set(data) == {"smoke.sh", "image-check.sh", "config-check.sh", "fabric-check.sh", "render-check.sh"}  # ManiSkill renders
     for job, node in zip(jobs(objects), NODES):
         assert node_names(job) == [node]
         assert job["metadata"]["annotations"]["rlinf-eks/verify-node"] == node
@@ -128,9 +130,9 @@ def test_given_two_gpu_nodes_when_smoke_is_built_then_one_valid_job_pinned_to_ea
 @pytest.mark.parametrize(
     "stack, sets, files",
     [
-        ("single-node", (), {"smoke.sh", "image-check.sh", "fabric-check.sh", "render-check.sh"}),  # verl-ppo: LIBERO renders
-        ("vllm-rollout", (), {"smoke.sh", "image-check.sh", "fabric-check.sh"}),  # reasoning renders nothing
-        ("multi-node", ("gpuNodes.efa=false",), {"smoke.sh", "image-check.sh", "render-check.sh"}),  # no EFA: no fabric check
+        ("single-node", (), {"smoke.sh", "image-check.sh", "config-check.sh", "fabric-check.sh", "render-check.sh"}),  # verl-ppo: LIBERO renders
+        ("vllm-rollout", (), {"smoke.sh", "image-check.sh", "config-check.sh", "fabric-check.sh"}),  # reasoning renders nothing
+        ("multi-node", ("gpuNodes.efa=false",), {"smoke.sh", "image-check.sh", "config-check.sh", "render-check.sh"}),  # no EFA: no fabric check
     ],
     ids=["single-node", "vllm-rollout", "multi-node-no-efa"],
 )
@@ -350,8 +352,8 @@ def fake_node(tmp_path: Path, run: Run, *, gpus: Optional[int] = None, nvidia_sm
 
 
 def run_smoke(tmp_path: Path, run: Run, library: str, *, real_fabric: bool = False, egl: str = "ok", **node) -> subprocess.CompletedProcess:
-    """smoke.sh from the ConfigMap's own files, in a directory of the test's: image-check.sh rendered
-    against the fake root, and (the test host has no /dev/infiniband) fabric-check.sh rendered for
+    """smoke.sh from the ConfigMap's own files, in a directory of the test's: image-check.sh and
+    config-check.sh rendered against the fake root, and (the test host has no /dev/infiniband) fabric-check.sh rendered for
     no EFA devices unless ``real_fabric``."""
     env = fake_node(tmp_path, run, **node)
     root = env.pop("ROOT")
@@ -360,6 +362,11 @@ def run_smoke(tmp_path: Path, run: Run, library: str, *, real_fabric: bool = Fal
     files = smoke.smoke_scripts(run)
     files["smoke.sh"] = smoke.smoke_script(run, scripts_dir=str(scripts_dir))
     files["image-check.sh"] = image_check_script(contract_for(run), root=root)
+    # the checkout in the fake root; the fake python3 answers the program (run for real with Hydra
+    # against the reference configs in tests/test_config_check.py)
+    files["config-check.sh"] = config_check_script(
+        run, checkout=root + run.settings.workload.trainer.workdir, termination_log=str(tmp_path / "termination-log")
+    )
     if "fabric-check.sh" in files and not real_fabric:
         files["fabric-check.sh"] = fabric_check_script(run.settings, shape=type(run.shape)(run.shape.pod, 0, run.shape.sync))
     if "render-check.sh" in files:

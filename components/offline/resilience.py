@@ -2,7 +2,7 @@
 "Faults:"). One function per topic, each returning plain lines; :func:`render` joins them.
 
 Topics: :func:`checkpoint_lines` (which checkpoints count, where resume comes from),
-:func:`restart_lines` (who restarts a failed run, how often), :func:`deadline_lines` (runs that never start or never end), :func:`image_lines` (a broken training image), :func:`fabric_lines` (no fallback to
+:func:`restart_lines` (who restarts a failed run, how often), :func:`deadline_lines` (runs that never start or never end), :func:`image_lines` (a broken training image), :func:`config_lines` (a config the trainer would refuse), :func:`fabric_lines` (no fallback to
 sockets), :func:`hang_lines` (the progress watchdog), :func:`reservation_lines` (a Capacity Block's
 end) and :func:`node_health_lines` (node auto repair). Printed only, never in plan.json: the time
 left before a Capacity Block ends depends on the day the plan runs, and plan.json is
@@ -171,6 +171,28 @@ def image_lines(settings: StackSettings) -> list[str]:
     return [check, retry]
 
 
+def config_lines(settings: StackSettings) -> list[str]:
+    """A config the trainer would refuse (workload/config_check.py)."""
+    if not settings.workload.enabled:
+        return []
+    check = (
+        f"config: a config-check init container composes the trainer's Hydra config in {settings.workload.image} with the "
+        f"rendered overrides and runs the trainer's own validation as far as it goes without Ray, before anything is staged "
+        f"or Ray starts; a config it would refuse fails every Ray pod within seconds (exit {exit_codes.CONFIG_INVALID}, "
+        f"one line, also the container's termination message)"
+    )
+    if settings.workload.launcher == "kuberay":
+        retry = (
+            "config: KubeRay has no per-exit-code rule: the failed init container restarts until the RayJob fails "
+            "(rayjob.preRunningDeadlineSeconds) and backoffLimit counts it"
+        )
+    elif settings.workload.uses_jobset:
+        retry = "config: the JobSet fails at once on it (rule ConfigInvalid): a restart would render the same command"
+    else:
+        retry = "config: the Job fails at once on it (backoffLimit 0)"
+    return [check, retry]
+
+
 def fabric_lines(settings: StackSettings) -> list[str]:
     if not settings.workload.enabled:
         return []
@@ -243,6 +265,7 @@ def fault_lines(settings: StackSettings, stack: str, now: Optional[datetime] = N
         *restart_lines(settings),
         *deadline_lines(settings),
         *image_lines(settings),
+        *config_lines(settings),
         *fabric_lines(settings),
         *hang_lines(settings),
         *reservation_lines(settings, now),

@@ -9,7 +9,11 @@ launcher's completeness marker (or the one ``workload.eval.checkpoint`` names), 
 training run's own patterns, read only. Everything the trainer writes goes to
 ``<run dir>/eval/step-<N>/`` (its log directory, its checkpoint directory, its videos): the
 overrides that pointed at the training run's log or checkpoint directory are dropped, and the
-trainer's saving is turned off. After the trainer ends, ``eval.json`` there summarises the run
+trainer's saving is turned off. The evaluated model is the trained one: where the evaluation
+builds it from a section of its own (RLinf's ``rollout.model``), that section becomes the trained
+one's (``startup.evaluation.model`` of the recipe); files the evaluation loads from its copy of a
+checkpoint that a checkpoint lacks come from the model the run trained from
+(``startup.evaluation.modelFiles``). After the trainer ends, ``eval.json`` there summarises the run
 (checkpoint, exit status, the last value of each metric the trainer logged, the videos).
 
     from rlinf_eks.trainers.evaluation import evaluation_launch
@@ -28,6 +32,7 @@ from ..config.errors import problem_line
 from .base import COMPLETE_MARKER, TrainerLaunch
 from .inputs import config_recipe, input_paths
 from .recipe import EvalRecipe, recipe_of
+from .startup import EvalModel
 
 __all__ = ["EVAL_DIR_NAME", "NO_CHECKPOINT", "EvalLaunch", "eval_problems", "evaluation_launch"]
 
@@ -60,6 +65,10 @@ class EvalLaunch(TrainerLaunch):
     copy_checkpoint: bool = False
     """Evaluate a copy in ``<eval dir>/model/global_step_<N>`` (removed afterwards); ``prepare``
     then runs after the copy, with ``${model}`` the copy."""
+    model_files: tuple[tuple[str, str, bool], ...] = ()
+    """(folder, file, required): a file the evaluation loads from the copy that a checkpoint lacks,
+    copied into it from that folder (the model the run trained from) when the checkpoint has none;
+    one not required is copied when the folder has it."""
     run_dir: str = ""
     identity: str = ""
     """The run identity (rlinf_eks.workload.run.run_identity): a run directory recorded for
@@ -111,9 +120,24 @@ class EvalLaunch(TrainerLaunch):
                 'rm -rf "$EVAL_DIR/model" && mkdir -p "$model" && cp -R "$ckpt/." "$model/" || exit',
                 f'rm -f "$model/{COMPLETE_MARKER}"',
             ]
+            for folder, name, required in self.model_files:
+                source = shlex.quote(f"{folder.rstrip('/')}/{name}")
+                if not required:
+                    lines.append(f'if [ ! -f "$model/{name}" ] && [ -f {source} ]; then cp {source} "$model/{name}" || exit; fi')
+                    continue
+                lines += [
+                    f'if [ ! -f "$model/{name}" ] && ! cp {source} "$model/{name}"; then',
+                    f'  echo "rlinf-eks: FAILED: the checkpoint $ckpt has no {name}, which the evaluation loads from it, and the model'
+                    f' the run trained from has none to copy ({source})" >&2',
+                    "  exit 1",
+                    "fi",
+                ]
             lines += [f"{command} || exit" for command in self.prepare]
+        lines.append(f"set -- {args}")
+        if "${" in self.shell():
+            # a Hydra interpolation the trainer resolves (the evaluated model's section), not the shell
+            lines.append("# shellcheck disable=SC2016 # ${...} is Hydra's interpolation, for the trainer")
         lines += [
-            f"set -- {args}",
             # not exec: the summary is written after the trainer ends; signals reach the trainer
             f'{self.shell()} "$@" &',
             "child=$!",
@@ -193,6 +217,32 @@ def _key(item: str) -> str:
     return item.lstrip("~+").split("=", 1)[0]
 
 
+def _last_value(argv: list[str], key: str) -> str:
+    """The value the command line gives ``key`` (its last override), empty for none."""
+    values = [item.split("=", 1)[1] for item in argv if "=" in item and _key(item) == key]
+    return values[-1] if values else ""
+
+
+def _evaluated_model(argv: list[str], model: EvalModel) -> tuple[list[str], list[str]]:
+    """The evaluated model's section becomes the trained one's (``section=${source}``, appended
+    last, one copy); the overrides of ``section.<keep>`` (what the training's rollout read from
+    ``section`` itself) go to ``source.<keep>``, the others of ``section`` are dropped (the
+    training's rollout never read them; a key below an interpolation cannot be set). Returns the
+    command line and the dropped overrides."""
+    prefix = model.section + "."
+    kept, dropped = [], []
+    for item in argv:
+        key = _key(item)
+        if not key.startswith(prefix):
+            kept.append(item)
+        elif key[len(prefix):].split(".", 1)[0] in model.keep:
+            sign = item[: len(item) - len(item.lstrip("~+"))]
+            kept.append(sign + model.source + "." + item[len(sign) + len(prefix):])
+        else:
+            dropped.append(item)
+    return [*kept, f"{model.section}=${{{model.source}}}"], dropped
+
+
 def evaluation_launch(
     settings: StackSettings, training: TrainerLaunch, *, run_dir: str, experiment: str, identity: str = "", inputs_root: str = ""
 ) -> EvalLaunch:
@@ -220,10 +270,23 @@ def evaluation_launch(
     # the user's overrides stay, except where they would point the evaluation back at the training
     # run's directories or turn saving on again
     argv = [item for item in argv if _key(item) not in replaced]
+    loads = recipe_of(settings.workload.trainer.dialect).startup.evaluation
+    warnings = list(training.warnings)
+    if loads.model is not None:
+        argv, dropped = _evaluated_model(argv, loads.model)
+        warnings += [
+            f"workload.mode=eval: {item!r} is not passed to the evaluation: its model is {loads.model.section}=${{{loads.model.source}}}, "
+            f"the trained model's section, and the trained rollout read only {', '.join(loads.model.keep)} of {loads.model.section}"
+            for item in dropped
+        ]
     argv += [f"{key}={value}" for key, value in recipe.settings.items()]
     videos = "" if recipe.video_keys else recipe.videos.replace("{experiment}", experiment)
     named = settings.workload.eval.checkpoint or ""
     prepare = training.prepare
+    model_files: tuple[tuple[str, str, bool], ...] = ()
+    trained_from = _last_value(training.argv, recipe_of(settings.workload.trainer.dialect).model_keys[0])
+    if recipe.copy_checkpoint and trained_from:
+        model_files = tuple((trained_from, name, required) for name, required in loads.model_files)
     config = config_recipe(settings)
     if recipe.copy_checkpoint and config is not None:
         # the config's steps on the copy the trainer loads ({model}); other inputs where staged
@@ -233,7 +296,7 @@ def evaluation_launch(
         argv=argv,
         env=dict(training.env),
         workdir=training.workdir,
-        warnings=list(training.warnings),
+        warnings=warnings,
         resume=None,
         checkpoint_patterns=(),
         resume_note="",
@@ -245,6 +308,7 @@ def evaluation_launch(
         runtime_keys=tuple(runtime),
         videos=videos,
         copy_checkpoint=recipe.copy_checkpoint,
+        model_files=model_files,
         run_dir=run_dir,
         identity=identity,
     )

@@ -11,14 +11,20 @@
   it (absent: the trainer cannot resume, ``cannotResume`` says why);
 - ``environment``: per rollout backend (``all``: every backend), the variables the pods ``set``
   for the trainer and those it ``refuse``s (a value containing ``contains`` kills it at startup);
-- ``evaluation``: what the dialect's evaluation composes and loads at startup (filled by the
-  evaluation's checks; empty until then).
+- ``configCheck``: how the trainer composes and validates its config (the pods' config check,
+  :class:`ConfigCheck`);
+- ``evaluation``: what the dialect's evaluation composes and loads at startup: the keys its
+  validation reads, how the evaluated model derives from the trained one, the files it loads from
+  its copy of a checkpoint (:class:`EvalStartup`).
 
 The trainers' launch (the dialects' ``sets`` overrides, :func:`.base.checkpoint_layout`: the
 completeness-marker patterns and the resume globs), the pinned keys (:mod:`.pinned`), the pods'
 environment (``workload/env.py``, and the RayJob's runtime env built from it), the image contract
 (the refused environment, which the image check looks for in the image's own ENV) and the stack
-rules (a refused ``workload.env``, :mod:`.startup_rules`) read these; nothing restates them.
+rules (a refused ``workload.env``, :mod:`.startup_rules`), the evaluation's launch
+(:mod:`.evaluation`: the evaluated model, the files copied into its checkpoint copy) and the pods'
+config check (``workload/config_check.py``: ``configCheck``, ``evaluation.reads``) read these;
+nothing restates them.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
-__all__ = ["EnvSetting", "EvalStartup", "RefusedEnv", "ResumeFact", "StartupFacts", "WrittenPath", "parse_startup"]
+__all__ = ["ConfigCheck", "EnvSetting", "EvalModel", "EvalStartup", "RefusedEnv", "ResumeFact", "StartupFacts", "WrittenPath", "parse_startup"]
 
 DIRECTORIES = ("logs", "checkpoints", "experiment")
 """What ``sets`` may point a key at: the run's log directory, its checkpoint directory, the
@@ -95,11 +101,72 @@ class RefusedEnv:
 
 
 @dataclass(frozen=True)
+class EvalModel:
+    """``section``: where the evaluation reads its model (RLinf: ``rollout.model``); ``source``:
+    the trained model's section (``actor.model``), which ``section`` becomes (``section=${source}``,
+    one copy, never a second); ``keep``: the keys the training's rollout took from ``section``
+    itself (its precision and model path), whose overrides go to ``source`` in evaluation."""
+
+    section: str
+    source: str
+    keep: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EvalStartup:
     """What the dialect's evaluation composes and loads when it starts (``startup.evaluation``):
-    the slot the evaluation's checks fill; ``facts``: each fact's name and its text, as written."""
+    ``reads``: the keys the trainer's validation and model loading read in evaluation (the in-pod
+    config check and the tests require each in the composed evaluation config); ``model``: how the
+    evaluated model's section is derived from the trained one (None: the evaluation reads the
+    training's own sections); ``model_files``: files the evaluation loads from its copy of the
+    checkpoint that a checkpoint does not hold, copied into it from the model input the run trained
+    from; ``sources``: where each was read upstream."""
 
-    facts: Mapping[str, str] = field(default_factory=dict)
+    reads: Mapping[str, str] = field(default_factory=dict)
+    """Key -> where upstream reads it."""
+    model: Optional[EvalModel] = None
+    model_files: tuple[tuple[str, bool], ...] = ()
+    """(file, required): a required file the model must have; the others are copied when it has them
+    (the training read them only then)."""
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+def _evaluation(data: Mapping) -> EvalStartup:
+    model = data.get("model")
+    return EvalStartup(
+        reads={str(k): str(v) for k, v in (data.get("reads") or {}).items()},
+        model=EvalModel(str(model["section"]), str(model["from"]), tuple(model.get("keep") or ())) if model else None,
+        model_files=tuple((str(name), str(need) == "required") for name, need in (data.get("modelFiles") or {}).items()),
+        sources={str(k): " ".join(str(v).split()) for k, v in (data.get("sources") or {}).items()},
+    )
+
+
+STAND_INS = ("cluster", "placement", "weights")
+
+
+@dataclass(frozen=True)
+class ConfigCheck:
+    """How the trainer composes and validates its config (``startup.configCheck``), for the pod's
+    config check: ``version_base`` of its ``@hydra.main``; ``validate``: its validation function
+    (``module:function``, empty for none that runs without the trainer's cluster); ``stand_ins``:
+    the names that function calls to start or ask the Ray cluster (``cluster``), to place work on
+    it (``placement``) or to read the staged model (``weights``), replaced in the check so that it
+    runs as far as it can without Ray and before anything is staged;
+    ``source``: where each was read."""
+
+    version_base: Optional[str]
+    validate: str = ""
+    stand_ins: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+def _config_check(data: Mapping) -> ConfigCheck:
+    stand_ins = {str(k): str(v) for k, v in (data.get("standIns") or {}).items()}
+    bad = {k: v for k, v in stand_ins.items() if v not in STAND_INS}
+    if bad:
+        raise ValueError(f"startup.configCheck.standIns: {bad} (each takes one of {', '.join(STAND_INS)})")
+    version = data.get("versionBase")
+    return ConfigCheck(None if version is None else str(version), str(data.get("validate") or ""), stand_ins, " ".join(str(data.get("source") or "").split()))
 
 
 @dataclass(frozen=True)
@@ -113,6 +180,7 @@ class StartupFacts:
     environment: Mapping[str, tuple[tuple[EnvSetting, ...], tuple[RefusedEnv, ...]]]
     """Rollout backend (or ``all``) -> (what the pods set, what the trainer refuses)."""
     evaluation: EvalStartup = field(default_factory=EvalStartup)
+    config_check: ConfigCheck = field(default_factory=lambda: ConfigCheck(None))
 
     def overrides(self, *, log_dir: str, checkpoint_dir: str, experiment: str) -> list[str]:
         """The Hydra overrides that put the trainer's writes where ``sets`` says."""
@@ -161,7 +229,8 @@ def parse_startup(dialect: str, data: Mapping) -> StartupFacts:
         resume=ResumeFact(str(resume["key"]), " ".join(str(resume["reads"]).split()), str(resume["source"])) if resume else None,
         cannot_resume=" ".join(str(data.get("cannotResume") or "").split()),
         environment=_environment(data.get("environment")),
-        evaluation=EvalStartup({str(k): " ".join(str(v).split()) for k, v in (data.get("evaluation") or {}).items()}),
+        evaluation=_evaluation(data.get("evaluation") or {}),
+        config_check=_config_check(data.get("configCheck") or {}),
     )
     if not facts.checkpoints.path.endswith("/global_step_{step}"):
         raise ValueError(f"recipes/{dialect}.yaml startup.checkpoints.path must end in global_step_{{step}}")

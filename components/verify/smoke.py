@@ -2,7 +2,9 @@
 the node's GPUs and EFA devices, that runs what the run's pods would meet first, in their order:
 
 1. the run's image check (:mod:`rlinf_eks.workload.image_check`, ``image-check.sh``: the image
-   contract, exit ``exit_codes.IMAGE_BROKEN``);
+   contract, exit ``exit_codes.IMAGE_BROKEN``), then its config check
+   (:mod:`rlinf_eks.workload.config_check`, ``config-check.sh``: the trainer's config composed and
+   validated in the image, exit ``exit_codes.CONFIG_INVALID``);
 2. on EFA stacks, the run's fabric check (:mod:`rlinf_eks.workload.fabric`, ``fabric-check.sh``:
    EFA devices, libfabric's efa domains, aws-ofi-nccl; exit ``exit_codes.FABRIC_FAILED``);
 3. ``nvidia-smi -L`` lists the instance type's GPU count (exit :data:`GPUS_MISSING`);
@@ -29,6 +31,7 @@ from typing import Any, Mapping, Optional, Sequence
 from ..scheduling import GPU_RESOURCE, gpu_toleration
 from ..workload import exit_codes, scripts
 from ..workload.env import env_vars, plain_env
+from ..workload.config_check import CONFIG_CHECK_SCRIPT, config_check_script
 from ..workload.fabric import FABRIC_CHECK_SCRIPT, fabric_check_script
 from ..workload.image_check import IMAGE_CHECK_SCRIPT, image_check_script
 from ..workload.image_contract import DOCKERFILES, contract_for
@@ -234,7 +237,7 @@ def smoke_script(run: Run, *, scripts_dir: str = SCRIPTS_DIR) -> str:
 def smoke_scripts(run: Run) -> dict[str, str]:
     """The smoke ConfigMap's files: the run's image check (and fabric check on EFA stacks), the
     render check for the rendering dialects, and the driver."""
-    files = {SMOKE_SCRIPT: smoke_script(run), IMAGE_CHECK_SCRIPT: image_check_script(contract_for(run))}
+    files = {SMOKE_SCRIPT: smoke_script(run), IMAGE_CHECK_SCRIPT: image_check_script(contract_for(run)), CONFIG_CHECK_SCRIPT: config_check_script(run)}
     if run.shape.efa:
         files[FABRIC_CHECK_SCRIPT] = fabric_check_script(run.settings, shape=run.shape)
     if renders(run):
@@ -302,6 +305,11 @@ _MEANINGS: dict[int, tuple[str, str]] = {
     exit_codes.IMAGE_BROKEN: (
         "image broken",
         "rebuild workload.image so that it satisfies the image contract (python -m rlinf_eks image-contract STACK; docs/training-images-and-recipes.md)",
+    ),
+    exit_codes.CONFIG_INVALID: (
+        "trainer config refused",
+        "the line names the key, override or validation that failed: fix workload.trainer (overrides, configName) or the "
+        "image's trainer checkout; python -m rlinf_eks plan STACK shows the command it composed",
     ),
     exit_codes.FABRIC_FAILED: (
         "EFA fabric not usable",

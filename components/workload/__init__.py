@@ -35,7 +35,7 @@ from ..kuberay import KubeRayOperator
 from ..kueue import pod_annotations, run_labels
 from ..loading import parse
 from ..scheduling import DO_NOT_DISRUPT_ANNOTATION
-from . import fabric, image_check, manual, network_policy, progress, rayjob, scripts, watchdog
+from . import config_check, fabric, image_check, manual, network_policy, progress, rayjob, scripts, watchdog
 from .image_contract import contract_for
 from .env import SECRET_ENV, plain_env, trainer_pythonpath
 from .kube import APP_LABELS, RAY_CONTAINER, SCRIPTS_DIR, STATE_DIR, meta, to_manifest
@@ -110,6 +110,7 @@ def launch_scripts(run: Run) -> dict[str, str]:
         )
     files[progress.PROGRESS_SCRIPT] = progress.for_stack(settings, paths.root)
     files[image_check.IMAGE_CHECK_SCRIPT] = image_check.image_check_script(contract_for(run))
+    files[config_check.CONFIG_CHECK_SCRIPT] = config_check.config_check_script(run)
     if shape.efa:
         files[fabric.FABRIC_CHECK_SCRIPT] = fabric.fabric_check_script(settings, shape=shape)
     if settings.preflight.enabled:

@@ -43,6 +43,13 @@ trainer config, recorded in ``<run dir>/.rlinf-eks/run-identity``): resuming wou
 the wrong shape or meaning, and starting over would mix two runs' checkpoints. The head stops at
 once; ``workload.runName`` starts a new run beside the old one."""
 
+CONFIG_INVALID = 96
+"""The trainer would refuse its config: the ``config-check`` init container (:mod:`.config_check`)
+composed it in the training image with the rendered overrides and Hydra, a key the trainer reads
+at startup, an interpolation or the trainer's own validation (as far as it runs without the Ray
+cluster) failed. Checked before anything is staged or Ray starts; a restart renders the same
+command, so the failure rules do not retry it."""
+
 ALL = {
     "STOPPED": STOPPED,
     "CLUSTER_DID_NOT_FORM": CLUSTER_DID_NOT_FORM,
@@ -51,6 +58,7 @@ ALL = {
     "RESERVATION_ENDING": RESERVATION_ENDING,
     "IMAGE_BROKEN": IMAGE_BROKEN,
     "RUN_MISMATCH": RUN_MISMATCH,
+    "CONFIG_INVALID": CONFIG_INVALID,
 }
 
 

@@ -58,8 +58,9 @@ DOCKERFILES = {name: recipe_of(name).dockerfile for name in DIALECTS}
 
 HF_STAGING_MODULES: tuple[str, ...] = ("huggingface_hub",)
 
-SYSTEM_PATHS: tuple[str, ...] = ("/dev/null", "/proc", "/tmp")
-"""Paths every Linux image and pod has."""
+SYSTEM_PATHS: tuple[str, ...] = ("/dev/null", "/dev/termination-log", "/proc", "/tmp")
+"""Paths every Linux image and pod has (the kubelet mounts every container's terminationMessagePath,
+/dev/termination-log by default)."""
 DEVICE_PATHS: tuple[str, ...] = ("/dev/infiniband",)
 """Mounted by the device plugins (EFA: /dev/infiniband/uverbs*), not carried by any image."""
 

@@ -22,6 +22,7 @@ meta = k8s.meta.v1
 
 SCRIPTS_DIR = "/etc/rlinf"
 IMAGE_CHECK_CONTAINER = "image-check"
+CONFIG_CHECK_CONTAINER = "config-check"
 """The init container that checks the image contract (image_check.py); manual.py's failure rules name it."""
 """Where the launch ConfigMap is mounted: the user's image needs no change."""
 STATE_DIR = "/var/run/rlinf"

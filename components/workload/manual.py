@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from ..config import StackSettings
 from . import exit_codes
-from .kube import APP_LABELS, IMAGE_CHECK_CONTAINER, RAY_CONTAINER, core, guaranteed
+from .kube import APP_LABELS, CONFIG_CHECK_CONTAINER, IMAGE_CHECK_CONTAINER, RAY_CONTAINER, core, guaranteed
 from .scripts import REPEATED_FAILURE, body, render
 
 JOB_NAME = "training"
@@ -155,9 +155,11 @@ def pod_failure_policy() -> k8s.batch.v1.PodFailurePolicyArgs:
        fail the same way;
     2. the image check's exit ``exit_codes.IMAGE_BROKEN`` (the training image lacks what the image
        contract names): FailJob, and the JobSet gives up (rule ``ImageBroken``): a restart pulls
-       the same image.
+       the same image;
+    3. the config check's exit ``exit_codes.CONFIG_INVALID`` (the trainer would refuse its config):
+       FailJob, and the JobSet gives up (rule ``ConfigInvalid``): a restart renders the same command.
 
-    Both fail the Job with reason ``PodFailurePolicy``; the Job controller's message ends with
+    Each fails the Job with reason ``PodFailurePolicy``; the Job controller's message ends with
     "matching FailJob rule at index N", which the JobSet rules match. Anything else fails the Job
     through ``backoffLimit: 0`` (reason BackoffLimitExceeded) and counts as a restart.
     """
@@ -179,6 +181,12 @@ def pod_failure_policy() -> k8s.batch.v1.PodFailurePolicyArgs:
                     container_name=IMAGE_CHECK_CONTAINER, operator="In", values=[exit_codes.IMAGE_BROKEN]
                 ),
             ),
+            k8s.batch.v1.PodFailurePolicyRuleArgs(
+                action="FailJob",
+                on_exit_codes=k8s.batch.v1.PodFailurePolicyOnExitCodesRequirementArgs(
+                    container_name=CONFIG_CHECK_CONTAINER, operator="In", values=[exit_codes.CONFIG_INVALID]
+                ),
+            ),
         ]
     )
 
@@ -190,6 +198,7 @@ def failure_policy(max_restarts: int) -> dict[str, Any]:
     - ``RepeatedFailure``: FailJobSet: a restart would fail at the same step again (or find the
       other run's checkpoints again);
     - ``ImageBroken``: FailJobSet: the image check failed, and a restart pulls the same image;
+    - ``ConfigInvalid``: FailJobSet: the config check failed, and a restart renders the same command;
     - ``Deadline``: FailJobSet on DeadlineExceeded: the whole-run deadline, or the watchdog's
       pre-running deadline (nodes that never came: a restart would wait for them again);
     - anything else (a pod error, NCCL, an OOM): the default RestartJobSet, counted.
@@ -218,6 +227,12 @@ def failure_policy(max_restarts: int) -> dict[str, Any]:
                 "action": "FailJobSet",
                 "onJobFailureReasons": ["PodFailurePolicy"],
                 "onJobFailureMessagePatterns": ["matching FailJob rule at index 2$"],
+            },
+            {
+                "name": "ConfigInvalid",
+                "action": "FailJobSet",
+                "onJobFailureReasons": ["PodFailurePolicy"],
+                "onJobFailureMessagePatterns": ["matching FailJob rule at index 3$"],
             },
             {"name": "Deadline", "action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]},
         ],

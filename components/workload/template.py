@@ -11,6 +11,7 @@ import pulumi
 from ..scheduling import EFA_RESOURCE, GPU_RESOURCE, HUGEPAGES_2MI_RESOURCE
 from .checkpoint_sync import restore_container, sync_container
 from .env import env_vars
+from .config_check import config_check_container
 from .fabric import fabric_check_container
 from .image_check import image_check_container
 from .kube import PROGRESS_METRICS_PORT, PROGRESS_METRICS_PORT_NAME, RAY_METRICS_PORT, RAY_METRICS_PORT_NAME, SCRIPTS_DIR, STATE_DIR, core, cpu, guaranteed, meta, mi, scheduling, security_context
@@ -135,6 +136,8 @@ def ray_pod_template(
     init_containers: list[core.ContainerArgs] = list(first_init_containers)
     # then: an image that lacks what the scripts and the trainer need fails here, in seconds
     init_containers.append(image_check_container(settings.workload.image, env=env_vars(inputs.plain_env, None, [])))
+    # then: a config the trainer would refuse fails here, in seconds, before staging and Ray
+    init_containers.append(config_check_container(settings.workload.image, env=env_vars(inputs.plain_env, None, [])))
     if run.shape.efa:
         # then: a node without a working EFA fails here, within a minute (fabric.py)
         init_containers.append(

@@ -1,7 +1,8 @@
 set -uo pipefail
 # L3 of `python -m rlinf_eks verify`: one pod per GPU node, in the training image, with the node's GPUs
 # and EFA devices, runs what the run's pods would meet first, in the run's order, and stops at the
-# first failure with that check's own exit status: the image contract (image-check.sh), the EFA
+# first failure with that check's own exit status: the image contract (image-check.sh), the
+# trainer's config composed and validated in the image (config-check.sh), the EFA
 # fabric (fabric-check.sh, EFA nodes), the GPUs (here) and, for the simulator dialects, headless
 # rendering (render-check.sh). Every failure is one line naming what is missing.
 node=${RLINF_VERIFY_NODE:-this node}
@@ -9,6 +10,7 @@ log() { echo "rlinf-eks smoke[${node}]: $*" >&2; }
 gpu_fail() { log "FAILED: $*; this node cannot train (exit ${EXIT_GPUS_MISSING})"; exit "${EXIT_GPUS_MISSING}"; }
 
 bash "${SCRIPTS_DIR}/image-check.sh" || exit $?
+bash "${SCRIPTS_DIR}/config-check.sh" || exit $?
 efa=0
 if [ "${EFA_PER_NODE}" -gt 0 ]; then
   bash "${SCRIPTS_DIR}/fabric-check.sh" || exit $?
