@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,13 @@ def rlinf_stand_in(tmp_path: Path) -> Path:
     return tmp_path / "site"
 
 
+def _pod_env(site: Path) -> dict[str, str]:
+    # python3 is the test's own interpreter (hydra-core is a test dependency), first on PATH as the
+    # image's venv is in the pod, whether or not the virtualenv that runs the tests is activated
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, "PYTHONPATH": str(site), "EMBODIED_PATH": str(EMBODIED_DIR)}
+
+
 def _check(stack: str, sets: tuple[str, ...], tmp_path: Path, site: Path) -> tuple[subprocess.CompletedProcess[str], str]:
     run = resolve_run(plan_stack(stack, *sets).settings, stack)
     checkout = CHECKOUTS[run.settings.workload.trainer.dialect]
@@ -80,7 +88,8 @@ def _check(stack: str, sets: tuple[str, ...], tmp_path: Path, site: Path) -> tup
     script.write_text(config_check_script(run, termination_log=str(log), checkout=str(checkout), timeout_seconds=120))
     # the pod's environment: the trainer's variables (EMBODIED_PATH for RLinf's searchpath) as the
     # checkout in the image has them, here the reference's
-    env = {**os.environ, "PYTHONPATH": str(site), "EMBODIED_PATH": str(EMBODIED_DIR), "HYDRA_FULL_ERROR": "1"}
+    # python3 is the test's own interpreter (hydra-core is a test dependency), as the image's venv is first on its PATH
+    env = {**_pod_env(site), "HYDRA_FULL_ERROR": "1"}
     result = subprocess.run([BASH, str(script)], env=env, text=True, capture_output=True, timeout=180)
     return result, log.read_text() if log.exists() else ""
 
@@ -188,7 +197,7 @@ def test_the_check_fails_the_evaluation_rendered_without_the_trained_model_s_sec
     log = tmp_path / "termination-log"
     script = tmp_path / "config-check.sh"
     script.write_text(config_check_script(run, termination_log=str(log), checkout=str(CHECKOUTS["rlinf-embodied"])))
-    env = {**os.environ, "PYTHONPATH": str(rlinf_stand_in), "EMBODIED_PATH": str(EMBODIED_DIR)}
+    env = _pod_env(rlinf_stand_in)
     result = subprocess.run([BASH, str(script)], env=env, text=True, capture_output=True, timeout=180)
     assert result.returncode == exit_codes.CONFIG_INVALID
     assert "rollout.model.model_type is not in the composed config; the evaluation (rlinf/config.py:820-822" in log.read_text()
