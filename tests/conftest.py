@@ -23,6 +23,8 @@ sys.dont_write_bytecode = False
 # (rlinf_eks/offline/sdk_imports.py, installed on importing rlinf_eks.offline), as in the plan.
 import rlinf_eks.offline  # noqa: F401
 
+from tests import kube_apiserver
+
 PLAN_CACHE_ENV = "RLINF_EKS_TEST_PLAN_CACHE"  # tests/harness.py plan_stack
 
 
@@ -32,6 +34,12 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput") and not os.environ.get(PLAN_CACHE_ENV):
         config._rlinf_eks_plan_cache = tempfile.mkdtemp(prefix="rlinf-eks-test-plans-")
         os.environ[PLAN_CACHE_ENV] = config._rlinf_eks_plan_cache
+    # The real API server's tier (tests/kube_apiserver.py): one server per session, started by the
+    # first worker that asks, in a folder made here so that every worker finds it; stopped below.
+    if not hasattr(config, "workerinput") and not os.environ.get(kube_apiserver.SESSION_DIR_ENV) and kube_apiserver.assets():
+        config._rlinf_eks_kube_dir = tempfile.mkdtemp(prefix="rlinf-eks-test-kube-")
+        os.environ[kube_apiserver.SESSION_DIR_ENV] = config._rlinf_eks_kube_dir
+        os.environ[kube_apiserver.SESSION_PID_ENV] = str(os.getpid())
     # A container's PID 1 starts with every signal at its default disposition. A test run started
     # in the background of a non-interactive shell (as CI may start it) inherits SIGINT and SIGQUIT
     # *ignored*, and bash cannot un-ignore a signal that was ignored when it started, so the launch
@@ -136,6 +144,12 @@ def pytest_unconfigure(config):
     if directory:
         os.environ.pop(PLAN_CACHE_ENV, None)
         shutil.rmtree(directory, ignore_errors=True)
+    kube_dir = getattr(config, "_rlinf_eks_kube_dir", None)
+    if kube_dir:
+        kube_apiserver.stop(kube_apiserver.server_dir(kube_dir))
+        for env in (kube_apiserver.SESSION_DIR_ENV, kube_apiserver.SESSION_PID_ENV):
+            os.environ.pop(env, None)
+        shutil.rmtree(kube_dir, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -176,3 +190,21 @@ def _fixed_clock(monkeypatch):
     from rlinf_eks import loading
 
     monkeypatch.setattr(loading, "clock", lambda: TEST_NOW)
+
+
+@pytest.fixture(scope="session")
+def kube_apiserver_session() -> "kube_apiserver.Session":
+    """The session's real kube-apiserver (tests/kube_apiserver.py) with the stacks' CRDs installed
+    and Established, and its start-up times; skips with one line saying how to get the binaries
+    when RLINF_EKS_KUBE_ASSETS / KUBEBUILDER_ASSETS name none."""
+    if kube_apiserver.assets() is None:
+        pytest.skip(kube_apiserver.HOW_TO_GET)
+    return kube_apiserver.shared_server()
+
+
+@pytest.fixture(scope="session")
+def kube_api(kube_apiserver_session) -> "kube_apiserver.ApiServer":
+    """The running server: ``.apply(obj)`` (server-side apply, dryRun=All, fieldValidation=Strict:
+    None or the server's refusal), ``.ensure_namespace``, ``.create``, ``.request``, ``.kubeconfig``,
+    ``.api_client()``."""
+    return kube_apiserver_session.server

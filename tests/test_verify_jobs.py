@@ -55,9 +55,16 @@ def pod(job: dict) -> dict[str, Any]:
 
 
 def node_names(job: dict) -> list[str]:
+    """The nodes a Job's pods are pinned to: one term per node, each one ``metadata.name In [node]``
+    (the API server takes one value under matchFields; tests/test_real_apiserver.py sends them)."""
     terms = pod(job)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert len(terms) == 1 and terms[0]["matchFields"][0]["key"] == "metadata.name" and terms[0]["matchFields"][0]["operator"] == "In"
-    return terms[0]["matchFields"][0]["values"]
+    names = []
+    for term in terms:
+        assert list(term) == ["matchFields"] and len(term["matchFields"]) == 1, term
+        (field,) = term["matchFields"]
+        assert field["key"] == "metadata.name" and field["operator"] == "In" and len(field["values"]) == 1, field
+        names += field["values"]
+    return names
 
 
 def assert_valid_and_labelled(run: Run, objects: list[dict], level: int) -> None:

@@ -18,8 +18,8 @@ network, but it still loads its network (``Using network`` and, on EFA nodes, aw
 provider line are printed for every communicator), so a missing or broken plugin still shows.
 One node with one GPU has nothing to all-reduce: no objects, and the verdict is a skip.
 
-The pods are pinned to the nodes (a required node affinity on their names, one pod per node by pod
-anti-affinity), tolerate the GPU taint, ask for every GPU, EFA device and the hugepages of the node
+The pods are pinned to the nodes (a required node affinity on their names, one ``matchFields``
+term per node as the API server requires, one pod per node by pod anti-affinity), tolerate the GPU taint, ask for every GPU, EFA device and the hugepages of the node
 as the run's pod does, and carry the labels of :func:`.smoke.verify_labels`. A NetworkPolicy admits
 the pods only from each other (ssh, Open MPI's and NCCL's TCP bootstrap; EFA traffic is no IP
 traffic and passes no policy).

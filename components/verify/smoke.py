@@ -85,17 +85,22 @@ def verify_labels(run_id: str, level: int, component: str) -> dict[str, str]:
 
 
 def pinned_to(nodes: Sequence[str]) -> core.AffinityArgs:
-    """A required node affinity on the node's *name* (``matchFields metadata.name``, as the
+    """A required node affinity on the nodes' *names* (``matchFields metadata.name``, as the
     DaemonSet controller pins its pods): exact whatever the ``kubernetes.io/hostname`` label says,
     and unlike ``nodeName`` it goes through the scheduler, so a node whose GPUs are taken leaves the
-    pod Pending (the client reports it unschedulable) instead of failing it at admission."""
+    pod Pending (the client reports it unschedulable) instead of failing it at admission.
+
+    One node selector term per node (the terms are ORed): the API server takes exactly one value
+    under a ``matchFields`` requirement ("must be only one value when `operator` is 'In' or 'NotIn'
+    for node field selector"), so N nodes cannot share one term's ``values``."""
     return core.AffinityArgs(
         node_affinity=core.NodeAffinityArgs(
             required_during_scheduling_ignored_during_execution=core.NodeSelectorArgs(
                 node_selector_terms=[
                     core.NodeSelectorTermArgs(
-                        match_fields=[core.NodeSelectorRequirementArgs(key="metadata.name", operator="In", values=list(nodes))]
+                        match_fields=[core.NodeSelectorRequirementArgs(key="metadata.name", operator="In", values=[node])]
                     )
+                    for node in nodes
                 ]
             )
         )
