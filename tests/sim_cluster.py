@@ -230,7 +230,7 @@ def start(binaries: Path, workdir: Path) -> Sim:
     processes = []
     for name, args in (
         ("kube-scheduler", ["--leader-elect=false", "--secure-port=0"]),
-        ("kube-controller-manager", ["--leader-elect=false", "--secure-port=0", f"--controllers={CONTROLLERS}", "--use-service-account-credentials=false"]),
+        ("kube-controller-manager", ["--leader-elect=false", "--secure-port=0", f"--controllers={CONTROLLERS}", "--use-service-account-credentials=false", "--pvclaimbinder-sync-period=2s"]),
     ):
         log = open(workdir / f"{name}.log", "wb")  # noqa: SIM115 - the process holds it
         processes.append(subprocess.Popen([str(binaries / name), "--kubeconfig", server.kubeconfig, "--v=1", *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))

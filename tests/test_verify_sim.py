@@ -219,7 +219,7 @@ def test_a_token_the_api_server_does_not_know_is_401(sim, tmp_path):
     assert "aws sts get-caller-identity" in found["remedy"]
 
 
-def test_a_user_without_rights_is_403_and_the_rbac_the_dry_run_writes_lets_it_climb_every_level(sim, tmp_path):
+def test_a_user_without_rights_is_403_and_the_rbac_the_dry_run_writes_lets_it_climb_every_level(sim, tmp_path, capsys):
     cluster(sim, "multi-node", 2)
     user = sim_cluster.service_account_kubeconfig(sim, "sim-users", "verifier", tmp_path / "user")
     found = only_failure(*verify(sim, tmp_path, "multi-node", kubeconfig=tmp_path / "user"), "api.identity")
@@ -231,12 +231,26 @@ def test_a_user_without_rights_is_403_and_the_rbac_the_dry_run_writes_lets_it_cl
     until(f"namespace {VERIFY_NAMESPACE} gone", lambda: _gone(sim, f"/api/v1/namespaces/{VERIFY_NAMESPACE}"), timeout=60)
     sim.server.ensure_namespace(VERIFY_NAMESPACE, dict(NAMESPACE_LABELS))
     subject = [{"kind": "ServiceAccount", "name": "verifier", "namespace": "sim-users"}]
-    for obj in rbac_objects(expect("multi-node"), VERIFY_NAMESPACE):
+    cluster_role, *roles = rbac_objects(expect("multi-node"), VERIFY_NAMESPACE)
+    for obj in (cluster_role, *roles):
         sim.server.create(obj)
-        meta = obj["metadata"]
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "subjects": subject}
+
+    def bind(obj: dict[str, Any]) -> None:
         kind = "ClusterRoleBinding" if obj["kind"] == "ClusterRole" else "RoleBinding"
-        sim.server.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": dict(meta, labels={}),
-                           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": obj["kind"], "name": meta["name"]}, "subjects": subject})  # fmt: skip
+        sim.server.create({**binding, "kind": kind, "metadata": dict(obj["metadata"], labels={}),
+                           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": obj["kind"], "name": obj["metadata"]["name"]}})  # fmt: skip
+
+    # the ClusterRole alone reads levels 0-2; creating the smoke Jobs' objects is refused: one line, exit 1
+    bind(cluster_role)
+    capsys.readouterr()
+    code, checks = verify(sim, tmp_path, "multi-node", kubeconfig=tmp_path / "user")
+    assert code == 1 and {c["level"] for c in checks} == {0, 1, 2} and not failing(checks)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {sim.server.url} forbids it: 403 configmaps is forbidden: User \"{user}\" cannot create resource \"configmaps\"")
+    assert line.endswith("--dry-run writes (or add the identity to cluster.adminRoleArns)")
+    for role in roles:
+        bind(role)
     code, checks = verify(sim, tmp_path, "multi-node", kubeconfig=tmp_path / "user")
     assert code == 0, failing(checks)
     assert {c["level"] for c in checks} == {0, 1, 2, 3, 4, 5}
