@@ -241,9 +241,26 @@ def start(binaries: Path, workdir: Path) -> Sim:
 
 
 def _create(server: ApiServer, obj: dict[str, Any]) -> dict[str, Any]:
-    """Create or update ``obj`` (server-side apply: the stack's objects as a second ``pulumi up`` would)."""
+    """Create or update ``obj`` (server-side apply: the stack's objects as a second ``pulumi up``
+    would), replacing it where the server refuses the update as immutable (another stack's
+    ResourceFlavor: Kueue's CRD keeps nodeLabels and topologyName once topologyName is set)."""
     body = {k: v for k, v in copy.deepcopy(obj).items() if k != "status"}
+    try:
+        return server.create(body)
+    except ApiError as err:
+        if "immutable" not in err.message:
+            raise
+    server.request("DELETE", server.path(body))
+    until(f"{body['kind']} {body['metadata']['name']} deleted", lambda: _absent(server, server.path(body)), timeout=30)
     return server.create(body)
+
+
+def _absent(server: ApiServer, path: str) -> bool:
+    try:
+        server.request("GET", path)
+    except ApiError as err:
+        return err.status == 404
+    return False
 
 
 def _node_status(sim: Sim, node: dict[str, Any]) -> dict[str, Any]:
@@ -303,7 +320,7 @@ def _deployment(namespace: str, name: str) -> dict[str, Any]:
 
 ACTIVE = {"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads"}
 QUEUE_KINDS = ("ResourceFlavor", "Topology", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
-STACK_KINDS = ("Namespace", "ServiceAccount", "PersistentVolume", "PersistentVolumeClaim", *QUEUE_KINDS)
+STACK_KINDS = ("Namespace", "ServiceAccount", "PersistentVolume", "PersistentVolumeClaim", *QUEUE_KINDS, "EC2NodeClass", "NodeOverlay", "NodePool")
 
 
 def _namespace(sim: Sim, name: str) -> None:

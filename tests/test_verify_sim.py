@@ -27,8 +27,11 @@ from rlinf_eks.verify.runner import NAMESPACE_LABELS, VERIFY_NAMESPACE
 from rlinf_eks.verify.smoke import RUN_LABEL
 from tests import kube_apiserver, sim_cluster
 from tests.sim_cluster import Sim, deploy, until
+from rlinf_eks.verify.expect import expectation_of
+from tests.harness import manifests, plan_stack
 from tests.test_verify_checks import expect, gpu_node, planned, system_node
 from tests.test_verify_cli import ALL_REDUCE_OK
+from tests.test_verify_karpenter import of_type
 
 SIM_BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
 SMOKE_OK = "rlinf-eks smoke: OK: 8 GPUs (nvidia-smi -L), 32 EFA devices, NCCL net plugin found"
@@ -254,4 +257,33 @@ def test_a_user_without_rights_is_403_and_the_rbac_the_dry_run_writes_lets_it_cl
     code, checks = verify(sim, tmp_path, "multi-node", kubeconfig=tmp_path / "user")
     assert code == 0, failing(checks)
     assert {c["level"] for c in checks} == {0, 1, 2, 3, 4, 5}
+    until("verify's Jobs and pods deleted", lambda: not leftovers(sim), timeout=30)
+
+
+# --- Karpenter's fallback types ---------------------------------------------------------------------
+
+KARPENTER_SETS = ("gpuNodes.provisioner=karpenter", "gpuNodes.fallbackInstanceTypes[0]=p5e.48xlarge")
+KARPENTER_CRDS = tuple(f for f in kube_apiserver.CRD_FILES if f.startswith("karpenter/"))
+
+
+def test_a_karpenter_stack_with_a_node_of_its_fallback_type_is_ready_and_that_node_is_judged_by_its_type(sim, tmp_path):
+    sim.server.install_crds([kube_apiserver.SHARED / "schemas" / f for f in KARPENTER_CRDS])
+    plan = plan_stack("multi-node", *KARPENTER_SETS)
+    e = expectation_of(plan.settings, "multi-node")
+    sim.kubelet.job_outcome = job_outcome
+    gpu = [of_type(e, 0, "p5.48xlarge"), of_type(e, 1, "p5e.48xlarge")]
+    deploy(sim, e, list(manifests(plan).values()), gpu, [system_node(0), system_node(1)])
+    sets = [word for s in KARPENTER_SETS for word in ("--set", s)]
+    code, checks = verify(sim, tmp_path, "multi-node", *sets)
+    assert code == 0, failing(checks)
+    assert {c["level"] for c in checks} == {0, 1, 2, 3, 4, 5}
+    assert next(c for c in checks if c["check"] == "gpu-nodes.instance-type")["detail"] == (
+        "every GPU node of a type the NodePool allows: 1 p5.48xlarge, 1 p5e.48xlarge (fallback)"
+    )
+    assert next(c for c in checks if c["check"] == "crds.karpenter")["detail"].startswith("4 CRDs of the Karpenter controller Established")
+    # the fallback node with less memory than a p5e.48xlarge has
+    name = gpu[1]["metadata"]["name"]
+    sim_cluster.patch_status(sim.server, f"/api/v1/nodes/{name}", {"capacity": {"memory": "1500Gi"}})
+    found = only_failure(*verify(sim, tmp_path, "multi-node", *sets, "--level", "1"), "gpu-nodes.allocatable")
+    assert found["detail"] == f"{name}: memory capacity 1500Gi (a p5e.48xlarge has at least 1939865Mi)"
     until("verify's Jobs and pods deleted", lambda: not leftovers(sim), timeout=30)
