@@ -48,14 +48,11 @@ def _server_message(err: Any) -> str:
 
 def _innermost(err: BaseException) -> BaseException:
     """urllib3 wraps the cause: MaxRetryError.reason, then the OS's or ssl's own error."""
-    seen = 0
-    while seen < 5:
-        seen += 1
+    for _ in range(5):  # a chain of reasons, never a cycle in practice
         inner = getattr(err, "reason", None)
-        if isinstance(inner, BaseException):
-            err = inner
-            continue
-        break
+        if not isinstance(inner, BaseException):
+            break
+        err = inner
     return err
 
 
