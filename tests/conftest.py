@@ -147,10 +147,19 @@ def pytest_unconfigure(config):
         shutil.rmtree(directory, ignore_errors=True)
     kube_dir = getattr(config, "_rlinf_eks_kube_dir", None)
     if kube_dir:
-        kube_apiserver.stop(kube_apiserver.server_dir(kube_dir))
+        kube_apiserver.stop(kube_apiserver.server_dir(kube_dir))  # already stopped, unless the run broke off
         for env in (kube_apiserver.SESSION_DIR_ENV, kube_apiserver.SESSION_PID_ENV):
             os.environ.pop(env, None)
         shutil.rmtree(kube_dir, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    # the real API server's cost, once every worker is done with it (stopped here, not at unconfigure,
+    # so that its CPU can be told)
+    kube_dir = getattr(config, "_rlinf_eks_kube_dir", None)
+    summary = kube_dir and kube_apiserver.stop(kube_apiserver.server_dir(kube_dir))
+    if summary:
+        terminalreporter.write_line(summary)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -199,6 +208,8 @@ def kube_apiserver_session() -> "kube_apiserver.Session":
     and Established, and its start-up times; skips with one line saying how to get the binaries
     when RLINF_EKS_KUBE_ASSETS / KUBEBUILDER_ASSETS name none."""
     if kube_apiserver.assets() is None:
+        if kube_apiserver.misconfigured():
+            pytest.fail(kube_apiserver.misconfigured())
         pytest.skip(kube_apiserver.HOW_TO_GET)
     return kube_apiserver.shared_server()
 

@@ -12,9 +12,11 @@ import copy
 
 import pytest
 
-from rlinf_eks.verify.fabric import fabric_objects
+from rlinf_eks.scheduling import EFA_RESOURCE, GPU_RESOURCE
+from rlinf_eks.verify.fabric import fabric_nodes, fabric_objects
 from rlinf_eks.workload.run import resolve_run
-from tests.harness import plan_stack
+from tests.controllers import derived, job_pods, workloads
+from tests.harness import manifests, plan_stack
 from tests.kube_apiserver import CRD_FILES
 
 NAMESPACE = "rlinf"
@@ -22,6 +24,10 @@ NAMESPACE = "rlinf"
 
 def a_config_map(name: str = "probe") -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NAMESPACE}, "data": {"k": "v"}}
+
+
+def job_nodes(job: dict) -> list[str]:
+    return fabric_nodes([job])
 
 
 def fabric_job(nodes: int) -> tuple[list[dict], dict]:
@@ -96,7 +102,68 @@ def test_given_a_custom_resource_with_an_unknown_field_then_the_server_refuses_i
 def test_given_n_gpu_nodes_then_verifys_fabric_objects_are_accepted_by_the_api_server(api, nodes):
     # GIVEN the fabric test's objects for N nodes WHEN each is sent to the real API server
     objects, job = fabric_job(nodes)
-    refused = {f"{o['kind']}/{o['metadata']['name']}": api.apply(o) for o in objects}
-    # THEN every one is accepted, the Job runs one pod per node
+    pods = job_pods(job)  # what the Job controller creates: index 0 and the last
+    refused = {f"{o['kind']}/{o['metadata']['name']}": api.apply(o) for o in objects + pods}
+    # THEN every one is accepted, the Job runs one pod per node, each pinned to any of the N nodes
+    # by name (one term each) and kept apart by anti-affinity, with every GPU and EFA device
     assert {k: v for k, v in refused.items() if v} == {}
     assert job["spec"]["completions"] == job["spec"]["parallelism"] == nodes
+    affinity = job["spec"]["template"]["spec"]["affinity"]
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [t["matchFields"] for t in terms] == [[{"key": "metadata.name", "operator": "In", "values": [n]}] for n in job_nodes(job)]
+    assert len(terms) == nodes
+    (apart,) = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert apart["topologyKey"] == "kubernetes.io/hostname"
+    run = resolve_run(plan_stack("multi-node").settings, "multi-node")
+    limits = job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits[GPU_RESOURCE] == str(run.shape.pod.gpus) and limits[EFA_RESOURCE] == str(run.shape.efa) and run.shape.efa > 0
+
+
+def test_given_a_plans_cluster_queue_that_breaks_a_cel_rule_of_its_crd_then_the_server_refuses_it(api):
+    # GIVEN the single-node stack's ClusterQueue with one resource left out of a flavor
+    (queue,) = [o for o in manifests(plan_stack("single-node")).values() if o["kind"] == "ClusterQueue"]
+    assert api.apply(queue) is None
+    queue = copy.deepcopy(queue)
+    queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop()
+    # WHEN sent THEN the CRD's CEL rule refuses it (the server evaluates x-kubernetes-validations)
+    error = api.apply(queue)
+    assert error is not None and "flavors must have the same number of resources as the coveredResources" in error, error
+
+
+def test_given_a_jobset_with_an_unknown_field_in_its_job_template_then_the_server_refuses_it(api):
+    # GIVEN the multi-node stack's JobSet with a field its CRD does not declare
+    (jobset,) = [o for o in manifests(plan_stack("multi-node")).values() if o["kind"] == "JobSet"]
+    assert api.apply(jobset) is None
+    jobset = copy.deepcopy(jobset)
+    jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["notAField"] = 1
+    # WHEN sent THEN refused, naming it
+    error = api.apply(jobset)
+    assert error is not None and "notAField" in error, error
+
+
+def test_given_a_jobset_whose_jobs_names_are_too_long_then_the_jobset_is_accepted_and_its_jobs_refused(api):
+    # GIVEN the multi-node stack's JobSet with a 60-character replicatedJob name: the JobSet is
+    # valid to its CRD, but the Jobs its controller creates, <jobset>-<replicatedJob>-<index>, are not
+    (jobset,) = [o for o in manifests(plan_stack("multi-node")).values() if o["kind"] == "JobSet"]
+    jobset = copy.deepcopy(jobset)
+    jobset["spec"]["replicatedJobs"][0]["name"] = "r" * 60
+    jobset["spec"]["successPolicy"]["targetReplicatedJobs"] = ["r" * 60]
+    # WHEN the JobSet and what the controllers make of it are sent
+    children = derived([jobset])
+    # THEN the JobSet is accepted and each Job refused for its name (what the tier sends them for)
+    assert api.apply(jobset) is None
+    jobs = [c for c in children if c["kind"] == "Job"]
+    errors = [api.apply(j) for j in jobs]
+    assert jobs and all(e is not None and "metadata.name" in e for e in errors), errors
+
+
+def test_given_kueues_workload_of_a_plans_jobset_with_a_broken_pod_set_then_the_server_refuses_it(api):
+    # GIVEN the Workload Kueue makes of the multi-node stack's JobSet (accepted as built)
+    (workload,) = workloads(manifests(plan_stack("multi-node")).values())
+    assert workload["spec"]["podSets"][0]["count"] == 2 and workload["spec"]["priority"] > 0
+    assert api.apply(workload) is None
+    # WHEN its pod set asks for more pods at least than it has THEN the CRD's CEL rule refuses it
+    workload = copy.deepcopy(workload)
+    workload["spec"]["podSets"][0]["minCount"] = 3
+    error = api.apply(workload)
+    assert error is not None and "minCount should be positive and less or equal to count" in error, error

@@ -196,6 +196,15 @@ def test_a_platform_has_no_run_to_smoke_so_levels_3_and_4_say_so():
     assert three_four and all(r.outcome == "skip" and "verify an experiment stack" in r.detail for r in three_four)
 
 
+def test_a_platforms_dry_run_writes_no_job_since_its_climb_creates_none(tmp_path):
+    # GIVEN a platform (no training image, no run) WHEN verify --dry-run renders what a climb creates
+    assert main(["verify", "platform", "--dry-run", "--out", str(tmp_path)]) == 0
+    kinds = sorted(yaml.safe_load(p.read_text())["kind"] for p in (tmp_path / "manifests").iterdir())
+    # THEN the namespace and the RBAC, and no smoke or all-reduce Job (levels 3 and 4 are skipped;
+    # their Jobs had an empty image, which the API server refuses)
+    assert "Job" not in kinds and "ConfigMap" not in kinds and "Namespace" in kinds and "ClusterRole" in kinds
+
+
 def test_a_second_dry_run_rewrites_the_same_files(tmp_path, capsys):
     assert main(["verify", "single-node", "--dry-run", "--out", str(tmp_path)]) == 0
     first = sorted(p.name for p in (tmp_path / "manifests").iterdir())

@@ -191,9 +191,13 @@ DRY_RUN_ID = "dry-run"
 
 def dry_run_objects(ladder: Ladder) -> list[dict]:
     """What a climb would create, for review: the namespace, the RBAC a non-admin user needs, one
-    smoke Job per GPU node and the all-reduce Job (stand-in node names)."""
+    smoke Job per GPU node and the all-reduce Job (stand-in node names). A platform has no run, so
+    no Jobs: its climb skips levels 3 and 4 (their Jobs would have no image to run)."""
     from .rbac import rbac_objects
 
-    names = dry_run_nodes(ladder.expect)
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": VERIFY_NAMESPACE, "labels": dict(NAMESPACE_LABELS)}}
-    return [namespace, *rbac_objects(ladder.expect, VERIFY_NAMESPACE), *ladder.smoke_objects(names), *ladder.fabric_objects(names)]
+    objects = [namespace, *rbac_objects(ladder.expect, VERIFY_NAMESPACE)]
+    if ladder.expect.run is None:
+        return objects
+    names = dry_run_nodes(ladder.expect)
+    return [*objects, *ladder.smoke_objects(names), *ladder.fabric_objects(names)]
