@@ -39,18 +39,36 @@ from rlinf_eks.verify.expect import Expectation
 from tests import kube_apiserver
 from tests.kube_apiserver import ApiError, ApiServer
 
-SIM_CRD_FILES = tuple(f for f in kube_apiserver.CRD_FILES if f.startswith(("kueue/", "jobset/", "prometheus-operator/crd-podmonitors", "prometheus-operator/crd-servicemonitors")))
 CONTROLLERS = "job,daemonset,deployment,replicaset,garbagecollector,namespace,persistentvolume-binder,podgc"
 """kube-controller-manager's controllers: no node lifecycle controller (no kubelet posts heartbeats),
 no service-account token controller (the server runs without the ServiceAccount admission plugin)."""
-STAND_IN_CRDS = ({
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "prometheuses.monitoring.coreos.com"},
-    "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
-             "names": {"plural": "prometheuses", "singular": "prometheus", "kind": "Prometheus", "listKind": "PrometheusList"},
-             "versions": [{"name": "v1", "served": True, "storage": True,
-                           "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
-},)  # fmt: skip
+SCHEMA_FOLDERS = ("kueue", "jobset", "kuberay", "karpenter", "prometheus-operator")
+
+
+def crd_file(name: str) -> Optional[Path]:
+    """The pinned CRD file of ``name`` (``plural.group``) below ../shared/schemas, None if none."""
+    plural, group = name.split(".", 1)
+    for folder in SCHEMA_FOLDERS:
+        for file in (f"{group}_{plural}.yaml", f"crd-{plural}.yaml"):
+            path = kube_apiserver.SHARED / "schemas" / folder / file
+            if path.exists() and (folder != "prometheus-operator" or group == "monitoring.coreos.com"):
+                return path
+    return None
+
+
+def stand_in_crd(name: str) -> dict[str, Any]:
+    """A CRD of ``name`` with an open schema, for one the pinned schemas lack (verify reads only
+    that it is Established)."""
+    plural, group = name.split(".", 1)
+    kind = plural[:-2].capitalize() if plural.endswith("es") and plural[-3] == "s" else plural.rstrip("s").capitalize()
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
+        "spec": {"group": group, "scope": "Namespaced", "names": {"plural": plural, "kind": kind, "listKind": f"{kind}List"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+    }  # fmt: skip
+
+
 JOB_LABEL = "job-name"
 
 
@@ -204,6 +222,7 @@ class Sim:
     kubelet: FakeKubelet
     processes: list[subprocess.Popen]
     timings: dict[str, float]
+    crds: set[str] = field(default_factory=set)
 
     def stop(self) -> None:
         self.kubelet.stop()
@@ -215,18 +234,12 @@ class Sim:
 
 def start(binaries: Path, workdir: Path) -> Sim:
     """A fresh API server of its own (tests/kube_apiserver.py's launcher; the session's shared one
-    stays free of nodes and controllers), the CRDs the simulated stacks use, the scheduler and the
-    controller manager, and the fake kubelet."""
+    stays free of nodes and controllers), the scheduler and the controller manager, and the fake
+    kubelet. :func:`deploy` installs the CRDs each stack uses."""
     timings: dict[str, float] = {}
-    began = time.monotonic()
     server = kube_apiserver.start(binaries, workdir / "kube-apiserver", os.getpid())
     timings["api server"] = server.started_seconds
     began = time.monotonic()
-    server.install_crds([kube_apiserver.SHARED / "schemas" / f for f in SIM_CRD_FILES])
-    for crd in STAND_IN_CRDS:
-        server.create(copy.deepcopy(crd))
-    until("the stand-in CRDs Established", lambda: all(kube_apiserver._established(server.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{c['metadata']['name']}")) for c in STAND_IN_CRDS))
-    timings["CRDs"] = round(time.monotonic() - began, 2)
     processes = []
     for name, args in (
         ("kube-scheduler", ["--leader-elect=false", "--secure-port=0"]),
@@ -334,6 +347,7 @@ def deploy(sim: Sim, expect: Expectation, planned: list[dict[str, Any]], gpu_nod
     DaemonSets' pods Ready on every GPU node, the Deployments Available, the claim Bound. GPU
     nodes not in ``gpu_nodes`` are deleted (a smaller stack on the same server)."""
     server = sim.server
+    install_crds(sim, [c.name for c in expect.crds])
     wanted = {n["metadata"]["name"] for n in gpu_nodes}
     for node in server.request("GET", "/api/v1/nodes", query={"labelSelector": ",".join(f"{k}={v}" for k, v in expect.gpu.selector.items())})["items"]:
         name = node["metadata"]["name"]
@@ -362,6 +376,23 @@ def deploy(sim: Sim, expect: Expectation, planned: list[dict[str, Any]], gpu_nod
         _namespace(sim, ctl.namespace)
         _create(server, _deployment(ctl.namespace, ctl.name))
     settle(sim, expect, len(gpu_nodes))
+
+
+def install_crds(sim: Sim, names: list[str]) -> None:
+    """The CRDs ``names`` from their pinned files (a stand-in where ../shared/schemas has none), Established."""
+    began = time.monotonic()
+    missing = [n for n in names if n not in sim.crds]
+    files = [f for f in dict.fromkeys(crd_file(n) for n in missing) if f is not None]
+    installed = sim.server.install_crds(files) if files else []
+    for name in missing:
+        if crd_file(name) is None:
+            sim.server.create(stand_in_crd(name))
+            installed.append(name)
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+    until("the CRDs Established", lambda: all(kube_apiserver._established(sim.server.request("GET", path + n)) for n in missing))
+    sim.crds.update(missing, installed)
+    if missing:
+        sim.timings["CRDs"] = round(sim.timings.get("CRDs", 0) + time.monotonic() - began, 2)
 
 
 def settle(sim: Sim, expect: Expectation, gpu_node_count: int, timeout: float = 90.0) -> None:
