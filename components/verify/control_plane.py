@@ -89,7 +89,10 @@ def failure_words(expect: Expectation, failure: ApiFailure) -> tuple[str, str]:
         ),
         "timeout": (
             f"no answer from {at}{asked}: {failure.message}",
-            "this machine cannot reach the endpoint: add its address to cluster.endpointPublicAccessCidrs and pulumi up, "
+            "it took the connection but never answered: an overloaded control plane (aws eks describe-cluster) or not an API "
+            f"server behind that address and port: {fetch}"
+            if failure.message.startswith("read")
+            else "this machine cannot reach the endpoint: add its address to cluster.endpointPublicAccessCidrs and pulumi up, "
             "or run verify inside the VPC (a private endpoint)",
         ),
         "dns": (
