@@ -37,7 +37,7 @@ def pytest_configure(config):
     # The real API server's tier (tests/kube_apiserver.py): one server per session, started by the
     # first worker that asks, in a folder made here so that every worker finds it; stopped below.
     if not hasattr(config, "workerinput") and not os.environ.get(kube_apiserver.SESSION_DIR_ENV) and kube_apiserver.assets():
-        config._rlinf_eks_kube_dir = tempfile.mkdtemp(prefix="rlinf-eks-test-kube-")
+        config._rlinf_eks_kube_dir = tempfile.mkdtemp(prefix=kube_apiserver.kube_processes.SESSION_PREFIX)
         os.environ[kube_apiserver.SESSION_DIR_ENV] = config._rlinf_eks_kube_dir
         os.environ[kube_apiserver.SESSION_PID_ENV] = str(os.getpid())
     # A container's PID 1 starts with every signal at its default disposition. A test run started
