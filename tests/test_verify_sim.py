@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+import yaml
 
 from rlinf_eks.__main__ import main
 from rlinf_eks.verify.rbac import rbac_objects
@@ -223,6 +224,30 @@ def test_a_token_the_api_server_does_not_know_is_401(sim, tmp_path):
     found = only_failure(*verify(sim, tmp_path, "multi-node", kubeconfig=kubeconfig), "api.reachable")
     assert found["detail"] == f"{sim.server.url} refused the credentials (GET /version): 401 Unauthorized"
     assert "aws sts get-caller-identity" in found["remedy"]
+
+
+def test_a_credential_plugin_that_fails_is_named_instead_of_the_anonymous_users_403(sim, tmp_path, capsys):
+    # GIVEN a kubeconfig as EKS writes it, whose aws eks get-token fails (no AWS credentials)
+    aws = tmp_path / "aws"
+    aws.write_text("#!/bin/sh\necho 'Unable to locate credentials. You can configure credentials by running \"aws configure\".' >&2\nexit 255\n")
+    aws.chmod(0o755)
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "eks",
+        "clusters": [{"name": "eks", "cluster": {"server": sim.server.url, "certificate-authority": sim.server.ca_file}}],
+        "contexts": [{"name": "eks", "context": {"cluster": "eks", "user": "eks"}}],
+        "users": [{"name": "eks", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(aws),
+                                                    "args": ["--region", "us-east-1", "eks", "get-token", "--cluster-name", "rlinf-multi-node"]}}}],
+    }  # fmt: skip
+    (tmp_path / "eks").write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    # WHEN verify reads the control plane THEN the plugin's own words, not system:anonymous's 403
+    found = only_failure(*verify(sim, tmp_path, "multi-node", kubeconfig=tmp_path / "eks"), "api.identity")
+    assert found["detail"] == (
+        f"no credentials were sent to {sim.server.url}: the kubeconfig's exec credential plugin failed: exec: process returned 255. "
+        'Unable to locate credentials. You can configure credentials by running "aws configure".'
+    )
+    assert "system:anonymous" not in found["detail"] and "aws sso login" in found["remedy"]
+    assert "exec:" not in capsys.readouterr().err  # said once, in the table
 
 
 def test_a_user_without_rights_is_403_and_the_rbac_the_dry_run_writes_lets_it_climb_every_level(sim, tmp_path, capsys):

@@ -12,6 +12,7 @@ seconds to connect and ``READ_TIMEOUT`` to be answered, and a failed one is trie
 
 from __future__ import annotations
 
+import logging
 import re
 import socket
 import ssl
@@ -86,6 +87,17 @@ def api_failure(err: BaseException, endpoint: str, request: str = "") -> Optiona
     return ApiFailure(endpoint, request, "error", f"{type(inner).__name__}: {words}"[:300])
 
 
+class _Captured(logging.Handler):
+    """The messages logged while the kubeconfig loads."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 @dataclass
 class PodOutcome:
     """One pod of a verify Job: its Job, node, exit status (None: it never finished) and log."""
@@ -122,11 +134,19 @@ class Cluster:
         from urllib3.util.retry import Retry
 
         configuration = client.Configuration()
+        # the client logs a failed exec credential plugin (aws eks get-token) and goes on without
+        # credentials: kept, to say so instead of the anonymous user's 403s
+        captured = _Captured()
+        root = logging.getLogger()
+        handlers, root.handlers = root.handlers, [captured]
         try:
             config.load_kube_config(config_file=self.path, context=self.context, client_configuration=configuration)
         except (ConfigException, FileNotFoundError, OSError) as err:
             where = self.path or "$KUBECONFIG or ~/.kube/config"
             raise ClusterError(f"no cluster to verify: {where}: {' '.join(str(err).split())}") from None
+        finally:
+            root.handlers = handlers
+        self.credentials_error = "; ".join(" ".join(line.split()) for line in captured.lines if line.startswith("exec:"))
         configuration.retries = Retry(total=RETRIES, backoff_factor=0)
         self.endpoint = str(configuration.host)
         self.api = client.ApiClient(configuration)
@@ -170,6 +190,9 @@ class Cluster:
             observed.server_version = self._json(self.version.get_code(_request_timeout=self.timeout))
         except Exception as err:  # noqa: BLE001 - classified; anything else is not the cluster's answer
             observed.api_failure = self._failure(err, "GET /version")
+            return observed
+        if self.credentials_error:  # it answers anyone; what follows would be the anonymous user's 403s
+            observed.api_failure = ApiFailure(self.endpoint, "the kubeconfig's exec credential plugin", "credentials", self.credentials_error)
             return observed
         try:
             review = self.auth.create_self_subject_review(

@@ -103,6 +103,11 @@ def failure_words(expect: Expectation, failure: ApiFailure) -> tuple[str, str]:
             f"{at}'s certificate is not trusted{asked}: {failure.message}",
             f"the kubeconfig's certificate-authority-data is not this server's (an earlier cluster of the same name?): {fetch}",
         ),
+        "credentials": (
+            f"no credentials were sent to {at}: {failure.request} failed: {failure.message}",
+            "run the kubeconfig's command by hand (aws eks get-token --cluster-name NAME) until it prints a token: "
+            "aws configure or aws sso login, the AWS_PROFILE the kubeconfig sets, the aws CLI on PATH",
+        ),
         "unauthorized": (
             f"{at} refused the credentials{asked}: 401 {failure.message}",
             "the token is expired or of an identity the cluster does not know: check aws sts get-caller-identity (the profile "
@@ -154,7 +159,7 @@ def _version(expect: Expectation, version: Mapping[str, Any]) -> CheckResult:
 def _identity(expect: Expectation, observed: Observed) -> CheckResult:
     info = user_info(observed.identity)
     username = info.get("username")
-    if observed.api_failure is not None:  # credentials refused (401), or a user who may not list CRDs (403)
+    if observed.api_failure is not None:  # no credentials, credentials refused (401), or a user who may not list CRDs (403)
         detail, remedy = failure_words(expect, observed.api_failure)
         return failed(LEVEL, "api.identity", f"as {username}: {detail}" if username else detail, remedy)
     if not username:

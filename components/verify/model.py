@@ -23,10 +23,11 @@ LEVELS: dict[int, str] = {
 
 Outcome = Literal["pass", "fail", "skip"]
 
-Reason = Literal["refused", "timeout", "dns", "tls", "unauthorized", "forbidden", "error"]
+Reason = Literal["refused", "timeout", "dns", "tls", "credentials", "unauthorized", "forbidden", "error"]
 """Why an API call got no answer, or a refusal: nothing listens at the endpoint, no answer within
 the client's timeout, the name does not resolve, the server's certificate is not trusted, the
-credentials are refused (401), the user may not do it (403), anything else the server answered."""
+kubeconfig's credential plugin (``aws eks get-token``) failed so none were sent, the credentials
+are refused (401), the user may not do it (403), anything else the server answered."""
 
 
 @dataclass(frozen=True)
