@@ -224,12 +224,25 @@ class Sim:
     timings: dict[str, float]
     crds: set[str] = field(default_factory=set)
 
-    def stop(self) -> None:
+    def stop(self) -> str:
+        """Stop everything; one line on what the controllers and the API server cost (CPU seconds)."""
         self.kubelet.stop()
+        used = []
         for process in self.processes:
+            used.append(f"{Path(str(process.args[0])).name} {_cpu_seconds(process.pid):.1f}")
             process.kill()
             process.wait()
-        kube_apiserver.stop(self.workdir / "kube-apiserver")
+        server = kube_apiserver.stop(self.workdir / "kube-apiserver") or ""
+        return f"{', '.join(used)} CPU-s; {server}"
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a running process (/proc; 0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start(binaries: Path, workdir: Path) -> Sim:

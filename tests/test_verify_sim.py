@@ -62,8 +62,8 @@ def sim() -> Iterator[Sim]:
     try:
         yield running
     finally:
-        running.stop()
-        print(f"\nthe simulated cluster's seconds: {running.timings}")
+        cost = running.stop()
+        print(f"\nthe simulated cluster's seconds: {running.timings}; {cost}")
 
 
 def job_outcome(pod: dict[str, Any]) -> tuple[int, str]:
