@@ -7,6 +7,8 @@ the Jobs and Pods that would reach it in a cluster, not only the templates:
   and annotations on the Job and its pod template, the pod template's ``subdomain`` when
   ``network.enableDNSHostnames`` (default the JobSet's name), ``suspend`` as the JobSet's; and the
   headless Service of that subdomain;
+- the DaemonSet controller (``ReplaceDaemonSetPodNodeNameNodeAffinity``): a pod pinned to one node,
+  ``matchFields metadata.name In [node]`` in each required node selector term;
 - the Job controller: pod ``<job>-<index>-<suffix>`` of an Indexed Job (hostname ``<job>-<index>``,
   the completion-index label and annotation), ``<job>-<suffix>`` otherwise; index 0 and the last;
 - KubeRay 1.7 (``constructRayClusterForRayJob``, ``DefaultHeadPodTemplate``,
@@ -120,6 +122,20 @@ def job_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
             pod_spec["hostname"] = f"{name}-{index}"
         pods.append(_pod(pod_name, namespace, labels, annotations, pod_spec))
     return pods
+
+
+def daemonset_pods(daemonset: dict[str, Any], node: str = "ip-10-0-1-23.ec2.internal") -> list[dict[str, Any]]:
+    """The DaemonSet controller's pod for ``node``: its template, pinned to the node by name."""
+    name, namespace = _named(daemonset)
+    template = copy.deepcopy(daemonset["spec"]["template"])
+    spec = template["spec"]
+    pin = [{"key": "metadata.name", "operator": "In", "values": [node]}]
+    node_affinity = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.get("nodeSelectorTerms") or [{}]
+    required["nodeSelectorTerms"] = [{**term, "matchFields": copy.deepcopy(pin)} for term in terms]
+    meta = template.get("metadata") or {}
+    return [_pod(f"{name}-{SUFFIX}", namespace, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}), spec)]
 
 
 def _pod(name: str, namespace: str, labels: dict, annotations: dict, spec: dict) -> dict[str, Any]:
@@ -346,6 +362,8 @@ def derived(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             made = jobset_children(obj)
         elif kind == "Job":
             made = job_pods(obj)
+        elif kind == "DaemonSet":
+            made = daemonset_pods(obj)
         elif kind == "RayJob":
             made = rayjob_children(obj)
         elif kind == "RayCluster":

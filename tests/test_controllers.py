@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from tests.controllers import JOBSET_LABELS, WAIT_GCS_READY, derived, job_pods, jobset_children, raycluster_pods, rayjob_children, workloads
+from tests.controllers import JOBSET_LABELS, WAIT_GCS_READY, daemonset_pods, derived, job_pods, jobset_children, raycluster_pods, rayjob_children, workloads
 from tests.harness import manifests, plan_stack
 
 
@@ -92,3 +92,17 @@ def test_given_queued_objects_then_kueues_workloads_count_their_pods_and_carry_q
     # and derived() holds them, with everything the other controllers make
     kinds = [o["kind"] for o in derived(ray_objects)]
     assert kinds.count("Workload") == 1 and kinds.count("RayCluster") == 1 and kinds.count("Pod") == 3
+
+
+def test_given_a_daemonset_then_its_pod_is_pinned_to_one_node_by_name_in_every_term():
+    # GIVEN a DaemonSet of the multi-node stack (prometheus backend: the exporters), one term made two
+    daemonset = copy.deepcopy(only(list(manifests(plan_stack("multi-node")).values()), "DaemonSet"))
+    affinity = daemonset["spec"]["template"]["spec"].setdefault("affinity", {})
+    terms = [{"matchExpressions": [{"key": "role", "operator": "In", "values": ["gpu-training"]}]}, {"matchExpressions": []}]
+    affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+    # WHEN the DaemonSet controller's pod for a node is built
+    (pod,) = daemonset_pods(daemonset, "node-a")
+    # THEN each term keeps its expressions and gets the node's name as its one field requirement
+    built = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [t.get("matchExpressions") for t in built] == [t["matchExpressions"] for t in terms]
+    assert all(t["matchFields"] == [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}] for t in built)

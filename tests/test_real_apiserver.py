@@ -167,3 +167,17 @@ def test_given_kueues_workload_of_a_plans_jobset_with_a_broken_pod_set_then_the_
     workload["spec"]["podSets"][0]["minCount"] = 3
     error = api.apply(workload)
     assert error is not None and "minCount should be positive and less or equal to count" in error, error
+
+
+def test_given_the_server_then_its_kubeconfig_and_api_client_reach_it_as_admin(api):
+    # GIVEN the session's server WHEN the kubernetes package reaches it through the kubeconfig file
+    # and through api_client() THEN both list the namespace made above, as a cluster admin
+    from kubernetes import client, config
+
+    from_file = config.new_client_from_config(config_file=api.kubeconfig)
+    names = {n.metadata.name for n in client.CoreV1Api(from_file).list_namespace().items}
+    assert NAMESPACE in names
+    review = client.AuthorizationV1Api(api.api_client()).create_self_subject_access_review(
+        {"spec": {"resourceAttributes": {"verb": "*", "resource": "*", "group": "*"}}}
+    )
+    assert review.status.allowed
