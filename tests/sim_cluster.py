@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import yaml
+
 from rlinf_eks.verify.expect import Expectation
 from tests import kube_apiserver
 from tests.kube_apiserver import ApiError, ApiServer
@@ -252,17 +254,24 @@ def start(binaries: Path, workdir: Path) -> Sim:
     timings: dict[str, float] = {}
     server = kube_apiserver.start(binaries, workdir / "kube-apiserver", os.getpid())
     timings["api server"] = server.started_seconds
-    began = time.monotonic()
-    processes = []
-    for name, args in (
-        ("kube-scheduler", ["--leader-elect=false", "--secure-port=0"]),
-        ("kube-controller-manager", ["--leader-elect=false", "--secure-port=0", f"--controllers={CONTROLLERS}", "--use-service-account-credentials=false", "--pvclaimbinder-sync-period=2s"]),
-    ):
-        log = open(workdir / f"{name}.log", "wb")  # noqa: SIM115 - the process holds it
-        processes.append(subprocess.Popen([str(binaries / name), "--kubeconfig", server.kubeconfig, "--v=1", *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
-        log.close()
-    certs = Path(server.ca_file).parent
-    kubelet = FakeKubelet(server, (str(certs / "apiserver.crt"), str(certs / "apiserver.key"))).start()
+    processes: list[subprocess.Popen] = []
+    try:
+        for name, args in (
+            ("kube-scheduler", ["--leader-elect=false", "--secure-port=0"]),
+            ("kube-controller-manager", ["--leader-elect=false", "--secure-port=0", f"--controllers={CONTROLLERS}",
+                                         "--use-service-account-credentials=false", "--pvclaimbinder-sync-period=2s"]),
+        ):  # fmt: skip
+            with open(workdir / f"{name}.log", "wb") as log:  # the process keeps its own descriptor
+                processes.append(subprocess.Popen([str(binaries / name), "--kubeconfig", server.kubeconfig, "--v=1", *args],
+                                                  stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))  # fmt: skip
+        certs = Path(server.ca_file).parent
+        kubelet = FakeKubelet(server, (str(certs / "apiserver.crt"), str(certs / "apiserver.key"))).start()
+    except BaseException:
+        for process in processes:
+            process.kill()
+            process.wait()
+        kube_apiserver.stop(workdir / "kube-apiserver")
+        raise
     return Sim(server, workdir, kubelet, processes, timings)
 
 
@@ -443,8 +452,7 @@ def service_account_kubeconfig(sim: Sim, namespace: str, name: str, path: Path) 
 
 
 def write_kubeconfig(sim: Sim, path: Path, token: str, server: Optional[str] = None) -> Path:
-    import yaml
-
+    """A kubeconfig for ``token`` at the simulation's server (or ``server``)."""
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "sim",
         "clusters": [{"name": "sim", "cluster": {"server": server or sim.server.url, "certificate-authority": sim.server.ca_file}}],

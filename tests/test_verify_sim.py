@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -57,12 +58,17 @@ def sim() -> Iterator[Sim]:
     folder = binaries()
     workdir = Path(tempfile.mkdtemp(prefix="rlinf-eks-sim-"))
     started = time.monotonic()
-    running = sim_cluster.start(folder, workdir)
+    try:
+        running = sim_cluster.start(folder, workdir)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     running.timings["start"] = round(time.monotonic() - started, 2)
     try:
         yield running
     finally:
         cost = running.stop()
+        shutil.rmtree(workdir, ignore_errors=True)  # etcd's data, the certificates, the logs
         print(f"\nthe simulated cluster's seconds: {running.timings}; {cost}")
 
 
