@@ -26,8 +26,12 @@ def karpenter_expect(*sets: str) -> Expectation:
     return expectation_of(settings, "multi-node")
 
 
-P5E = karpenter_expect("gpuNodes.fallbackInstanceTypes[0]=p5e.48xlarge")
-G5_G6E = karpenter_expect("gpuNodes.instanceType=g5.8xlarge", "gpuNodes.fallbackInstanceTypes[0]=g6e.8xlarge")
+def p5e() -> Expectation:
+    return karpenter_expect("gpuNodes.fallbackInstanceTypes[0]=p5e.48xlarge")
+
+
+def g5_g6e() -> Expectation:
+    return karpenter_expect("gpuNodes.instanceType=g5.8xlarge", "gpuNodes.fallbackInstanceTypes[0]=g6e.8xlarge")
 
 
 def of_type(e: Expectation, index: int, instance_type: str, **edits: Any) -> dict[str, Any]:
@@ -57,9 +61,10 @@ def nodes(e: Expectation, *types: str, **edits: Any) -> Observed:
 
 
 def test_the_expectation_holds_each_allowed_types_shape_in_order():
-    assert P5E.gpu.instance_types == ("p5.48xlarge", "p5e.48xlarge")
-    assert G5_G6E.gpu.instance_types == ("g5.8xlarge", "g6e.8xlarge")
-    g5, g6e = G5_G6E.gpu.shapes
+    fallback_p5e, fallback_g6e = p5e(), g5_g6e()
+    assert fallback_p5e.gpu.instance_types == ("p5.48xlarge", "p5e.48xlarge")
+    assert fallback_g6e.gpu.instance_types == ("g5.8xlarge", "g6e.8xlarge")
+    g5, g6e = fallback_g6e.gpu.shapes
     assert g5.allocatable == g6e.allocatable == {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1", "hugepages-2Mi": "5Gi"}
     assert (g5.memory_capacity, g6e.memory_capacity) == ("121241Mi", "242483Mi")  # 128 and 256 GiB less 7.5%
 
@@ -70,7 +75,8 @@ def test_a_managed_group_allows_its_one_type():
 
 
 def test_nodes_of_the_preferred_and_a_fallback_type_pass_and_the_fallback_is_named():
-    results = check_nodes(P5E, nodes(P5E, "p5.48xlarge", "p5e.48xlarge"))
+    fallback_p5e = p5e()
+    results = check_nodes(fallback_p5e, nodes(fallback_p5e, "p5.48xlarge", "p5e.48xlarge"))
     all_pass(results)
     assert result(results, "gpu-nodes.instance-type").detail == (
         "every GPU node of a type the NodePool allows: 1 p5.48xlarge, 1 p5e.48xlarge (fallback)"
@@ -78,22 +84,25 @@ def test_nodes_of_the_preferred_and_a_fallback_type_pass_and_the_fallback_is_nam
 
 
 def test_a_fallback_node_is_judged_by_its_own_memory_not_the_preferred_types():
+    fallback_g6e = g5_g6e()
     # 200 GiB passes for a g5.8xlarge (128 GiB) but a g6e.8xlarge has 256 GiB
     short = {"status.capacity.memory": "200Gi"}
-    check = failed_one(check_nodes(G5_G6E, nodes(G5_G6E, "g5.8xlarge", "g6e.8xlarge", **short)), "gpu-nodes.allocatable")
+    check = failed_one(check_nodes(fallback_g6e, nodes(fallback_g6e, "g5.8xlarge", "g6e.8xlarge", **short)), "gpu-nodes.allocatable")
     assert check.detail.endswith("memory capacity 200Gi (a g6e.8xlarge has at least 242483Mi)")
     assert "less memory than a g6e.8xlarge" in check.remedy
-    all_pass(check_nodes(G5_G6E, nodes(G5_G6E, "g6e.8xlarge", "g5.8xlarge", **short)))
+    all_pass(check_nodes(fallback_g6e, nodes(fallback_g6e, "g6e.8xlarge", "g5.8xlarge", **short)))
 
 
 def test_a_fallback_node_without_its_efa_devices_fails_naming_the_efa_plugin():
-    observed = nodes(P5E, "p5.48xlarge", "p5e.48xlarge")
+    fallback_p5e = p5e()
+    observed = nodes(fallback_p5e, "p5.48xlarge", "p5e.48xlarge")
     observed.nodes[1]["status"]["allocatable"]["vpc.amazonaws.com/efa"] = "0"
-    check = failed_one(check_nodes(P5E, observed), "gpu-nodes.allocatable")
+    check = failed_one(check_nodes(fallback_p5e, observed), "gpu-nodes.allocatable")
     assert "vpc.amazonaws.com/efa 0 (expects 32)" in check.detail and "aws-efa-k8s-device-plugin" in check.remedy
 
 
 def test_a_type_the_nodepool_does_not_allow_is_still_the_wrong_type():
-    check = failed_one(check_nodes(P5E, nodes(P5E, "p5.48xlarge", "p5en.48xlarge")), "gpu-nodes.instance-type")
+    fallback_p5e = p5e()
+    check = failed_one(check_nodes(fallback_p5e, nodes(fallback_p5e, "p5.48xlarge", "p5en.48xlarge")), "gpu-nodes.instance-type")
     assert "not p5.48xlarge or p5e.48xlarge" in check.detail and "p5en.48xlarge" in check.detail
     assert check.remedy.startswith("the NodePool allows p5.48xlarge, p5e.48xlarge (gpuNodes.instanceType, then fallbackInstanceTypes)")
