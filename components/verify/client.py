@@ -4,7 +4,8 @@ as ``kubectl get -o json`` shows it), create the objects a level describes, wait
 read each pod's exit status and log, and delete every object it created. No check lives here.
 
 A call that fails is described by :func:`api_failure` (the endpoint, why: refused, timed out, DNS,
-TLS, 401, 403, and the OS's or the server's words); the checks and the command word the remedy
+TLS, 401, 403, and the OS's or the server's words), as is a kubeconfig whose credential plugin
+(``aws eks get-token``) failed so that none were sent; the checks and the command word the remedy
 (:func:`rlinf_eks.verify.control_plane.failure_words`). Each call may take ``CONNECT_TIMEOUT``
 seconds to connect and ``READ_TIMEOUT`` to be answered, and a failed one is tried once more
 (urllib3's default, three more, made a blackholed endpoint take two minutes to say so).
@@ -12,6 +13,7 @@ seconds to connect and ``READ_TIMEOUT`` to be answered, and a failed one is trie
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import socket
@@ -37,8 +39,6 @@ class ClusterError(RuntimeError):
 
 def _server_message(err: Any) -> str:
     """The ``message`` of the Status an API server answers with, else its HTTP reason."""
-    import json
-
     try:
         body = json.loads(err.body or "{}")
     except (TypeError, ValueError):
