@@ -303,15 +303,21 @@ def shared_server(binaries: Optional[Path] = None) -> Session:
     workdir.parent.mkdir(parents=True, exist_ok=True)
     with open(workdir.parent / "kube-apiserver.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        ready = workdir / "ready.json"
+        ready, failed = workdir / "ready.json", workdir.parent / "kube-apiserver.failed"
+        if failed.exists():  # one start per session: the other workers fail with the first one's reason
+            raise RuntimeError(failed.read_text())
         if ready.exists():
             found = json.loads(ready.read_text())
             session = Session(ApiServer(**found["server"]), tuple(found["crds"]), found["crd_seconds"])
         else:
             parent = int(os.environ.get(SESSION_PID_ENV) or os.getpid())
-            server = start(binaries, workdir, parent)
-            began = time.monotonic()
-            crds = server.install_crds([SHARED / "schemas" / f for f in CRD_FILES])
+            try:
+                server = start(binaries, workdir, parent)
+                began = time.monotonic()
+                crds = server.install_crds([SHARED / "schemas" / f for f in CRD_FILES])
+            except Exception as err:
+                failed.write_text(f"the tests' kube-apiserver did not start: {type(err).__name__}: {err}")
+                raise
             session = Session(server, tuple(crds), round(time.monotonic() - began, 2))
             ready.write_text(json.dumps({"server": asdict(server), "crds": crds, "crd_seconds": session.crd_seconds}))
     _SESSION.append(session)
