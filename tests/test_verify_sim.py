@@ -3,7 +3,9 @@ kube-controller-manager (tests/sim_cluster.py says what is real and what is simu
 2-node multi-node cluster and a 1-node single-node cluster are ready at every level (the smoke and
 all-reduce Jobs' pods placed by the real scheduler on the fake nodes, their Jobs completed by the
 real Job controller from the statuses the fake kubelet posts, their logs read through the API
-server); each planted fault is named by the check it breaks; the API server's own 401 and 403 are
+server); each planted fault (no EFA allocatable, a device plugin pod not Ready, another minor, a node
+the monitoring agent marks unhealthy, a failing smoke Job, NCCL over TCP sockets, a closed port, a
+failing credential plugin) is named by the check it breaks; the API server's own 401 and 403 are
 told apart; a user bound to the RBAC ``verify --dry-run`` writes can climb every level.
 
 Skips with one line without the binaries (RLINF_EKS_KUBE_ASSETS or KUBEBUILDER_ASSETS naming a
@@ -220,6 +222,22 @@ def _gone(sim: Sim, path: str) -> bool:
     except kube_apiserver.ApiError as err:
         return err.status == 404
     return (found.get("status") or {}).get("phase") != "Terminating"
+
+
+def test_an_all_reduce_that_fell_back_to_tcp_sockets_fails_the_network_check(sim, tmp_path):
+    cluster(sim, "multi-node", 2)
+    fallback = ALL_REDUCE_OK.replace("NET/OFI Selected Provider is efa (found 4 nics)", "NET/Socket : Using [0]eth0:10.0.1.23<0>").replace(
+        "Using network AWS Libfabric", "Using network Socket"
+    )
+
+    def over_sockets(pod: dict[str, Any]) -> tuple[int, str]:
+        code, log = job_outcome(pod)
+        return code, fallback if log == ALL_REDUCE_OK else log
+
+    sim.kubelet.job_outcome = over_sockets
+    found = only_failure(*verify(sim, tmp_path, "multi-node", "--level", "4"), "fabric.network")
+    assert found["detail"].startswith("NCCL fell back to TCP sockets (networks: Socket; provider: none)")
+    until("verify's Jobs and pods deleted", lambda: not leftovers(sim), timeout=30)
 
 
 # --- who is asking ------------------------------------------------------------------------------------
