@@ -85,6 +85,7 @@ SLOW_TESTS = {
 SLOW_MODULES = {
     "tests/test_checkov.py": 18,  # checkov_failures: one checkov run over every stack
     "tests/test_shellcheck.py": 5,  # stack_scripts: every stack's rendered scripts
+    "tests/test_verify_sim.py": 55,  # sim: a kube-apiserver, scheduler and controller manager (skipped without them)
 }
 
 

@@ -190,10 +190,18 @@ def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[
     if expected and found and found != expected:
         print(f"error: the kubeconfig is for EKS cluster {found}, stack {args.stack}'s is {expected}: pass --kubeconfig or --context", file=sys.stderr)
         return 1
+    if path is None and not os.environ.get("KUBECONFIG") and not (Path.home() / ".kube" / "config").exists():
+        print(
+            f"error: no cluster to verify: no kubeconfig (no --kubeconfig, no $KUBECONFIG, no kubeconfig output of stack {args.stack}, "
+            f"no ~/.kube/config): pass --kubeconfig PATH, or see what verify would create without a cluster: "
+            f"python -m rlinf_eks verify {args.stack_file} --dry-run",
+            file=sys.stderr,
+        )
+        return 1
     try:
         cluster = Cluster(path, args.context)
     except ClusterError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {err} (without a cluster: python -m rlinf_eks verify {args.stack_file} --dry-run)", file=sys.stderr)
         return 1
 
     def stop(signum: int, _frame: Any) -> None:
@@ -209,7 +217,7 @@ def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[
     except ClusterError as err:
         stopped = str(err)
     except Exception as err:  # noqa: BLE001 - an API or network error ends the climb with one line, never a traceback
-        stopped = f"the cluster stopped answering: {type(err).__name__}: {_first_line(err)}"
+        stopped = _failure_line(ladder, cluster, err)
     finally:
         # a second Ctrl-C (or SIGTERM) must not stop the clean-up
         interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -250,6 +258,18 @@ def _json_file_problem(path: Path) -> Optional[str]:
     except OutputError as err:
         return str(err)
     return None
+
+
+def _failure_line(ladder: Any, cluster: Any, err: BaseException) -> str:
+    """One line for what ended a climb: a failed API call's endpoint, reason and remedy, else the error's first line."""
+    from .client import api_failure
+    from .control_plane import failure_words
+
+    failure = api_failure(err, getattr(cluster, "endpoint", "the API server"))
+    if failure is None or failure.reason == "error":
+        return f"the cluster stopped answering: {type(err).__name__}: {_first_line(err)}"
+    detail, remedy = failure_words(ladder.expect, failure)
+    return f"{detail}: {remedy}"
 
 
 def _first_line(err: BaseException) -> str:

@@ -2,23 +2,100 @@
 read what the checks look at into an :class:`~.model.Observed` (the API server's JSON, camelCase,
 as ``kubectl get -o json`` shows it), create the objects a level describes, wait for its Jobs,
 read each pod's exit status and log, and delete every object it created. No check lives here.
+
+A call that fails is described by :func:`api_failure` (the endpoint, why: refused, timed out, DNS,
+TLS, 401, 403, and the OS's or the server's words), as is a kubeconfig whose credential plugin
+(``aws eks get-token``) failed so that none were sent; the checks and the command word the remedy
+(:func:`rlinf_eks.verify.control_plane.failure_words`). Each call may take ``CONNECT_TIMEOUT``
+seconds to connect and ``READ_TIMEOUT`` to be answered, and a failed one is tried once more
+(urllib3's default, three more, made a blackholed endpoint take two minutes to say so).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+import socket
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .model import Observed
+from .model import ApiFailure, Observed
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
-TIMEOUT = 30
-"""Seconds any one API call may take (a blackholed endpoint would otherwise hang for minutes)."""
+CONNECT_TIMEOUT, READ_TIMEOUT = 10.0, 30.0
+TIMEOUT = (CONNECT_TIMEOUT, READ_TIMEOUT)
+"""Seconds to connect, and to be answered, for any one API call (a blackholed endpoint would
+otherwise hang for minutes)."""
+RETRIES = 1
+"""Tries after a failed call's first: a dropped keep-alive connection is tried again once."""
 
 
 class ClusterError(RuntimeError):
     """No cluster to verify: no kubeconfig, or a kubeconfig whose cluster does not answer."""
+
+
+def _server_message(err: Any) -> str:
+    """The ``message`` of the Status an API server answers with, else its HTTP reason."""
+    try:
+        body = json.loads(err.body or "{}")
+    except (TypeError, ValueError):
+        body = {}
+    message = body.get("message") if isinstance(body, dict) else None
+    return " ".join(str(message or f"{err.status} {err.reason}").split())
+
+
+def _innermost(err: BaseException) -> BaseException:
+    """urllib3 wraps the cause: MaxRetryError.reason, then the OS's or ssl's own error."""
+    for _ in range(5):  # a chain of reasons, never a cycle in practice
+        inner = getattr(err, "reason", None)
+        if not isinstance(inner, BaseException):
+            break
+        err = inner
+    return err
+
+
+def api_failure(err: BaseException, endpoint: str, request: str = "") -> Optional[ApiFailure]:
+    """What went wrong with an API call, or None when ``err`` is not an API or network error."""
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError, NameResolutionError, NewConnectionError, SSLError, TimeoutError as Urllib3Timeout
+
+    if isinstance(err, ApiException):
+        reason = {401: "unauthorized", 403: "forbidden"}.get(err.status or 0, "error")
+        message = _server_message(err)
+        return ApiFailure(endpoint, request, reason, message if err.status in (401, 403) else f"{err.status} {message}")  # type: ignore[arg-type]
+    if not isinstance(err, (HTTPError, OSError)):
+        return None
+    inner = _innermost(err)
+    words = " ".join(str(inner).split())
+    if isinstance(inner, (NameResolutionError, socket.gaierror)):
+        return ApiFailure(endpoint, request, "dns", words.split("Failed to resolve ", 1)[-1])
+    if isinstance(inner, (SSLError, ssl.SSLError)):
+        cause = inner.args[0] if isinstance(inner, SSLError) and inner.args and isinstance(inner.args[0], BaseException) else inner
+        verify = getattr(cause, "verify_message", None) or getattr(cause, "reason", None) or str(cause)
+        return ApiFailure(endpoint, request, "tls", " ".join(str(verify).split()))
+    if isinstance(inner, ConnectionRefusedError) or "Connection refused" in words:
+        return ApiFailure(endpoint, request, "refused", "connection refused")
+    if isinstance(inner, NewConnectionError):
+        return ApiFailure(endpoint, request, "error", words.split("connection: ", 1)[-1])
+    # after NewConnectionError, which urllib3 2 derives from ConnectTimeoutError
+    if isinstance(inner, (Urllib3Timeout, socket.timeout, TimeoutError)):
+        limit = re.search(r"(connect|read) timeout=([0-9.]+)", words)
+        return ApiFailure(endpoint, request, "timeout", f"{limit.group(1)} timed out after {limit.group(2)}s" if limit else words)
+    return ApiFailure(endpoint, request, "error", f"{type(inner).__name__}: {words}"[:300])
+
+
+class _Captured(logging.Handler):
+    """The messages logged while the kubeconfig loads."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 @dataclass
@@ -48,17 +125,31 @@ class Cluster:
     path: Optional[str] = None
     context: Optional[str] = None
     created: list[Created] = field(default_factory=list)
+    timeout: tuple[float, float] = TIMEOUT
+    """(connect, read) seconds of every call."""
 
     def __post_init__(self) -> None:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
+        from urllib3.util.retry import Retry
 
+        configuration = client.Configuration()
+        # the client logs a failed exec credential plugin (aws eks get-token) and goes on without
+        # credentials: kept, to say so instead of the anonymous user's 403s
+        captured = _Captured()
+        root = logging.getLogger()
+        handlers, root.handlers = root.handlers, [captured]
         try:
-            config.load_kube_config(config_file=self.path, context=self.context)
+            config.load_kube_config(config_file=self.path, context=self.context, client_configuration=configuration)
         except (ConfigException, FileNotFoundError, OSError) as err:
             where = self.path or "$KUBECONFIG or ~/.kube/config"
-            raise ClusterError(f"no cluster to verify: {where}: {err}") from None
-        self.api = client.ApiClient()
+            raise ClusterError(f"no cluster to verify: {where}: {' '.join(str(err).split())}") from None
+        finally:
+            root.handlers = handlers
+        self.credentials_error = "; ".join(" ".join(line.split()) for line in captured.lines if line.startswith("exec:"))
+        configuration.retries = Retry(total=RETRIES, backoff_factor=0)
+        self.endpoint = str(configuration.host)
+        self.api = client.ApiClient(configuration)
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
@@ -81,9 +172,9 @@ class Cluster:
 
         try:
             if namespace:
-                found = self.custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, namespace, plural, _request_timeout=TIMEOUT)
+                found = self.custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, namespace, plural, _request_timeout=self.timeout)
             else:
-                found = self.custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=TIMEOUT)
+                found = self.custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=self.timeout)
         except ApiException as err:
             if err.status == 404:  # Kueue not installed: the L0 CRD check says so
                 return []
@@ -91,44 +182,56 @@ class Cluster:
         return list(found.get("items") or [])
 
     def observe_control_plane(self) -> Observed:
-        """/version, the caller (SelfSubjectReview) and the CRDs; an API that does not answer
-        leaves ``server_version`` None (the check says so)."""
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
+        """/version, the caller (SelfSubjectReview) and the CRDs. The first call that fails is
+        kept as ``api_failure`` (an API that does not answer also leaves ``server_version`` None;
+        credentials refused or a user without rights, ``identity`` or the CRDs): the checks say why."""
         observed = Observed()
         try:
-            observed.server_version = self._json(self.version.get_code(_request_timeout=TIMEOUT))
-        except (ApiException, HTTPError, OSError):
+            observed.server_version = self._json(self.version.get_code(_request_timeout=self.timeout))
+        except Exception as err:  # noqa: BLE001 - classified; anything else is not the cluster's answer
+            observed.api_failure = self._failure(err, "GET /version")
+            return observed
+        if self.credentials_error:  # it answers anyone; what follows would be the anonymous user's 403s
+            observed.api_failure = ApiFailure(self.endpoint, "the kubeconfig's exec credential plugin", "credentials", self.credentials_error)
             return observed
         try:
             review = self.auth.create_self_subject_review(
-                {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, _request_timeout=TIMEOUT
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, _request_timeout=self.timeout
             )
             observed.identity = self._json(review)
-        except ApiException:
-            observed.identity = None
+        except Exception as err:  # noqa: BLE001 - as above
+            observed.api_failure = self._failure(err, "create selfsubjectreviews")
+            if observed.api_failure.reason not in ("forbidden", "error"):  # 403/404: an API server that has no review for this user
+                return observed
+            observed.api_failure = None
         try:
-            observed.crds = self._items(self.extensions.list_custom_resource_definition(_request_timeout=TIMEOUT))
-        except ApiException as err:
-            # /version answers anyone; an expired token or a user without rights stops here
-            raise ClusterError(f"the API server refused to list CRDs ({err.status} {err.reason}): check the kubeconfig's credentials") from None
+            observed.crds = self._items(self.extensions.list_custom_resource_definition(_request_timeout=self.timeout))
+        except Exception as err:  # noqa: BLE001 - as above
+            observed.api_failure = self._failure(err, "list customresourcedefinitions")
         return observed
+
+    def _failure(self, err: Exception, request: str) -> ApiFailure:
+        """``err`` as an ApiFailure of this endpoint; an error that is neither the API's nor the
+        network's is re-raised (a bug, not the cluster's answer)."""
+        failure = api_failure(err, self.endpoint, request)
+        if failure is None:
+            raise err
+        return failure
 
     def observe(self, observed: Observed, level: int, namespaces: list[str]) -> Observed:
         """Add what ``level`` reads to ``observed``."""
         if level >= 1 and not observed.nodes:
-            observed.nodes = self._items(self.core.list_node(_request_timeout=TIMEOUT))
+            observed.nodes = self._items(self.core.list_node(_request_timeout=self.timeout))
         if level in (2, 5) and not observed.pods:
-            observed.pods = self._items(self.core.list_pod_for_all_namespaces(_request_timeout=TIMEOUT))
+            observed.pods = self._items(self.core.list_pod_for_all_namespaces(_request_timeout=self.timeout))
         if level == 2:
-            observed.daemonsets = self._items(self.apps.list_daemon_set_for_all_namespaces(_request_timeout=TIMEOUT))
-            observed.deployments = self._items(self.apps.list_deployment_for_all_namespaces(_request_timeout=TIMEOUT))
-            observed.namespaces = self._items(self.core.list_namespace(_request_timeout=TIMEOUT))
+            observed.daemonsets = self._items(self.apps.list_daemon_set_for_all_namespaces(_request_timeout=self.timeout))
+            observed.deployments = self._items(self.apps.list_deployment_for_all_namespaces(_request_timeout=self.timeout))
+            observed.namespaces = self._items(self.core.list_namespace(_request_timeout=self.timeout))
             observed.cluster_queues = self._custom("clusterqueues")
             observed.local_queues = [q for ns in namespaces for q in self._custom("localqueues", ns)]
-            observed.service_accounts = [sa for ns in namespaces for sa in self._items(self.core.list_namespaced_service_account(ns, _request_timeout=TIMEOUT))]
-            observed.claims = [c for ns in namespaces for c in self._items(self.core.list_namespaced_persistent_volume_claim(ns, _request_timeout=TIMEOUT))]
+            observed.service_accounts = [sa for ns in namespaces for sa in self._items(self.core.list_namespaced_service_account(ns, _request_timeout=self.timeout))]
+            observed.claims = [c for ns in namespaces for c in self._items(self.core.list_namespaced_persistent_volume_claim(ns, _request_timeout=self.timeout))]
         if level == 5:
             observed.cluster_queues = observed.cluster_queues or self._custom("clusterqueues")
             observed.priority_classes = self._custom("workloadpriorityclasses")
@@ -143,7 +246,7 @@ class Cluster:
 
         for _ in range(30):
             try:
-                phase = (self._json(self.core.read_namespace(name, _request_timeout=TIMEOUT)).get("status") or {}).get("phase")
+                phase = (self._json(self.core.read_namespace(name, _request_timeout=self.timeout)).get("status") or {}).get("phase")
             except ApiException:
                 break
             if phase != "Terminating":
@@ -169,7 +272,7 @@ class Cluster:
         }
         for obj in objects:
             meta = obj["metadata"]
-            creators[obj["kind"]](meta["namespace"], obj, _request_timeout=TIMEOUT)
+            creators[obj["kind"]](meta["namespace"], obj, _request_timeout=self.timeout)
             self.created.append(Created(obj["kind"], meta["name"], meta["namespace"]))
 
     def wait(self, namespace: str, run_label: str, jobs: list[str], deadline: float, progress: Callable[[str], None]) -> list[PodOutcome]:
@@ -180,7 +283,7 @@ class Cluster:
         while True:
             done = 0
             for name in jobs:
-                status = self._json(self.batch.read_namespaced_job_status(name, namespace, _request_timeout=TIMEOUT)).get("status") or {}
+                status = self._json(self.batch.read_namespaced_job_status(name, namespace, _request_timeout=self.timeout)).get("status") or {}
                 if any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in status.get("conditions") or []):
                     done += 1
             progress(f"{done}/{len(jobs)} Jobs finished ({time.monotonic() - started:.0f}s)")
@@ -193,7 +296,7 @@ class Cluster:
         from kubernetes.client.exceptions import ApiException
 
         outcomes = []
-        for pod in self._items(self.core.list_namespaced_pod(namespace, label_selector=run_label, _request_timeout=TIMEOUT)):
+        for pod in self._items(self.core.list_namespaced_pod(namespace, label_selector=run_label, _request_timeout=self.timeout)):
             meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
             job = (meta.get("labels") or {}).get("job-name", "")
             if job not in jobs:
@@ -209,7 +312,7 @@ class Cluster:
                 reason = next((c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "PodScheduled" and c.get("status") == "False"), "")
                 reason = reason or (f"{waiting.get('reason')}: {waiting.get('message', '')}" if waiting else "")
             try:
-                log = self.core.read_namespaced_pod_log(meta["name"], namespace, tail_lines=400, _request_timeout=TIMEOUT) if exit_code is not None else ""
+                log = self.core.read_namespaced_pod_log(meta["name"], namespace, tail_lines=400, _request_timeout=self.timeout) if exit_code is not None else ""
             except ApiException:
                 log = ""
             outcomes.append(PodOutcome(job, index, spec.get("nodeName") or "", exit_code, log, reason))
@@ -231,7 +334,7 @@ class Cluster:
             where = f"{item.kind} {item.namespace + '/' if item.namespace else ''}{item.name}"
             try:
                 if item.kind == "Namespace":
-                    self.core.delete_namespace(item.name, _request_timeout=TIMEOUT)
+                    self.core.delete_namespace(item.name, _request_timeout=self.timeout)
                 else:
                     deleters[item.kind](item.name, item.namespace)
             except ApiException as err:

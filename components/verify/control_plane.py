@@ -4,6 +4,10 @@ asking, and serves every CRD the stack's objects need (present and Established).
 Checks: ``api.reachable``, ``api.version``, ``api.identity``, then ``crds.<release>`` per Helm
 release whose CRDs the stack uses (``crds.kueue``, ``crds.jobset``, ``crds.kuberay-operator``,
 ``crds.kps``).
+
+A failed call (:class:`~.model.ApiFailure`, here or on a level above) is worded by
+:func:`failure_words`: the endpoint, why (connection refused, timed out, a name that does not
+resolve, an untrusted certificate, 401, 403) and what to do about it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import re
 from typing import Any, Mapping, Optional
 
 from .expect import CrdExpectation, Expectation, Release
-from .model import CheckResult, Observed, failed, passed, skipped
+from .model import ApiFailure, CheckResult, Observed, failed, passed, skipped
 
 LEVEL = 0
 
@@ -70,12 +74,65 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
+def _kubeconfig_command(expect: Expectation) -> str:
+    return f"pulumi stack output kubeconfig --show-secrets --stack {expect.platform_stack or expect.stack} > kubeconfig"
+
+
+def failure_words(expect: Expectation, failure: ApiFailure) -> tuple[str, str]:
+    """(what happened, what to do) for a failed API call, each one line."""
+    at, asked = failure.endpoint, f" ({failure.request})" if failure.request else ""
+    fetch = f"fetch the stack's kubeconfig again: {_kubeconfig_command(expect)}"
+    words = {
+        "refused": (
+            f"{at} refused the connection{asked}: nothing listens there",
+            f"the kubeconfig names an endpoint of a cluster that is gone or not up yet: {fetch}",
+        ),
+        "timeout": (
+            f"no answer from {at}{asked}: {failure.message}",
+            "it took the connection but never answered: an overloaded control plane (aws eks describe-cluster) or not an API "
+            f"server behind that address and port: {fetch}"
+            if failure.message.startswith("read")
+            else "this machine cannot reach the endpoint: add its address to cluster.endpointPublicAccessCidrs and pulumi up, "
+            "or run verify inside the VPC (a private endpoint)",
+        ),
+        "dns": (
+            f"the endpoint {at} does not resolve{asked}: {failure.message}",
+            f"the cluster was deleted or the kubeconfig is stale: {fetch}",
+        ),
+        "tls": (
+            f"{at}'s certificate is not trusted{asked}: {failure.message}",
+            f"the kubeconfig's certificate-authority-data is not this server's (an earlier cluster of the same name?): {fetch}",
+        ),
+        "credentials": (
+            f"no credentials were sent to {at}: {failure.request} failed: {failure.message}",
+            "run the kubeconfig's command by hand (aws eks get-token --cluster-name NAME) until it prints a token: "
+            "aws configure or aws sso login, the AWS_PROFILE the kubeconfig sets, the aws CLI on PATH",
+        ),
+        "unauthorized": (
+            f"{at} refused the credentials{asked}: 401 {failure.message}",
+            "the token is expired or of an identity the cluster does not know: check aws sts get-caller-identity (the profile "
+            "the kubeconfig's aws eks get-token uses) and that identity's EKS access entry (cluster.adminRoleArns)",
+        ),
+        "forbidden": (
+            f"{at} forbids it{asked}: 403 {failure.message}",
+            f"the user lacks the rights verify needs: bind the ClusterRole and Roles that python -m rlinf_eks verify {expect.stack} "
+            "--dry-run writes (or add the identity to cluster.adminRoleArns)",
+        ),
+    }
+    return words.get(
+        failure.reason,
+        (f"{at} answered{asked}: {failure.message}", f"check that {at} is the stack's API server: {fetch}"),
+    )
+
+
 def _reachable(expect: Expectation, observed: Observed) -> CheckResult:
     version = observed.server_version
     if not version or not (version.get("gitVersion") or version.get("minor")):
+        if observed.api_failure is not None:
+            return failed(LEVEL, "api.reachable", *failure_words(expect, observed.api_failure))
         return failed(
             LEVEL, "api.reachable", "no answer from the API server (/version)",
-            f"check the kubeconfig (pulumi stack output kubeconfig --show-secrets --stack {expect.platform_stack or expect.stack}) "
+            f"check the kubeconfig ({_kubeconfig_command(expect)}) "
             "and that this machine may reach the endpoint (cluster.endpointPublicAccessCidrs, or run inside the VPC)",
         )  # fmt: skip
     return passed(LEVEL, "api.reachable", f"the API server answers: {version.get('gitVersion') or version.get('minor')}")
@@ -102,6 +159,9 @@ def _version(expect: Expectation, version: Mapping[str, Any]) -> CheckResult:
 def _identity(expect: Expectation, observed: Observed) -> CheckResult:
     info = user_info(observed.identity)
     username = info.get("username")
+    if observed.api_failure is not None:  # no credentials, credentials refused (401), or a user who may not list CRDs (403)
+        detail, remedy = failure_words(expect, observed.api_failure)
+        return failed(LEVEL, "api.identity", f"as {username}: {detail}" if username else detail, remedy)
     if not username:
         return failed(
             LEVEL, "api.identity", "the API server names no user for these credentials (SelfSubjectReview)",
@@ -145,6 +205,10 @@ def check_control_plane(expect: Expectation, observed: Observed) -> list[CheckRe
     reachable = _reachable(expect, observed)
     if not reachable.ok:
         names = ["api.version", "api.identity", *dict.fromkeys(f"crds.{c.release.name}" for c in expect.crds)]
-        return [reachable, *(skipped(LEVEL, name, "the API server did not answer") for name in names)]
+        return [reachable, *(skipped(LEVEL, name, "the API server did not answer (api.reachable)") for name in names)]
     assert observed.server_version is not None
-    return [reachable, _version(expect, observed.server_version), _identity(expect, observed), *_crds(expect, observed)]
+    checks = [reachable, _version(expect, observed.server_version), _identity(expect, observed)]
+    if observed.api_failure is not None:
+        why = f"could not read the CRDs ({observed.api_failure.reason}: api.identity)"
+        return checks + [skipped(LEVEL, name, why) for name in dict.fromkeys(f"crds.{c.release.name}" for c in expect.crds)]
+    return checks + _crds(expect, observed)

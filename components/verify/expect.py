@@ -105,6 +105,17 @@ class WorkloadExpectation:
 
 
 @dataclass(frozen=True)
+class NodeShape:
+    """What a GPU node of one instance type shows: its allocatable GPUs, EFA devices and hugepages
+    (exactly), and its memory capacity (at least the catalog's RAM less the VM overhead)."""
+
+    instance_type: str
+    allocatable: Mapping[str, str]
+    memory_capacity: str
+    """The least ``status.capacity.memory`` a node of the type reports (``1894Gi`` for 2048 GiB)."""
+
+
+@dataclass(frozen=True)
 class GpuNodeExpectation:
     """The GPU node group as its nodes should look to the API server."""
 
@@ -132,10 +143,21 @@ class GpuNodeExpectation:
     efa: bool
     health_agent: bool
     """The EKS node monitoring agent runs on the nodes (gpuNodes.autoRepair on a new cluster)."""
+    shapes: tuple[NodeShape, ...] = ()
+    """Each instance type a GPU node may be, in order of preference: instanceType, then (Karpenter)
+    gpuNodes.fallbackInstanceTypes, each judged by its own catalog row."""
 
     @property
     def scale_from_zero(self) -> bool:
         return self.min_count == 0
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        return tuple(shape.instance_type for shape in self.shapes) or (self.instance_type,)
+
+    def shape(self, instance_type: object) -> Optional[NodeShape]:
+        """The shape of a node of ``instance_type``, None when no GPU node may be of that type."""
+        return next((shape for shape in self.shapes if shape.instance_type == instance_type), None)
 
 
 # --- the queue and the run -------------------------------------------------------------------------
@@ -287,16 +309,23 @@ def _crds(settings: StackSettings, releases: Mapping[str, Release]) -> tuple[Crd
     return tuple(crds)
 
 
-def _gpu_nodes(settings: StackSettings, stack: str) -> GpuNodeExpectation:
+def _shape(settings: StackSettings, instance: catalog.InstanceType) -> NodeShape:
     gpu = settings.gpu_nodes
-    instance = gpu.instance
     efa_devices = len(catalog.efa_interfaces_for(instance)) if gpu.efa and instance.efa_capable else 0
     allocatable = {GPU_RESOURCE: str(instance.gpus)}
     if efa_devices:
         allocatable[EFA_RESOURCE] = str(efa_devices)
     allocatable[HUGEPAGES_2MI_RESOURCE] = quantity(HUGEPAGES_2MI_RESOURCE, gpu.hugepages_gib * catalog.GIB_MIB) if gpu.hugepages_gib else "0"
-    zero_reason = ""
+    return NodeShape(instance.name, allocatable, quantity("memory", catalog.memory_capacity_mib(instance)))
+
+
+def _gpu_nodes(settings: StackSettings, stack: str) -> GpuNodeExpectation:
+    gpu = settings.gpu_nodes
     karpenter = gpu.provisioner == "karpenter"
+    # instanceType with its overrides (managed groups), then Karpenter's fallbacks: catalog rows
+    shapes = (_shape(settings, gpu.instance), *(_shape(settings, catalog.lookup(name)) for name in (gpu.fallback_instance_types if karpenter else [])))
+    allocatable = dict(shapes[0].allocatable)
+    zero_reason = ""
     if karpenter:
         zero_reason = f"gpuNodes.provisioner karpenter: NodePool {karpenter_specs.NODE_POOL} launches nodes for an admitted run's pods and removes them once empty"
     elif gpu.scale_to_zero:
@@ -322,8 +351,9 @@ def _gpu_nodes(settings: StackSettings, stack: str) -> GpuNodeExpectation:
         topology_labels=topology,
         zone=settings.gpu_az,
         allocatable=allocatable,
-        efa=bool(efa_devices),
+        efa=EFA_RESOURCE in allocatable,
         health_agent=gpu.auto_repair and not settings.cluster.existing,
+        shapes=shapes,
     )
 
 

@@ -23,6 +23,23 @@ LEVELS: dict[int, str] = {
 
 Outcome = Literal["pass", "fail", "skip"]
 
+Reason = Literal["refused", "timeout", "dns", "tls", "credentials", "unauthorized", "forbidden", "error"]
+"""Why an API call got no answer, or a refusal: nothing listens at the endpoint, no answer within
+the client's timeout, the name does not resolve, the server's certificate is not trusted, the
+kubeconfig's credential plugin (``aws eks get-token``) failed so none were sent, the credentials
+are refused (401), the user may not do it (403), anything else the server answered."""
+
+
+@dataclass(frozen=True)
+class ApiFailure:
+    """An API call that failed: the endpoint (``https://....eks.amazonaws.com``), the request
+    (``GET /version``, ``list nodes``), why, and the OS's or the server's own words (one line)."""
+
+    endpoint: str
+    request: str
+    reason: Reason
+    message: str
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -79,3 +96,5 @@ class Observed:
     service_accounts: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
+    api_failure: Optional[ApiFailure] = None
+    """The control plane's first failed call (L0), when one failed."""

@@ -6,6 +6,9 @@ A GPU node is a node carrying every label of :attr:`GpuNodeExpectation.selector`
 (``role: gpu-training``, :data:`rlinf_eks.scheduling.GPU_NODE_LABELS`): the label the training
 pods and device plugins select, so exactly the nodes a run can land on.
 
+With Karpenter's fallback types (``gpuNodes.fallbackInstanceTypes``) a GPU node may be of any type
+the NodePool allows, and is judged by that type's :class:`~.expect.NodeShape` (its catalog row).
+
 Checks: ``gpu-nodes.count``, ``gpu-nodes.instance-type``, ``gpu-nodes.allocatable``,
 ``gpu-nodes.taints``, ``gpu-nodes.labels``, ``gpu-nodes.topology``, ``gpu-nodes.ready``,
 ``gpu-nodes.health``.
@@ -24,7 +27,7 @@ from typing import Any, Mapping
 from ..cluster import NODE_MONITORING_AGENT
 from ..scheduling import GPU_TAINT
 from .control_plane import condition, condition_true, why_not
-from .expect import INSTANCE_TYPE_LABEL, NODEGROUP_LABEL, ZONE_LABEL, Expectation, quantities, show
+from .expect import INSTANCE_TYPE_LABEL, NODEGROUP_LABEL, ZONE_LABEL, Expectation, parse_quantity, quantities, show
 from .model import CheckResult, Observed, failed, passed, skipped
 
 LEVEL = 1
@@ -110,32 +113,51 @@ def _count(expect: Expectation, observed: Observed, nodes: list[Mapping[str, Any
     strays = [
         node_name(node)
         for node in observed.nodes
-        if not is_gpu_node(expect, node) and labels_of(node).get(INSTANCE_TYPE_LABEL) == gpu.instance_type
+        if not is_gpu_node(expect, node) and labels_of(node).get(INSTANCE_TYPE_LABEL) in gpu.instance_types
     ]
-    hint = f"; {plural(len(strays), gpu.instance_type + ' node')} without {selector}: {', '.join(strays)}" if strays else ""
+    hint = f"; {plural(len(strays), ' or '.join(gpu.instance_types) + ' node')} without {selector}: {', '.join(strays)}" if strays else ""
     return failed(
         LEVEL, "gpu-nodes.count", f"{plural(n, 'GPU node')} ({selector}){where}, gpuNodes.nodeCount wants {gpu.count}{hint}",
         f"check {gpu.node_group}: aws eks describe-nodegroup (health issues, InsufficientInstanceCapacity) and its Auto Scaling group's activity",
     )  # fmt: skip
 
 
+def _types(expect: Expectation) -> str:
+    """How the remedies name the types a GPU node may be."""
+    types = expect.gpu.instance_types
+    if len(types) == 1:
+        return f"gpuNodes.instanceType says {types[0]}"
+    return f"the NodePool allows {', '.join(types)} (gpuNodes.instanceType, then fallbackInstanceTypes)"
+
+
 def _instance_type(expect: Expectation, nodes: list[Mapping[str, Any]]) -> CheckResult:
-    wanted = expect.gpu.instance_type
-    wrong = {node_name(n): [str(labels_of(n).get(INSTANCE_TYPE_LABEL) or "no instance-type label")] for n in nodes if labels_of(n).get(INSTANCE_TYPE_LABEL) != wanted}
+    allowed = expect.gpu.instance_types
+    found = [str(labels_of(n).get(INSTANCE_TYPE_LABEL) or "no instance-type label") for n in nodes]
+    wrong = {node_name(n): [kind] for n, kind in zip(nodes, found) if kind not in allowed}
     if wrong:
         return failed(
-            LEVEL, "gpu-nodes.instance-type", f"{plural(len(wrong), 'GPU node')} not {wanted}: {_per_node(wrong)}",
-            f"gpuNodes.instanceType says {wanted}: {expect.up_cluster} to roll the node group, or remove the GPU label from other node groups",
+            LEVEL, "gpu-nodes.instance-type", f"{plural(len(wrong), 'GPU node')} not {' or '.join(allowed)}: {_per_node(wrong)}",
+            f"{_types(expect)}: {expect.up_cluster} to roll the node group, or remove the GPU label from other node groups",
         )  # fmt: skip
-    return passed(LEVEL, "gpu-nodes.instance-type", f"every GPU node is {wanted}")
+    if len(allowed) == 1:
+        return passed(LEVEL, "gpu-nodes.instance-type", f"every GPU node is {allowed[0]}")
+    counts = ", ".join(f"{found.count(kind)} {kind}" + (" (fallback)" if kind != allowed[0] else "") for kind in allowed if kind in found)
+    return passed(LEVEL, "gpu-nodes.instance-type", f"every GPU node of a type the NodePool allows: {counts}")
 
 
 def _allocatable(expect: Expectation, nodes: list[Mapping[str, Any]]) -> CheckResult:
-    wanted = quantities(expect.gpu.allocatable)
+    """Each node judged by its own type's shape (a Karpenter fallback type by its catalog row; a
+    node of a type not allowed, which gpu-nodes.instance-type reports, by instanceType's)."""
+    preferred = expect.gpu.shapes[0] if expect.gpu.shapes else None
     problems: dict[str, list[str]] = {}
     missing: set[str] = set()
     differs: set[str] = set()
+    differ_types: set[str] = set()
+    short_memory: set[str] = set()
     for node in nodes:
+        kind = labels_of(node).get(INSTANCE_TYPE_LABEL)
+        shape = expect.gpu.shape(kind) or preferred
+        wanted = quantities(shape.allocatable if shape else expect.gpu.allocatable)
         have = quantities((node.get("status") or {}).get("allocatable"))
         items = []
         for name, amount in wanted.items():
@@ -148,10 +170,19 @@ def _allocatable(expect: Expectation, nodes: list[Mapping[str, Any]]) -> CheckRe
             elif got != amount:
                 items.append(f"{name} {show(name, got)} (expects {show(name, amount)})")
                 differs.add(name)
+                differ_types.add(shape.instance_type if shape else expect.gpu.instance_type)
+        if shape is not None:
+            memory = quantities((node.get("status") or {}).get("capacity")).get("memory")
+            least = parse_quantity(shape.memory_capacity)
+            if memory is not None and memory < least:
+                items.append(f"memory capacity {show('memory', memory)} (a {shape.instance_type} has at least {show('memory', least)})")
+                short_memory.add(shape.instance_type)
         problems[node_name(node)] = items
-    shown = ", ".join(f"{name} {expect.gpu.allocatable[name]}" for name in expect.gpu.allocatable)
     if not any(problems.values()):
-        return passed(LEVEL, "gpu-nodes.allocatable", f"every GPU node advertises {shown}")
+        if len(expect.gpu.instance_types) == 1:
+            shown = ", ".join(f"{name} {expect.gpu.allocatable[name]}" for name in expect.gpu.allocatable)
+            return passed(LEVEL, "gpu-nodes.allocatable", f"every GPU node advertises {shown}")
+        return passed(LEVEL, "gpu-nodes.allocatable", "every GPU node advertises its type's GPUs, EFA devices, hugepages and memory")
     remedies = []
     plugins = {ds.advertises: ds for ds in expect.daemonsets}
     for name in sorted(missing):
@@ -163,8 +194,13 @@ def _allocatable(expect: Expectation, nodes: list[Mapping[str, Any]]) -> CheckRe
             remedies.append(f"{name}: no device plugin of the stack advertises it: check the node group's AMI")
     if differs:
         remedies.append(
-            f"{', '.join(sorted(differs))}: the nodes differ from the catalog's {expect.gpu.instance_type}: check the launch template, "
+            f"{', '.join(sorted(differs))}: the nodes differ from the catalog's {', '.join(sorted(differ_types))}: check the launch template, "
             "or correct the figures with gpuNodes.instanceOverrides"
+        )
+    if short_memory:
+        remedies.append(
+            f"less memory than a {' or '.join(sorted(short_memory))} has (a failed DIMM, or another instance behind the label): "
+            "kubectl drain the node and terminate its instance"
         )
     return failed(LEVEL, "gpu-nodes.allocatable", _per_node(problems), "; ".join(remedies))
 
