@@ -47,13 +47,13 @@ PROOF_SETTINGS: tuple[tuple[str, str], ...] = (
     ("workload.trainer.batch[\"env.eval.total_num_envs\"]=1", "CPU physics: one env"),
     ("workload.trainer.batch[\"actor.global_batch_size\"]=50", "1 env x 50 steps per rollout"),
     ("workload.trainer.batch[\"actor.micro_batch_size\"]=50", "1 env x 50 steps per rollout"),
-    ("workload.trainer.overrides[0]=env.train.init_params.sim_backend=physx_cpu", "no GPU PhysX offline"),
-    ("workload.trainer.overrides[1]=env.eval.init_params.sim_backend=physx_cpu", "no GPU PhysX offline"),
-    ("workload.trainer.overrides[2]=env.eval.video_cfg.save_video=False", "small results"),
+    ("workload.trainer.overrides=env.train.init_params.sim_backend=physx_cpu", "no GPU PhysX offline"),
+    ("workload.trainer.overrides=env.eval.init_params.sim_backend=physx_cpu", "no GPU PhysX offline"),
+    ("workload.trainer.overrides=env.eval.video_cfg.save_video=False", "small results"),
     # a short run with frequent checkpoints, so that a stop falls between two of them
-    ("workload.trainer.overrides[3]=runner.max_steps=32", "a short run"),
-    ("workload.trainer.overrides[4]=runner.save_interval=4", "a checkpoint every 4 steps"),
-    ("workload.trainer.overrides[5]=runner.val_check_interval=2", "an evaluation every 2 steps"),
+    ("workload.trainer.overrides=runner.max_steps=32", "a short run"),
+    ("workload.trainer.overrides=runner.save_interval=4", "a checkpoint every 4 steps"),
+    ("workload.trainer.overrides=runner.val_check_interval=2", "an evaluation every 2 steps"),
     # the launcher lets checkpoint writes settle for up to half of a short grace period before it
     # interrupts the trainer: 30 s here instead of 14 minutes
     ("workload.terminationGracePeriodSeconds=60", "a quick stop"),
@@ -67,9 +67,24 @@ SECOND_START_LIMIT = 330
 # --- 1. render (here) ----------------------------------------------------------------------------
 
 
+def proof_settings() -> list[str]:
+    """PROOF_SETTINGS as --set arguments: the proof's Hydra overrides replace the stack's own of
+    the same key (Hydra takes a key once), the stack's others are kept, first."""
+    import yaml
+
+    stack = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{STACK}.yaml").read_text())["config"]
+    own = stack.get("rlinf-eks:workload", {}).get("trainer", {}).get("overrides", [])
+    prefix = "workload.trainer.overrides="
+    mine = [s[len(prefix):] for s, _ in PROOF_SETTINGS if s.startswith(prefix)]
+    keys = {item.split("=", 1)[0] for item in mine}
+    merged = [item for item in own if item.split("=", 1)[0] not in keys] + mine
+    settings = [s for s, _ in PROOF_SETTINGS if not s.startswith(prefix)]
+    return settings + [f"workload.trainer.overrides[{i}]={item}" for i, item in enumerate(merged)]
+
+
 def render(out: Path) -> int:
     argv = [sys.executable, "-m", "rlinf_eks", "plan", STACK, "--quiet", "--out", str(out)]
-    for setting, _ in PROOF_SETTINGS:
+    for setting in proof_settings():
         argv += ["--set", setting]
     print("+", " ".join(argv), flush=True)
     return subprocess.call(argv, cwd=ROOT)
