@@ -51,7 +51,7 @@ PROOF_SETTINGS: tuple[tuple[str, str], ...] = (
     ("workload.trainer.overrides=env.eval.init_params.sim_backend=physx_cpu", "no GPU PhysX offline"),
     ("workload.trainer.overrides=env.eval.video_cfg.save_video=False", "small results"),
     # a short run with frequent checkpoints, so that a stop falls between two of them
-    ("workload.trainer.overrides=runner.max_steps=32", "a short run"),
+    ("workload.trainer.overrides=runner.max_steps=40", "a short run: the first start stops near step 20"),
     ("workload.trainer.overrides=runner.save_interval=4", "a checkpoint every 4 steps"),
     ("workload.trainer.overrides=runner.val_check_interval=2", "an evaluation every 2 steps"),
     # the launcher lets checkpoint writes settle for up to half of a short grace period before it
@@ -212,9 +212,12 @@ def run(plan: Path, kit: Path, out: Path) -> int:
     with (out / "setup.log").open("w") as log:
         env = image_env(kit, workdir, log)
         for probe in (["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], ["python3", "-c", "import torch, ray; print(torch.__version__, ray.__version__)"]):
-            result = subprocess.run(probe, env=env, capture_output=True, text=True)
+            try:
+                result = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=120)
+            except (OSError, subprocess.TimeoutExpired) as err:
+                result = subprocess.CompletedProcess(probe, 1, "", str(err))
             log.write(f"$ {' '.join(probe)}\n{result.stdout}{result.stderr}")
-            summary.setdefault("machine", []).append(result.stdout.strip())
+            summary.setdefault("machine", []).append(result.stdout.strip() or result.stderr.strip()[-200:])
     # the pod's volumes, empty as a new pod finds them (the run directory is kept between the two
     # starts, as the shared filesystem or the restore init container keeps it)
     for path in [*pod["dirs"], "/etc/rlinf"]:
@@ -231,9 +234,11 @@ def run(plan: Path, kit: Path, out: Path) -> int:
 
     first = start(pod, env, out / "start1.log", FIRST_START_LIMIT, stop_now)
     first["checkpoints"] = checkpoints(patterns, marker)
-    complete = sorted(step for step, done in first["checkpoints"].items() if done)
+    steps = sorted(first["checkpoints"])
     summary["first"] = first
-    summary["newest_complete_after_stop"] = complete[-1] if complete else None
+    # the launcher's rule: a step is complete once a newer one exists beside it (RLinf saves
+    # before the next step starts); the newest may be a save cut off by the stop
+    summary["newest_complete_after_stop"] = steps[-2] if len(steps) > 1 else None
     # a new pod: empty state and config volumes, the same run directory
     for path in pod["dirs"]:
         if path != run_dir:
@@ -254,7 +259,9 @@ def run(plan: Path, kit: Path, out: Path) -> int:
         tar.add(run_dir, arcname="run", filter=lambda t: None if t.name.endswith((".pt", ".distcp")) else t)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps({k: summary[k] for k in ("first", "newest_complete_after_stop", "second")}, indent=2))
-    return 0 if second["exit"] == 0 and second["resumed_from"] else 1
+    expected = summary["newest_complete_after_stop"]
+    resumed_ok = expected is not None and second["resumed_from"] is not None and second["resumed_from"].endswith(f"/global_step_{expected}")
+    return 0 if second["exit"] == 0 and resumed_ok else 1
 
 
 # --- 3. record (here) ----------------------------------------------------------------------------
