@@ -60,8 +60,8 @@ PROOF_SETTINGS: tuple[tuple[str, str], ...] = (
 )
 CONTAINER = "ray"
 STOP_AFTER_COMPLETE = 1  # SIGTERM once this many checkpoints are marked complete
-FIRST_START_LIMIT = 330  # seconds
-SECOND_START_LIMIT = 330
+FIRST_START_LIMIT = 240  # seconds: the two starts and the kit fit one 10-minute device call
+SECOND_START_LIMIT = 240
 
 
 # --- 1. render (here) ----------------------------------------------------------------------------
@@ -285,22 +285,29 @@ def record(results: Path, date: str, machine: str) -> int:
     times = [v for _, v in sorted(step_time.points.items())] if step_time else []
     steps = sorted(step_time.points) if step_time else []
     first, second = summary["first"], summary["second"]
+
+    def marks(found: dict) -> str:
+        return ", ".join(f"{step} {'complete' if done else 'not complete'}" for step, done in sorted((int(k), v) for k, v in found.items()))
+
+    machine_seen = "; ".join(" ".join(m.split()) for m in summary.get("machine", []))
+    report_lines = [line for line in report.stdout.splitlines() if line.strip() and not line.startswith("wrote ")]
     lines = [
         "# The GPU proof: the quickstart stack's launcher with real RLinf",
         "",
         "Written by `python bench/gpu_proof.py record` from what `bench/gpu_proof.py run` brought back; not edited by hand.",
         "",
-        f"- date: {date}; machine: {machine} ({'; '.join(summary.get('machine', []))})",
+        f"- date: {date}; machine: {machine} ({machine_seen})",
         f"- launcher: the `{CONTAINER}` container of the quickstart stack's training Job, command `{' '.join(summary['command'])}`, "
         "scripts from its ConfigMap, its environment from the manifest over the kit's (the stand-in for the image)",
         "- proof settings (`--set`, each with its reason): " + "; ".join(f"`{s}` ({why})" for s, why in PROOF_SETTINGS),
         f"- first start: SIGTERM after {first.get('sigterm_at_s')} s (once a checkpoint was marked complete), exit {first['exit']} "
-        f"after {first['seconds']} s; checkpoints then (step: marked complete) {first['checkpoints']}",
-        f"- second start: `{second['resumed_from']}` resumed (newest complete after the stop: global_step_{summary['newest_complete_after_stop']}), "
-        f"exit {second['exit']} after {second['seconds']} s; checkpoints (step: complete) {second['checkpoints']}",
+        f"after {first['seconds']} s; checkpoints then: {marks(first['checkpoints'])}",
+        f"- second start: resumed from `{second['resumed_from']}` (newest complete by the launcher's rule after the stop: "
+        f"global_step_{summary['newest_complete_after_stop']}), exit {second['exit']} after {second['seconds']} s; checkpoints: {marks(second['checkpoints'])}",
         f"- TensorBoard steps logged: {len(steps)} distinct ({steps[0] if steps else '-'}..{steps[-1] if steps else '-'}, RLinf logs global step N at N-1)",
         f"- seconds per step (time/step): median {sorted(times)[len(times) // 2]:.2f}, min {min(times):.2f}, max {max(times):.2f}" if times else "- no time/step",
-        f"- report (exit {report.returncode}): " + " ".join((report.stdout.strip().splitlines() or ["-"])[-3:]),
+        f"- `python -m rlinf_eks report {STACK} --run-dir` (exit {report.returncode}) over the run's own events said:",
+        *(f"  - {line.strip()}" for line in report_lines),
     ]
     RESULTS.write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS}")
