@@ -92,13 +92,32 @@ def runner_problems(settings: StackSettings, stack: Optional[str] = None) -> lis
     return interval_problems(settings) + cpu_physics_problems(settings)
 
 
+def _gpu_physics(settings: StackSettings) -> bool:
+    """A ManiSkill config (maniskill_*) that keeps GPU physics for training or evaluation."""
+    if not config_name_of(settings.workload.trainer).startswith("maniskill"):
+        return False
+    backends = [_string_override(settings, f"env.{part}.init_params.sim_backend") for part in ("train", "eval")]
+    return any(b is None or b[1] not in CPU_BACKENDS for b in backends)
+
+
 def runner_warnings(settings: StackSettings) -> list[str]:
-    """What the launch warns of: a run that saves no checkpoint."""
+    """What the launch warns of: a run that saves no checkpoint; GPU physics with a HOME that is
+    not root's (RLinf's image bakes SAPIEN's PhysX GPU library under /opt/assets/.sapien and links
+    it into root's home at build time, docker/Dockerfile:174-187 and :222-223; SAPIEN looks in
+    ~/.sapien/physx and otherwise downloads it from GitHub at first use)."""
+    warnings = []
     save = _sizes(settings).get(SAVE)
-    if save is None or save.value > 0:
-        return []
-    return [
-        f"{save.path}={save.value}{save.note}: RLinf saves no checkpoint, so a stopped or restarted run "
-        f"starts again from step 0 and evaluation has nothing to read: set {SAVE} (a multiple of {VAL} "
-        "while evaluation runs) in workload.trainer.overrides"
-    ]
+    if save is not None and save.value <= 0:
+        warnings.append(
+            f"{save.path}={save.value}{save.note}: RLinf saves no checkpoint, so a stopped or restarted run "
+            f"starts again from step 0 and evaluation has nothing to read: set {SAVE} (a multiple of {VAL} "
+            "while evaluation runs) in workload.trainer.overrides"
+        )
+    home = settings.workload.env.get("HOME")
+    if settings.workload.trainer.dialect == "rlinf-embodied" and _gpu_physics(settings) and home not in (None, "/root"):
+        warnings.append(
+            f"workload.env.HOME={home!r}: ManiSkill's GPU physics loads SAPIEN's PhysX GPU library from "
+            "~/.sapien, which RLinf's image links into /root only: with another HOME SAPIEN downloads it from "
+            "GitHub at first use (fails without internet access); leave HOME unset (the image's root user has /root)"
+        )
+    return warnings
