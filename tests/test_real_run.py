@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlinf_eks.trainers import launch_for
+from rlinf_eks.trainers import launch_for, recipe_of
 from rlinf_eks.trainers.rlinf_embodied import DIALECT
 from rlinf_eks.workload import scripts
 from tests.harness import settings
@@ -78,9 +78,10 @@ def test_rlinf_writes_events_to_the_log_path_s_tensorboard_folder_and_checkpoint
     paths = listing(run)
     events = [p for p in paths if Path(p).name.startswith("events.out.tfevents.")]
     assert events and all(str(Path(p).parent) == "tensorboard" for p in events)
+    checkpoint_file = recipe_of(DIALECT).evaluation.checkpoint_file  # what workload.mode eval loads
     for step in steps_of(run):
-        actor = f"{experiment_of(run)}/checkpoints/global_step_{step}/actor"
-        assert {f"{actor}/dcp_checkpoint", f"{actor}/model_state_dict/full_weights.pt"} <= set(paths)
+        step_dir = f"{experiment_of(run)}/checkpoints/global_step_{step}"
+        assert {f"{step_dir}/actor/dcp_checkpoint", f"{step_dir}/{checkpoint_file}"} <= set(paths)
 
 
 @pytest.mark.parametrize("run", RUNS)
