@@ -37,6 +37,8 @@ def test_quickstart_is_one_small_node_without_efa_and_the_plan_says_no_fabric_is
     out = _printed_plan(tmp_path, capsys)
     assert "fabric: no EFA on these nodes: NCCL uses TCP sockets (nothing pinned, no fabric check)" in out
     assert "input staging  0 s: nothing to stage" in out
+    # on one GPU every RLinf component has one rank whatever the config places: nothing to warn of
+    assert not [line for line in out.splitlines() if line.startswith("warning:")], out
     job = manifests(plan)["job-rlinf-training.yaml"]
     pod = job["spec"]["template"]["spec"]
     containers = [c["name"] for c in pod.get("initContainers", []) + pod["containers"]]
@@ -82,3 +84,10 @@ def test_the_gpu_proof_plans_the_stack_with_its_settings_and_reads_the_rendered_
     launch = pod["files"]["/etc/rlinf/launch.sh"][0]
     assert proof._launch_value(launch, "GRACE_SECONDS") == "60"
     assert proof._launch_value(launch, "CHECKPOINT_PATTERNS").split("\n")[1] == "/rlinf-run/logs/rlinf/checkpoints/global_step_*"
+
+
+def test_on_one_gpu_the_world_size_rules_check_an_unknown_configs_batch_with_one_rank_each(tmp_path, capsys):
+    sets = ["--set", 'workload.trainer.batch["actor.global_batch_size"]=50', "--set", 'workload.trainer.batch["actor.micro_batch_size"]=40']
+    assert main(["plan", "quickstart", "--quiet", "--out", str(tmp_path / "out"), *sets]) == 2
+    err = capsys.readouterr().err
+    assert 'workload.trainer.batch["actor.global_batch_size"]=50: must be divisible by actor.micro_batch_size x actor world size = 40 x 1 = 40' in err

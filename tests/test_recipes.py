@@ -243,8 +243,9 @@ def test_every_workload_stack_plans_its_inputs_and_stages_each_in_its_own_init_c
     for stack in WORKLOAD_STACKS:
         s = plan_stack(stack).settings
         names = [item.name for item in chosen_inputs(s)]
-        config = recipe_of(s.workload.trainer.dialect).configs[config_name_of(s.workload.trainer)]
-        assert names == [i.name for i in config.inputs], stack
+        config = recipe_of(s.workload.trainer.dialect).configs.get(config_name_of(s.workload.trainer))
+        # a config without a recipe (quickstart's maniskill_ppo_mlp: no model, nothing to stage) stages what the stack names
+        assert names == ([i.name for i in config.inputs] if config else [n for n in ("model",) if s.workload.model.source]), stack
         text = "\n".join(str(r["inputs"]) for r in plan_stack(stack).resources if r["type"].startswith("kubernetes:"))
         for name in names:
             assert f"'name': 'stage-{name}'" in text, (stack, name)
