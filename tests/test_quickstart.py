@@ -37,6 +37,7 @@ def test_quickstart_is_one_small_node_without_efa_and_the_plan_says_no_fabric_is
     out = _printed_plan(tmp_path, capsys)
     assert "fabric: no EFA on these nodes: NCCL uses TCP sockets (nothing pinned, no fabric check)" in out
     assert "input staging  0 s: nothing to stage" in out
+    assert "nothing is staged (no workload.model.source)" in out
     # on one GPU every RLinf component has one rank whatever the config places: nothing to warn of
     assert not [line for line in out.splitlines() if line.startswith("warning:")], out
     job = manifests(plan)["job-rlinf-training.yaml"]
