@@ -168,6 +168,23 @@ def image_env(kit: Path, workdir: str, log) -> dict:
     return image
 
 
+INTERFACE_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "RLINF_COMM_NET_DEVICES")
+
+
+def machine_interfaces(env: dict) -> dict[str, str]:
+    """The pod's network interface (eth0 in a pod) where this machine has another: the variables
+    naming one it lacks are pointed at its first interface other than lo, and the change is
+    recorded. Returns what changed."""
+    present = sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else []
+    other = next((name for name in present if name != "lo"), None)
+    changed = {}
+    for name in INTERFACE_VARS:
+        value = env.get(name)
+        if value and other and value not in present:
+            env[name] = changed[name] = other
+    return changed
+
+
 def checkpoints(patterns: list[str], marker: str) -> dict[int, bool]:
     found = {}
     for pattern in patterns:
@@ -227,6 +244,7 @@ def run(plan: Path, kit: Path, out: Path) -> int:
         Path(path).write_text(text)
         os.chmod(path, mode)
     env.update(pod["env"])  # the pod's env over the image's
+    summary["env_changed"] = machine_interfaces(env)
     pod["workingDir"] = pod["workingDir"] or workdir  # the image's WORKDIR is the trainer's checkout
 
     def stop_now() -> bool:
@@ -300,6 +318,7 @@ def record(results: Path, date: str, machine: str) -> int:
         f"- launcher: the `{CONTAINER}` container of the quickstart stack's training Job, command `{' '.join(summary['command'])}`, "
         "scripts from its ConfigMap, its environment from the manifest over the kit's (the stand-in for the image)",
         "- proof settings (`--set`, each with its reason): " + "; ".join(f"`{s}` ({why})" for s, why in PROOF_SETTINGS),
+        f"- the pod's environment changed for this machine: {summary.get('env_changed') or 'nothing'}",
         f"- first start: SIGTERM after {first.get('sigterm_at_s')} s (once a checkpoint was marked complete), exit {first['exit']} "
         f"after {first['seconds']} s; checkpoints then: {marks(first['checkpoints'])}",
         f"- second start: resumed from `{second['resumed_from']}` (newest complete by the launcher's rule after the stop: "
