@@ -2,6 +2,8 @@
 
 Not a test (CI has no GPU): three steps, two machines.
 
+0. ``python bench/gpu_proof.py kit RLINF_GIT_DIR`` (here): packs the rlinf-gpu-kit into
+   ``build/kit/`` and prints what each device call carries (the kit is larger than one call).
 1. ``python bench/gpu_proof.py render`` (here, with the project installed): plans the quickstart
    stack with the proof's settings (``PROOF_SETTINGS``: what a machine without internet needs, and
    a short run) into ``build/gpu-proof/`` (plan.json and the manifests).
@@ -88,6 +90,33 @@ def render(out: Path) -> int:
         argv += ["--set", setting]
     print("+", " ".join(argv), flush=True)
     return subprocess.call(argv, cwd=ROOT)
+
+
+KIT_TOOL = ROOT.parent / "shared" / "tools" / "rlinf-gpu-kit" / "pack.sh"
+CALL_BYTES = 56 << 20  # a device call carries about 60 MiB with the working tree
+
+
+def kit(out: Path, rlinf_git_dir: Path) -> int:
+    """The rlinf-gpu-kit packed into ``out`` (pack.sh: PyPI and apt needed here), then the files
+    each device call carries: the kit's parts spread over calls of at most CALL_BYTES, the plan
+    and the rest of the kit with the last one (the machine keeps carried files between calls
+    while it stays warm)."""
+    if subprocess.call(["bash", str(KIT_TOOL), str(out), str(rlinf_git_dir)]) != 0:
+        return 1
+    parts = sorted(out.glob("site.tar.xz.*"))
+    rest = [out / name for name in ("MANIFEST", "setup.sh", "rlinf-src.tgz", "debs")]
+    calls: list[list[Path]] = [[]]
+    for part in parts:
+        if calls[-1] and sum(p.stat().st_size for p in calls[-1]) + part.stat().st_size > CALL_BYTES:
+            calls.append([])
+        calls[-1].append(part)
+    calls[-1] += rest
+    for i, paths in enumerate(calls, 1):
+        carry = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in paths]
+        if i == len(calls):
+            carry.append("build/gpu-proof")
+        print(f"device call {i} of {len(calls)} carries: {json.dumps(carry)}")
+    return 0
 
 
 # --- 2. run (the GPU machine) --------------------------------------------------------------------
@@ -342,6 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--plan", type=Path, required=True)
     g.add_argument("--kit", type=Path, required=True)
     g.add_argument("--out", type=Path, required=True)
+    k = sub.add_parser("kit")
+    k.add_argument("rlinf_git_dir", type=Path, help="an RLinf git dir with tag v0.3")
+    k.add_argument("--out", type=Path, default=ROOT / "build" / "kit")
     c = sub.add_parser("record")
     c.add_argument("results", type=Path)
     c.add_argument("--date", required=True)
@@ -349,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.step == "render":
         return render(args.out)
+    if args.step == "kit":
+        return kit(args.out.resolve(), args.rlinf_git_dir)
     if args.step == "run":
         return run(args.plan.resolve(), args.kit.resolve(), args.out)
     return record(args.results, args.date, args.machine)
