@@ -186,8 +186,11 @@ def image_env(kit: Path, workdir: str, log) -> dict:
     """The kit installed with RLinf at the trainer's workdir; its exports stand in for the image's
     ENV. RLINF_NODE_RANK is left to the launcher (it sets it only for more than one node)."""
     env = dict(os.environ, RLINF_DIR=workdir)
-    exports = subprocess.run(["bash", str(kit / "setup.sh"), str(kit)], env=env, check=True, capture_output=True, text=True)
+    exports = subprocess.run(["bash", str(kit / "setup.sh"), str(kit)], env=env, capture_output=True, text=True)
     log.write(exports.stderr)
+    log.flush()
+    if exports.returncode != 0:
+        raise SystemExit(f"gpu_proof: the kit's setup.sh failed (exit {exports.returncode}): {exports.stderr.strip()[-500:]}")
     script = exports.stdout + "\nenv -0\n"
     dumped = subprocess.run(["bash", "-c", script], env=dict(os.environ), check=True, capture_output=True).stdout
     image = dict(item.split("=", 1) for item in dumped.decode().split("\0") if "=" in item)
@@ -242,6 +245,12 @@ def start(pod: dict, env: dict, log_path: Path, limit: float, stop_when=None) ->
     return {"exit": proc.returncode, "sigterm_at_s": stopped_at, "seconds": round(time.monotonic() - began, 1)}
 
 
+def end_of_pod(env: dict) -> None:
+    """What the end of a pod does to Ray: its processes go (the launcher stops Ray itself; this is
+    for a start killed at its time limit, whose raylet would hold the port)."""
+    subprocess.run(["ray", "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
 def _step_lines(log: str) -> list[str]:
     return [line for line in log.splitlines() if re.search(r"resuming from|rlinf-eks|Global Step:|Step Time|Traceback|Error", line)]
 
@@ -280,6 +289,7 @@ def run(plan: Path, kit: Path, out: Path) -> int:
         return sum(checkpoints(patterns, marker).values()) >= STOP_AFTER_COMPLETE
 
     first = start(pod, env, out / "start1.log", FIRST_START_LIMIT, stop_now)
+    end_of_pod(env)
     first["checkpoints"] = checkpoints(patterns, marker)
     steps = sorted(first["checkpoints"])
     summary["first"] = first
@@ -292,6 +302,7 @@ def run(plan: Path, kit: Path, out: Path) -> int:
             shutil.rmtree(path, ignore_errors=True)
             os.makedirs(path)
     second = start(pod, env, out / "start2.log", SECOND_START_LIMIT)
+    end_of_pod(env)
     second["checkpoints"] = checkpoints(patterns, marker)
     text = (out / "start2.log").read_text(errors="replace")
     resumed = re.search(r"^resuming from (\S+)", text, re.M)
