@@ -21,7 +21,7 @@ from tests.harness import ALL_STACKS, ROLES, plan_stack
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "diffs"
 UPDATE = os.environ.get("RLINF_EKS_UPDATE_SNAPSHOTS") == "1"
-OTHER_TYPE = {"p5.48xlarge": "p5en.48xlarge", "p5en.48xlarge": "p5.48xlarge", "p4d.24xlarge": "p5.48xlarge"}
+OTHER_TYPE = {"p5.48xlarge": "p5en.48xlarge", "p5en.48xlarge": "p5.48xlarge", "p4d.24xlarge": "p5.48xlarge", "g5.2xlarge": "g6e.8xlarge"}
 OTHER_AZ = {"us-east-1a": "us-east-1c", "us-east-1b": "us-east-1c"}
 
 

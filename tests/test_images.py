@@ -131,6 +131,26 @@ def test_the_rlinf_images_put_their_venv_first_on_path(path):
     assert '--python "${VIRTUAL_ENV}/bin/python"' in runs(commands)
 
 
+@pytest.mark.parametrize("path", RLINF)
+def test_the_rlinf_images_hold_transformers_below_5_and_check_the_import_rlinf_needs(path):
+    """RLinf v0.3 imports transformers' AutoModelForVision2Seq when its FSDP workers start, and
+    transformers 5 removed it (RLinf's embodied extra pins transformers<=4.57.6): every install
+    into the venv is constrained, and the same layer fails the build when the import fails."""
+    from packaging.specifiers import SpecifierSet
+
+    installs = [" ".join(c.value) for c in parsed(path) if c.cmd == "RUN" and re.search(r"\bpip install\b", " ".join(c.value))]
+    assert installs
+    for run in installs:
+        constraint = re.search(r"--constraint (\S+)", run)
+        assert constraint, run
+        written = re.search(rf"printf '([^']*)' > {re.escape(constraint.group(1))}", run)
+        assert written and run.index(written.group(0)) < run.index("pip install"), run
+        pins = dict(re.match(r"([A-Za-z0-9_.-]+)(.*)", line).groups() for line in written.group(1).split("\\n") if line)
+        allowed = SpecifierSet(pins["transformers"])
+        assert "4.57.6" in allowed and "4.51.1" in allowed and "5.0.0" not in allowed
+        assert run.index("from transformers import AutoModelForVision2Seq") > run.index("pip install")
+
+
 def test_the_rlinf_images_use_the_venv_of_their_dialect():
     assert args_of(parsed("images/rlinf-embodied/Dockerfile"))["RLINF_VENV"] == "openvla-oft"
     assert args_of(parsed("images/rlinf-reasoning/Dockerfile"))["RLINF_VENV"] == "reason"

@@ -74,5 +74,15 @@ def _render_stack_cost(cost: Mapping[str, Any]) -> list[str]:
         )
     lines.extend(f"    note: {note}" for note in cost.get("notes", []))
     lines.append("    plus usage-based: " + "; ".join(cost["usageBased"]))
+    if cost["totalPerHourWhileTraining"] is not None:
+        lines.append(f"  a 30-minute run: {_usd_total(cost['totalPerHourWhileTraining'] * TRY_HOURS)} (the stack cost while training x 0.5 h, usage-based not included)")
     lines += render_image_cost(cost.get("imageBuild"))
     return lines
+
+
+TRY_HOURS = 0.5
+"""A first try's length, whose cost the plan prints (README: the quickstart stack's 30 minutes)."""
+
+
+def _usd_total(value: float) -> str:
+    return f"${value:,.2f}"

@@ -24,8 +24,9 @@ def input_lines(settings: StackSettings, stack: str) -> list[str]:
     name = config_name_of(trainer)
     lines = []
     if config is None:
+        staged = "only the model is staged" if settings.workload.model.source else "nothing is staged (no workload.model.source)"
         lines.append(
-            f"recipe: none for {trainer.dialect} config {name!r} (an image's own config): only the model is staged; "
+            f"recipe: none for {trainer.dialect} config {name!r} (an image's own config): {staged}; "
             "make sure every path the config reads exists in the pod"
         )
     else:

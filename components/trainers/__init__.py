@@ -37,6 +37,7 @@ from .evaluation import eval_problems, evaluation_launch
 from .inputs import ChosenInput, chosen_inputs, config_recipe, input_problems
 from .pinned import pinned_problems
 from .recipe import recipe_of
+from .rlinf_runner import runner_problems
 
 __all__ = [
     "DIALECTS", "ChosenInput", "Resume", "TRAINER_RULES", "TrainerDialect", "TrainerLaunch", "World", "check_world_size",
@@ -94,6 +95,7 @@ TRAINER_RULES: tuple[StackRule, ...] = (
     StackRule(("workload",), pinned_problems),
     StackRule(("workload",), eval_problems),
     StackRule(("workload",), refused_env_problems),
+    StackRule(("workload",), runner_problems),
 )
 """The trainers' stack rules; rlinf_eks.loading runs them after config's STACK_RULES."""
 

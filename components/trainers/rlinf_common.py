@@ -33,10 +33,12 @@ def _reference(settings: StackSettings, references: Mapping[str, Reference]) -> 
 def component_world_sizes(
     settings: StackSettings, references: Mapping[str, Reference], world: World
 ) -> Optional[dict[str, int]]:
-    """GPUs (ranks) of each component, or None when unknown or impossible."""
+    """GPUs (ranks) of each component, or None when unknown or impossible. On one GPU every
+    component has one rank, whatever the config places (a config this module does not know, such
+    as upstream maniskill_ppo_mlp's ``env,rollout,actor: 0``, or a placement of the user's)."""
     reference = _reference(settings, references)
     if reference is None:
-        return None
+        return {"actor": 1, "env": 1, "rollout": 1} if world.size == 1 else None
     if reference.placement == "all":
         return {"actor": world.size, "env": world.size, "rollout": world.size}
     if world.size < 2 or world.size % 2:
@@ -62,7 +64,7 @@ def placement_overrides(
 
 
 def placement_warnings(settings: StackSettings, references: Mapping[str, Reference], world: World) -> list[str]:
-    if _reference(settings, references) is not None:
+    if _reference(settings, references) is not None or world.size == 1:
         return []
     name = config_name_of(settings.workload.trainer)
     return [

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..config import StackSettings
 from . import rlinf_common as common
+from .rlinf_runner import runner_warnings
 from .inputs import input_overrides, recipe_env, recipe_overrides
 from .base import TrainerDialect, TrainerLaunch, World, batch_overrides, checkpoint_layout, config_name_of, register
 from .recipe import recipe_of
@@ -84,7 +85,7 @@ def launch(
         argv=argv,
         env=env,
         workdir=trainer.workdir,
-        warnings=common.placement_warnings(settings, REFERENCE, world),
+        warnings=common.placement_warnings(settings, REFERENCE, world) + runner_warnings(settings),
         resume=resume,
         checkpoint_patterns=patterns,
         node_rank_env=common.node_rank_env(world),

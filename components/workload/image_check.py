@@ -6,6 +6,8 @@ launcher's failure rules stop there (a restart cannot fix an image)."""
 
 from __future__ import annotations
 
+import re
+
 from . import exit_codes, scripts
 from .image_contract import EFA_TOOLS, ImageContract
 from .kube import IMAGE_CHECK_CONTAINER, SCRIPTS_DIR, core, guaranteed
@@ -18,10 +20,21 @@ REFUSED_ENV_CHECK = scripts.body("image-check-env.sh")
 """First, where the trainer refuses some environment at startup (the contract's ``refused_env``):
 the image's own ENV must not set it."""
 
+# Without EFA (a node type that has none, gpuNodes.efa false) the check neither looks for libfabric
+# and aws-ofi-nccl nor puts the EFA installer's bin folder on PATH: none of it is in such an
+# image's contract. Both parts are cut out of the one body, which an EFA stack renders whole.
+_EFA_PATH = 'export PATH="/opt/amazon/efa/bin:${PATH}"\n'
+_EFA_BLOCK = re.compile(r'^if \[ "\$\{EFA\}" = 1 \]; then\n.*?^fi\n', re.S | re.M)
+IMAGE_CHECK_WITHOUT_EFA = _EFA_BLOCK.sub('plugin=""\n', IMAGE_CHECK.replace(_EFA_PATH, "", 1), count=1)
+assert _EFA_PATH not in IMAGE_CHECK_WITHOUT_EFA and "fi_info" not in IMAGE_CHECK_WITHOUT_EFA, "sh/image-check.sh: its EFA part moved"
+
 
 def image_check_script(contract: ImageContract, *, root: str = "") -> str:
     """``root``: a directory standing for the image's / (tests run the script against fake image
     roots); empty in the pods."""
+    efa = (
+        {"EFA": int(contract.efa), "PLUGIN_DIRS": " ".join(root + d for d in contract.plugin_dirs)} if contract.efa else {}
+    )
     return scripts.render(
         {
             "IMAGE": contract.image,
@@ -36,13 +49,12 @@ def image_check_script(contract: ImageContract, *, root: str = "") -> str:
             "WORKDIR": root + contract.workdir,
             "ENTRY_SCRIPT": root + contract.entry_script,
             "CONFIG_DIR": root + contract.config_dir,
-            "EFA": int(contract.efa),
-            "PLUGIN_DIRS": " ".join(root + d for d in contract.plugin_dirs),
+            **efa,
             "EXIT_IMAGE_BROKEN": exit_codes.IMAGE_BROKEN,
             # NAME=text pairs: a variable whose value holds text kills the trainer at startup
             **({"REFUSED_ENV": " ".join(f"{name}={contains}" for name, contains, _ in contract.refused_env)} if contract.refused_env else {}),
         },
-        (REFUSED_ENV_CHECK if contract.refused_env else "") + IMAGE_CHECK,
+        (REFUSED_ENV_CHECK if contract.refused_env else "") + (IMAGE_CHECK if contract.efa else IMAGE_CHECK_WITHOUT_EFA),
     )
 
 
