@@ -14,6 +14,8 @@ A machine where Ray cannot start fails these tests: they are how the stop path i
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
 import os
 import shutil
@@ -108,7 +110,10 @@ class Pod:
     def why(self) -> str:
         """The pod's log and the ends of its Ray logs, for a failure message."""
         self._read_logs()
+        # raylet and GCS, and every other Ray process's log that says why it ended (agents, monitors)
         logs = sorted(self.ray_dir.glob("session_*/logs/raylet.*")) + sorted(self.ray_dir.glob("session_*/logs/gcs_server.*"))
+        logs += [log for log in sorted(self.ray_dir.glob("session_*/logs/*")) if log.is_file() and log not in logs
+                 and any(word in log.read_text(errors="replace") for word in ("Error", "error:", "Traceback", "exited"))]
         tails = "".join(f"\n--- {log.name}:\n{log.read_text(errors='replace')[-1500:]}" for log in logs if log.stat().st_size)
         return f"{self.err[-3000:]}{tails}"
 
@@ -233,9 +238,45 @@ def _pid1(launcher: int) -> int:
     pytest.fail(f"launch.sh did not start under {launcher}")
 
 
+# At most this many of these tests run at once across the session's xdist workers: each starts two
+# Ray nodes (a GCS, two raylets, their agents, task workers and a driver), and four tests' eight nodes
+# at once on a 2-core machine that other work also loads is the contention under which a worker's
+# Ray once exited while joining (issue 45). Two at a time keep the suite's wall time.
+RAY_SLOTS = 2
+
+
+@contextlib.contextmanager
+def ray_slot():
+    """One of RAY_SLOTS file locks in the session's directory (tests/conftest.py), held while a test's
+    pods run; outside a session (no directory) no limit."""
+    directory = os.environ.get("RLINF_EKS_TEST_PLAN_CACHE")
+    if not directory or not os.path.isdir(directory):
+        yield
+        return
+    files = [open(Path(directory, f"real-ray-slot-{i}"), "w") for i in range(RAY_SLOTS)]
+    try:
+        while True:
+            for f in files:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                yield
+                return
+            time.sleep(0.2)
+    finally:
+        for f in files:
+            f.close()  # closing releases the lock
+
+
 @pytest.fixture
 def pods() -> PodNetwork:
     assert shutil.which("ip") and shutil.which("unshare"), "iproute2 and util-linux unshare are needed"
+    with ray_slot():
+        yield from _pods()
+
+
+def _pods() -> PodNetwork:
     n = f"{os.getpid() % 100000}{next(_names)}"
     head_ns, worker_ns = f"rr{n}h", f"rr{n}w"
     # short: Ray's unix sockets live under RAY_TMPDIR
@@ -297,7 +338,7 @@ def test_given_no_success_policy_when_the_head_has_finished_then_the_worker_exit
     assert head.result(START + 30) == 0, head.why()
     ended = time.monotonic()
     assert worker.result(45) == 0, worker.why()
-    assert time.monotonic() - ended < 20, f"the worker held its node {time.monotonic() - ended:.0f}s after the head ended"
+    assert time.monotonic() - ended < 30, f"the worker held its node {time.monotonic() - ended:.0f}s after the head ended"
     assert f"the Ray head {HEAD_IP}:6379 is gone" in worker.err and "the Ray head is gone: the run has ended" in worker.err
 
 
