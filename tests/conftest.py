@@ -25,6 +25,21 @@ import rlinf_eks.offline  # noqa: F401
 
 PLAN_CACHE_ENV = "RLINF_EKS_TEST_PLAN_CACHE"  # tests/harness.py plan_stack
 
+# A clean run prints nothing alarming. cel-python's Environment() (tests/schemas.py: the CRDs' CEL
+# rules) sets the recursion limit to 2500 each time it is built; built first inside a property test,
+# that made Hypothesis warn that it "will not reset the recursion limit". Raised here once, before any
+# test, it never changes during one.
+CELPY_RECURSION_LIMIT = 2500  # celpy/__init__.py, Environment.__init__
+sys.setrecursionlimit(max(sys.getrecursionlimit(), CELPY_RECURSION_LIMIT))
+# No example database: Hypothesis flushes it from a background thread that a finalizer joins at
+# interpreter exit, where a worker interrupted while ending printed "Exception ignored ...
+# KeyboardInterrupt". A failing example is printed with what reproduces it. (.hypothesis/ still
+# holds Hypothesis's constants cache: git-ignored.)
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("rlinf-eks", database=None)
+_hypothesis_settings.load_profile("rlinf-eks")
+
 
 def pytest_configure(config):
     # One directory per session (made by the controller before the xdist workers start, so they

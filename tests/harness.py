@@ -24,6 +24,7 @@ from rlinf_eks.loading import parse
 from rlinf_eks.offline.plan import Plan, make_plan
 from rlinf_eks.offline.stack_config import load
 from rlinf_eks.testing import Registered, has_inputs, of_type, one, register
+from tests.fetch_shared_data import SHARED_ENV, shared_folder
 
 __all__ = [
     "MINIMAL", "PROJECT_STACKS", "REQUIRE_SHARED_ENV", "must_run_in_ci", "ROOT", "Registered", "SHARED", "STACKS", "has_inputs", "manifests", "of_type", "one",
@@ -31,7 +32,9 @@ __all__ = [
 ]  # fmt: skip
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+SHARED = shared_folder()
+"""The reference data's folder: $RLINF_EKS_SHARED, else ../shared beside the clone; filled, at the
+pinned commits, by ``python -m tests.fetch_shared_data`` (tests/data/shared-data.json)."""
 REQUIRE_SHARED_ENV = "RLINF_EKS_REQUIRE_SHARED"
 """Set to 1 (CI, with ../shared checked out) so that tests needing the shared data fail when it is
 missing instead of skipping."""
@@ -88,7 +91,8 @@ def require_shared(path: Path, what: str) -> Path:
 
     if path.exists():
         return path
-    message = f"{what} not found at {path} (the shared folder is absent)"
+    message = (f"{what} not found at {path}: the reference data is absent; `python -m tests.fetch_shared_data` "
+               f"fetches it at its pinned commits (internet), or set {SHARED_ENV} to a copy")
     if shared_required():
         pytest.fail(f"{message}, and {REQUIRE_SHARED_ENV} says it must be there")
     pytest.skip(message)
