@@ -153,7 +153,12 @@ def pytest_unconfigure(config):
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: the quick tier's marks come first
 def pytest_collection_modifyitems(config, items):
+    if "slow" in (config.getoption("markexpr", "") or ""):
+        from tests.tiers import mark_slow
+
+        mark_slow(items)
     workerinput = getattr(config, "workerinput", None)
     workers = int(workerinput["workercount"]) if workerinput else 1
     items[:] = slow_first(items, workers)
