@@ -100,7 +100,8 @@ def commit() -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
     head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    # bench/RESULTS.md itself (a section another run just wrote) does not change what is timed
+    dirty = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if not line.endswith("bench/RESULTS.md")]
     return f"{head}{' (with uncommitted changes)' if dirty else ''}"
 
 
@@ -140,8 +141,10 @@ def main() -> int:
         "# Test suite benchmark" + (": the quick tier" if args.quick else ""),
         "",
         f"Machine: {results.machine()}. Commit {commit()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
-        f"Each run is a fresh process of the README's test command (Quick start, second line, after the",
-        f"set-up), from the repository root: `{command}`. Produced by",
+        (f"Each run is a fresh process of the quick tier's command (docs/testing-and-contributing.md, Tests;"
+         if args.quick else f"Each run is a fresh process of the README's test command (Quick start, second line, after the"),
+        (f"the README's interpreter), from the repository root: `{command}`. Produced by"
+         if args.quick else f"set-up), from the repository root: `{command}`. Produced by"),
         f"`python bench/suite_bench.py --runs {args.runs}{' --quick' if args.quick else ''} --write`.",
         "",
         "The load average (1 min) at each run's start and end shows whether the machine was quiet: on a",
