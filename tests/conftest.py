@@ -74,13 +74,13 @@ def pytest_configure(config):
 # is one test, or a whole module whose tests share an expensive module-scoped fixture (kept on one
 # worker so the fixture runs once).
 SLOW_TESTS = {
-    "tests/test_launch_real_ray.py::test_given_no_success_policy_": 16,
-    "tests/test_launch_real_ray.py::test_given_two_pods_": 10,
-    "tests/test_launch_real_ray.py::test_given_a_failing_trainer_": 8,
+    "tests/test_launch_real_ray.py::test_given_no_success_policy_": 12,
+    "tests/test_launch_real_ray.py::test_given_two_pods_": 11,
+    "tests/test_launch_real_ray.py::test_given_a_failing_trainer_": 9,
     "tests/test_launch_real_ray.py::test_given_a_training_head_": 8,
     "tests/test_launch_real_ray.py::test_given_a_running_head_": 8,
     "tests/test_launch_real_ray.py::test_given_a_missing_worker_": 7,
-    "tests/test_launch_real_ray.py::test_given_a_head_waiting_": 5,
+    "tests/test_launch_real_ray.py::test_given_a_head_waiting_": 6,
     "tests/test_launch_real_ray.py::test_given_a_missing_head_": 3,
     "tests/test_properties.py::test_any_valid_config_plans_": 10,
     "tests/test_aws_models.py::test_policy_grammar_problems_are_found": 6,

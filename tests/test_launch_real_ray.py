@@ -46,11 +46,11 @@ _names = itertools.count()
 # itself, checks "is the head gone?" 3 times 10 s apart; everything else runs as rendered for a pod.
 # Each interval must occur exactly once, so a changed body fails here instead of silently running long.
 POLL_INTERVALS = {"sleep 5 & wait $!": "sleep 1 & wait $!", "sleep 10 & wait $!": "sleep 1 & wait $!"}
-HEAD_WATCH = "sleep 2 & wait $!"
+HEAD_WATCH = "sleep 2 & nap=$!"
 
 
 def short_polls(script: str, head_watch: float = 1) -> str:
-    for rendered, short in {**POLL_INTERVALS, HEAD_WATCH: f"sleep {head_watch} & wait $!"}.items():
+    for rendered, short in {**POLL_INTERVALS, HEAD_WATCH: f"sleep {head_watch} & nap=$!"}.items():
         assert script.count(rendered) == 1, f"launch.sh should have one {rendered!r}"
         script = script.replace(rendered, short)
     return script

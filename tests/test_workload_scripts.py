@@ -125,7 +125,7 @@ def fake_ray(tmp_path: Path) -> dict[str, str]:
     }
 
 
-HEAD_WATCH = "sleep 2 & wait $!"  # launch.sh's interval between a worker's checks of the head while Ray runs
+HEAD_WATCH = "sleep 2 & nap=$!"  # launch.sh's interval between a worker's checks of the head while Ray runs
 
 
 def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 6379, timeout: int = 60, grace: int = 900, head_watch: float = 2) -> Path:
@@ -144,7 +144,7 @@ def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 63
         trainer_script=str(tmp_path / "trainer.sh"),
     )
     assert script.count(HEAD_WATCH) == 1, f"launch.sh should have one {HEAD_WATCH!r}"
-    (tmp_path / "launch.sh").write_text(script.replace(HEAD_WATCH, f"sleep {head_watch} & wait $!"))
+    (tmp_path / "launch.sh").write_text(script.replace(HEAD_WATCH, f"sleep {head_watch} & nap=$!"))
     # the head runs the trainer under the progress watchdog, found beside trainer.sh (off here)
     (tmp_path / "progress.sh").write_text(progress.progress_script(run_dir=str(tmp_path), timeout_seconds=None, stop_at_time=None, stop_budget_seconds=grace))
     return tmp_path / "launch.sh"

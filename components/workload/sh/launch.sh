@@ -188,10 +188,13 @@ stop_worker() {
 # and the checks after it. So: the head is checked every 2 s; 3 misses in a row (the port refused
 # or unresolvable for 6-20 s, longer than a Ray head ever closes it while its run lives) say that
 # the run has ended: a checkpoint this node's ranks still write settles, then Ray here stops.
+# Stopped (finish, or Ray on this node ended first), it ends its sleep with it: nothing outlives it.
 watch_head() {
-  local missed=0
+  local missed=0 nap=
+  trap 'kill "${nap}" 2>/dev/null; exit 0' TERM
   while [ "${missed}" -lt 3 ]; do
-    sleep 2 & wait $!
+    sleep 2 & nap=$!
+    wait "${nap}"
     if head_reachable; then missed=0; else missed=$(( missed + 1 )); fi
   done
   log "the Ray head ${HEAD_HOST}:${RAY_PORT} is gone: letting checkpoint writes under ${RUN_DIR} settle, then stopping Ray on this node"
