@@ -1,6 +1,6 @@
 """The quick tier for the edit loop: ``python -m pytest -n 4 --dist worksteal -m "not slow"``.
 
-A test is ``slow`` (marked at collection) when it runs something whole: a module of SLOW_MODULES
+A test is ``slow`` (marked at collection) when it runs something whole: a module of WHOLE_MODULES
 (real Ray, the documentation's shell blocks, checkov, shellcheck, the diff edits of every stack,
 botocore's models over every plan, the property test, the scripts run against their time bounds),
 or a test that plans a whole stack or runs the CLI, found in its source: a call of ``plan_stack``,
@@ -16,7 +16,7 @@ import functools
 import re
 from pathlib import Path
 
-SLOW_MODULES = frozenset({
+WHOLE_MODULES = frozenset({
     "tests/test_launch_real_ray.py", "tests/test_docs.py", "tests/test_checkov.py", "tests/test_shellcheck.py",
     "tests/test_diff_edits.py", "tests/test_aws_models.py", "tests/test_properties.py", "tests/test_fault_fast.py",
     "tests/test_workload_scripts.py", "tests/test_checkpoint_resume.py", "tests/test_cli_unix.py",
@@ -42,7 +42,7 @@ def _whole_names(path: str) -> frozenset[str]:
 
 def is_slow(nodeid: str, path: str, function: str, fixtures: tuple[str, ...]) -> bool:
     module = nodeid.split("::", 1)[0]
-    if module in SLOW_MODULES:
+    if module in WHOLE_MODULES:
         return True
     whole = _whole_names(path)
     return function in whole or any(f in whole for f in fixtures)
