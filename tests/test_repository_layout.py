@@ -27,7 +27,7 @@ def _git(*args: str) -> list[str] | None:
 
 
 def _ignored(name: str) -> bool:
-    patterns = [p.strip().rstrip("/") for p in (ROOT / ".gitignore").read_text().splitlines() if p.strip() and not p.startswith("#")]
+    patterns = [p.strip().strip("/") for p in (ROOT / ".gitignore").read_text().splitlines() if p.strip() and not p.startswith("#")]
     return any(fnmatch.fnmatch(name, p) for p in patterns)
 
 
