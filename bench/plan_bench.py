@@ -146,14 +146,17 @@ def main() -> int:
         parser.exit(2, "plan_bench.py: --instructions needs valgrind on PATH (Debian: apt-get install valgrind)\n")
 
     from rlinf_eks.experiment import role_of
-    from rlinf_eks.offline.stack_config import available_stacks, load
+    from rlinf_eks.offline.stack_config import load
+
+    sys.path.insert(0, str(ROOT))
+    from tests.harness import ALL_STACKS  # the project's stacks, not a stack file of your own beside them
 
     # The package's bytecode, as `pip install` compiles an installed package's: an editable
     # install under PYTHONDONTWRITEBYTECODE would otherwise compile every module on every run.
     compileall.compile_dir(ROOT / "components", quiet=1)
     work = Path(tempfile.mkdtemp(prefix="rlinf-bench-"))
     # experiments last: each plans on its platform's plan beside it (work/<platform>)
-    stacks = sorted(available_stacks(ROOT), key=lambda stack: role_of(load(ROOT, stack).values) == "experiment")
+    stacks = sorted(ALL_STACKS, key=lambda stack: role_of(load(ROOT, stack).values) == "experiment")
     cases = {"one-resource": [sys.executable, "-c", ONE_RESOURCE], "sdk-imports": [sys.executable, "-c", SDK_IMPORTS]}
     cases.update({stack: plan_command(stack, work / stack, []) for stack in stacks})
     cases.update({f"nodes={n}": plan_command(SCALING_STACK, work / f"nodes-{n}", scaled(n)) for n in NODE_COUNTS})

@@ -22,21 +22,41 @@ from typing import Any, Callable, Mapping
 from rlinf_eks import config as config_mod
 from rlinf_eks.loading import parse
 from rlinf_eks.offline.plan import Plan, make_plan
-from rlinf_eks.offline.stack_config import available_stacks, load
+from rlinf_eks.offline.stack_config import load
 from rlinf_eks.testing import Registered, has_inputs, of_type, one, register
+from tests.fetch_shared_data import SHARED_ENV, shared_folder
 
 __all__ = [
-    "MINIMAL", "REQUIRE_SHARED_ENV", "must_run_in_ci", "ROOT", "Registered", "SHARED", "STACKS", "has_inputs", "manifests", "of_type", "one",
+    "MINIMAL", "PROJECT_STACKS", "REQUIRE_SHARED_ENV", "must_run_in_ci", "ROOT", "Registered", "SHARED", "STACKS", "has_inputs", "manifests", "of_type", "one",
     "plan_stack", "require_shared", "run_component", "settings", "shared_required", "with_shared_filesystem",
 ]  # fmt: skip
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+SHARED = shared_folder()
+"""The reference data's folder: $RLINF_EKS_SHARED, else ../shared beside the clone; filled, at the
+pinned commits, by ``python -m tests.fetch_shared_data`` (tests/data/shared-data.json)."""
 REQUIRE_SHARED_ENV = "RLINF_EKS_REQUIRE_SHARED"
 """Set to 1 (CI, with ../shared checked out) so that tests needing the shared data fail when it is
 missing instead of skipping."""
-ALL_STACKS = available_stacks(ROOT)
-"""Every stack file in stacks/."""
+PROJECT_STACKS = (
+    "autoscaled",
+    "capacity-block",
+    "experiment-embodied",
+    "experiment-reasoning",
+    "multi-node",
+    "multi-node-kuberay",
+    "platform",
+    "quickstart",
+    "single-node",
+    "vllm-rollout",
+)
+"""The project's own stacks (stacks/Pulumi.<stack>.yaml): the one list every whole-stack test, the
+golden plans and the benchmark read. A new stack of the project is one line here (and its golden
+plans, recorded with RLINF_EKS_UPDATE_SNAPSHOTS=1); tests/test_repository_layout.py fails, naming
+this list, when a tracked stack file is missing from it. A stack file of your own beside them
+(README, steps 1-4) is yours: no test plans it or writes a golden plan for it."""
+ALL_STACKS = sorted(PROJECT_STACKS)
+"""The project's stacks, sorted (PROJECT_STACKS)."""
 
 
 def _role(stack: str) -> str:
@@ -72,7 +92,8 @@ def require_shared(path: Path, what: str) -> Path:
 
     if path.exists():
         return path
-    message = f"{what} not found at {path} (the shared folder is absent)"
+    message = (f"{what} not found at {path}: the reference data is absent; `python -m tests.fetch_shared_data` "
+               f"fetches it at its pinned commits (internet), or set {SHARED_ENV} to a copy")
     if shared_required():
         pytest.fail(f"{message}, and {REQUIRE_SHARED_ENV} says it must be there")
     pytest.skip(message)

@@ -22,7 +22,7 @@ from rlinf_eks.image_build.cli import run
 from rlinf_eks.image_build.context import cached_base, copied_sources, image_tag, package
 from rlinf_eks.image_build.stack_file import StackFileError, with_image
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.harness import ALL_STACKS, ROOT
 REGION = "us-east-1"
 REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 DIGEST = "sha256:" + "ab" * 32
@@ -86,7 +86,7 @@ def test_the_pull_through_secret_must_be_named_under_ecr_pullthroughcache():
 
 # --- the stack file edit -------------------------------------------------------------------------
 
-TRAINING_STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml") if "platform" not in p.name)
+TRAINING_STACKS = [stack for stack in ALL_STACKS if "platform" not in stack]
 
 
 @pytest.mark.parametrize("stack", TRAINING_STACKS)

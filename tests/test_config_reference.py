@@ -11,9 +11,9 @@ import yaml
 from pydantic import BaseModel
 
 from rlinf_eks import config, config_reference, loading
-from tests.harness import ROOT
+from tests.harness import ALL_STACKS, ROOT
 
-STACK_FILES = sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))
+STACK_FILES = [ROOT / "stacks" / f"Pulumi.{stack}.yaml" for stack in ALL_STACKS]
 
 
 def _config_models() -> list[type[BaseModel]]:

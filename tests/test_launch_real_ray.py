@@ -14,6 +14,8 @@ A machine where Ray cannot start fails these tests: they are how the stop path i
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
 import os
 import shutil
@@ -38,15 +40,17 @@ HEAD_IP, WORKER_IP = "10.213.0.1", "10.213.0.2"
 GPUS_PER_NODE = 2  # a Ray node claims GPUs it does not have (--num-gpus), as the catalog's count
 _names = itertools.count()
 
-# launch.sh's two poll intervals, shortened in the rendered script: these tests wait on Ray, not on
-# sleeps. The worker waits for the head's GCS 5 s between tries and, after Ray on its node stopped,
-# checks "is the head gone?" 3 times 10 s apart; everything else runs as rendered for a pod. Each
-# interval must occur exactly once, so a changed body fails here instead of silently running long.
+# launch.sh's poll intervals, shortened in the rendered script: these tests wait on Ray, not on
+# sleeps. The worker waits for the head's GCS 5 s between tries, checks the head every 2 s while Ray
+# runs on its node (3 misses in a row: the run has ended) and, after Ray on its node stopped by
+# itself, checks "is the head gone?" 3 times 10 s apart; everything else runs as rendered for a pod.
+# Each interval must occur exactly once, so a changed body fails here instead of silently running long.
 POLL_INTERVALS = {"sleep 5 & wait $!": "sleep 1 & wait $!", "sleep 10 & wait $!": "sleep 1 & wait $!"}
+HEAD_WATCH = "sleep 2 & nap=$!"
 
 
-def short_polls(script: str) -> str:
-    for rendered, short in POLL_INTERVALS.items():
+def short_polls(script: str, head_watch: float = 1) -> str:
+    for rendered, short in {**POLL_INTERVALS, HEAD_WATCH: f"sleep {head_watch} & nap=$!"}.items():
         assert script.count(rendered) == 1, f"launch.sh should have one {rendered!r}"
         script = script.replace(rendered, short)
     return script
@@ -106,7 +110,10 @@ class Pod:
     def why(self) -> str:
         """The pod's log and the ends of its Ray logs, for a failure message."""
         self._read_logs()
+        # raylet and GCS, and every other Ray process's log that says why it ended (agents, monitors)
         logs = sorted(self.ray_dir.glob("session_*/logs/raylet.*")) + sorted(self.ray_dir.glob("session_*/logs/gcs_server.*"))
+        logs += [log for log in sorted(self.ray_dir.glob("session_*/logs/*")) if log.is_file() and log not in logs
+                 and any(word in log.read_text(errors="replace") for word in ("Error", "error:", "Traceback", "exited"))]
         tails = "".join(f"\n--- {log.name}:\n{log.read_text(errors='replace')[-1500:]}" for log in logs if log.stat().st_size)
         return f"{self.err[-3000:]}{tails}"
 
@@ -140,7 +147,7 @@ class PodNetwork:
     names: tuple[str, str]
     pods: list[Pod] = field(default_factory=list)
 
-    def start(self, index: int, *, nnodes: int = 2, join_timeout: int = 60, grace: int = 30, **env: str) -> Pod:
+    def start(self, index: int, *, nnodes: int = 2, join_timeout: int = 60, grace: int = 30, head_watch: float = 1, **env: str) -> Pod:
         pod_dir = self.root / f"pod{index}"
         state = pod_dir / "state"
         state.mkdir(parents=True)
@@ -160,7 +167,8 @@ class PodNetwork:
                 state_dir=str(state),
                 trainer_pythonpath=str(self.root),
                 trainer_script=str(self.root / "trainer.sh"),
-            )
+            ),
+            head_watch,
         ))
         pod_env = {
             "PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
@@ -230,9 +238,45 @@ def _pid1(launcher: int) -> int:
     pytest.fail(f"launch.sh did not start under {launcher}")
 
 
+# At most this many of these tests run at once across the session's xdist workers: each starts two
+# Ray nodes (a GCS, two raylets, their agents, task workers and a driver), and four tests' eight nodes
+# at once on a 2-core machine that other work also loads is the contention under which a worker's
+# Ray once exited while joining (issue 45). Two at a time keep the suite's wall time.
+RAY_SLOTS = 2
+
+
+@contextlib.contextmanager
+def ray_slot():
+    """One of RAY_SLOTS file locks in the session's directory (tests/conftest.py), held while a test's
+    pods run; outside a session (no directory) no limit."""
+    directory = os.environ.get("RLINF_EKS_TEST_PLAN_CACHE")
+    if not directory or not os.path.isdir(directory):
+        yield
+        return
+    files = [open(Path(directory, f"real-ray-slot-{i}"), "w") for i in range(RAY_SLOTS)]
+    try:
+        while True:
+            for f in files:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                yield
+                return
+            time.sleep(0.2)
+    finally:
+        for f in files:
+            f.close()  # closing releases the lock
+
+
 @pytest.fixture
 def pods() -> PodNetwork:
     assert shutil.which("ip") and shutil.which("unshare"), "iproute2 and util-linux unshare are needed"
+    with ray_slot():
+        yield from _pods()
+
+
+def _pods() -> PodNetwork:
     n = f"{os.getpid() % 100000}{next(_names)}"
     head_ns, worker_ns = f"rr{n}h", f"rr{n}w"
     # short: Ray's unix sockets live under RAY_TMPDIR
@@ -274,7 +318,7 @@ START = 90
 
 def test_given_two_pods_when_the_cluster_forms_then_the_trainer_runs_on_both_nodes_and_the_head_reports_its_status(pods):
     head = pods.start(0)
-    worker = pods.start(1)
+    worker = pods.start(1, head_watch=600)  # the controller's stop comes first (the next test: none comes)
     assert head.result(START + 30) == 0, head.why()
     assert "training on 2 nodes" in pods.marker() and "done" in pods.marker()
     assert "Ray cluster ready: 2 nodes, 4 GPUs" in head.out
@@ -284,15 +328,18 @@ def test_given_two_pods_when_the_cluster_forms_then_the_trainer_runs_on_both_nod
     assert worker.result(45) == 143, worker.why()
 
 
-def test_given_no_success_policy_when_the_head_has_finished_then_the_worker_exits_0_once_the_head_is_gone(pods):
+def test_given_no_success_policy_when_the_head_has_finished_then_the_worker_exits_0_within_seconds(pods):
     # Kubernetes < 1.31: nothing stops the workers, so they must end by themselves for the Job to
-    # complete. Real Ray's raylet gives up on a lost GCS after gcs_rpc_server_reconnect_timeout_s
-    # (60 s by default; 5 s here to keep the test short) and `ray start --block` then exits 1.
+    # complete, and a worker holds its node (8 GPUs) until it does. Real Ray's raylet alone gives up
+    # on a lost GCS only after gcs_rpc_server_reconnect_timeout_s (60 s by default, kept here): the
+    # worker's own check of the head stops Ray on its node within seconds of the head's end.
     head = pods.start(0)
-    worker = pods.start(1, RAY_gcs_rpc_server_reconnect_timeout_s="5")
+    worker = pods.start(1)
     assert head.result(START + 30) == 0, head.why()
-    assert worker.result(90) == 0, worker.why()
-    assert "the Ray head is gone: the run has ended" in worker.err
+    ended = time.monotonic()
+    assert worker.result(45) == 0, worker.why()
+    assert time.monotonic() - ended < 30, f"the worker held its node {time.monotonic() - ended:.0f}s after the head ended"
+    assert f"the Ray head {HEAD_IP}:6379 is gone" in worker.err and "the Ray head is gone: the run has ended" in worker.err
 
 
 def test_given_a_failing_trainer_when_it_exits_then_the_head_reports_its_status(pods):

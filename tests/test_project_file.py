@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.harness import ROOT
+from tests.harness import ALL_STACKS, ROOT
 
 # The parts of project.json this project uses, transcribed (name, runtime, config, stackConfigDir).
 _SIMPLE_TYPE = {"enum": ["string", "integer", "boolean", "array"]}
@@ -119,7 +119,7 @@ def test_every_stack_file_gives_declared_keys_their_declared_type():
         for k, d in (project.get("config") or {}).items()
         if isinstance(d, dict) and "type" in d
     }
-    for stack_file in sorted((ROOT / project["stackConfigDir"]).glob("Pulumi.*.yaml")):
+    for stack_file in (ROOT / project["stackConfigDir"] / f"Pulumi.{stack}.yaml" for stack in ALL_STACKS):
         values = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
         for key, type_ in declared.items():
             if key in values:

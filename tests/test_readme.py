@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from tests import docs_text
-from tests.harness import ROOT, has_inputs, one, run_component
+from tests.harness import ALL_STACKS, ROOT, has_inputs, one, run_component
 
 COMPONENTS = docs_text.DOCS / "components.md"
 SECTION = "## Using the components in your own Pulumi program"
@@ -168,7 +168,7 @@ def test_the_placeholder_message_for_the_image_points_at_the_training_image_sect
 
     assert IMAGE_POINTER in _what_to_set("workload.image")
     readme_section("## Training image")
-    for stack_file in (ROOT / "stacks").glob("Pulumi.*.yaml"):
+    for stack_file in (ROOT / "stacks" / f"Pulumi.{stack}.yaml" for stack in ALL_STACKS):
         images = [line for line in stack_file.read_text().splitlines() if "image:" in line and "PLACEHOLDER" in line]
         if not images:  # a platform stack has no run, so no image
             assert "role: platform" in stack_file.read_text(), f"{stack_file.name} has no placeholder image line"

@@ -103,3 +103,28 @@ def test_run_alone_the_order_is_slow_first_then_file_order():
     ordered = slow_first(items, 1)
     fast = [i for i in items if i.nodeid.startswith("tests/test_fast_")]
     assert ordered[-len(fast):] == fast
+
+
+# --- the quick tier (tests/tiers.py) -----------------------------------------------------------------
+
+
+def test_the_quick_tier_leaves_out_what_plans_a_stack_directly_or_through_a_helper_or_fixture(tmp_path):
+    from tests import tiers
+
+    module = tmp_path / "test_example.py"
+    module.write_text(
+        "def _plans(stack):\n    return plan_stack(stack)\n\n"
+        "def _twice(stack):\n    return [_plans(stack), _plans(stack)]\n\n"
+        "def planned():\n    return _twice('multi-node')\n\n"
+        "def test_direct():\n    plan_stack('single-node')\n\n"
+        "def test_through_helpers():\n    _twice('x')\n\n"
+        "def test_through_a_fixture(planned):\n    assert planned\n\n"
+        "def test_the_cli():\n    main(['plan', 'x'])\n\n"
+        "def test_pure():\n    assert 1 + 1 == 2\n"
+    )
+    path = str(module)
+    slow = {name for name, fixtures in [("test_direct", ()), ("test_through_helpers", ()), ("test_through_a_fixture", ("planned",)),
+                                        ("test_the_cli", ()), ("test_pure", ())]
+            if tiers.is_slow(f"tests/test_example.py::{name}", path, name, fixtures)}
+    assert slow == {"test_direct", "test_through_helpers", "test_through_a_fixture", "test_the_cli"}
+    assert tiers.is_slow("tests/test_launch_real_ray.py::test_x", path, "test_pure", ())

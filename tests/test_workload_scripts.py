@@ -125,7 +125,10 @@ def fake_ray(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 6379, timeout: int = 60, grace: int = 900) -> Path:
+HEAD_WATCH = "sleep 2 & nap=$!"  # launch.sh's interval between a worker's checks of the head while Ray runs
+
+
+def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 6379, timeout: int = 60, grace: int = 900, head_watch: float = 2) -> Path:
     script = scripts.manual_launch(
         nnodes=2,
         gpus_per_node=8,
@@ -140,7 +143,8 @@ def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 63
         trainer_pythonpath="/workspace",
         trainer_script=str(tmp_path / "trainer.sh"),
     )
-    (tmp_path / "launch.sh").write_text(script)
+    assert script.count(HEAD_WATCH) == 1, f"launch.sh should have one {HEAD_WATCH!r}"
+    (tmp_path / "launch.sh").write_text(script.replace(HEAD_WATCH, f"sleep {head_watch} & nap=$!"))
     # the head runs the trainer under the progress watchdog, found beside trainer.sh (off here)
     (tmp_path / "progress.sh").write_text(progress.progress_script(run_dir=str(tmp_path), timeout_seconds=None, stop_at_time=None, stop_budget_seconds=grace))
     return tmp_path / "launch.sh"
@@ -200,8 +204,8 @@ def listening_port(server: socket.socket) -> int:
     return server.getsockname()[1]
 
 
-def start_launch(tmp_path: Path, env: dict[str, str], *, index: int, port: int = 6379, grace: int = 900, timeout: int = 60) -> subprocess.Popen:
-    launch = write_launch(tmp_path, port=port, grace=grace, timeout=timeout)
+def start_launch(tmp_path: Path, env: dict[str, str], *, index: int, port: int = 6379, grace: int = 900, timeout: int = 60, head_watch: float = 2) -> subprocess.Popen:
+    launch = write_launch(tmp_path, port=port, grace=grace, timeout=timeout, head_watch=head_watch)
     return subprocess.Popen(
         [BASH, str(launch)],
         env={**env, "JOB_COMPLETION_INDEX": str(index), "HOME": str(tmp_path)},
@@ -352,3 +356,28 @@ def test_given_a_head_waiting_for_its_peers_when_stopped_then_it_exits_at_once(t
     assert elapsed < 5, f"took {elapsed:.1f}s to stop: bash as PID 1 held the pod"
     assert "stopped before training started" in err
 
+
+
+@pytest.mark.parametrize("writing", [False, True], ids=["idle", "checkpoint-being-written"])
+def test_given_a_head_that_has_ended_when_ray_still_runs_on_a_worker_then_the_worker_releases_its_node(tmp_path, fake_ray, writing):
+    # issue 45: Ray on a worker outlives its head by Ray's own reconnect timeout (60 s), holding the
+    # node; the worker's check of the head (every 0.2 s here, 2 s rendered) ends it within seconds,
+    # after a checkpoint its ranks still write has settled
+    log = Path(fake_ray["FAKE_RAY_LOG"])
+    with socket.socket() as head:
+        proc = start_launch(tmp_path, {**fake_ray, "FAKE_BLOCK_SECONDS": "60"}, index=1, port=listening_port(head), grace=6, head_watch=0.2)  # settle budget 3 s
+        wait_for_text(log, "--block")
+        time.sleep(1)
+        assert proc.poll() is None, "the worker stopped while its head still answered"
+        if writing:
+            write_checkpoint_shard(tmp_path)
+    ended = time.monotonic()  # the head's port is closed
+    _out, err = proc.communicate(timeout=30)
+    elapsed = time.monotonic() - ended
+    assert proc.returncode == 0, err
+    assert "raylet-stopped" in log.read_text()
+    assert "the Ray head 127.0.0.1" in err and "is gone" in err and "the run has ended" in err
+    assert (tmp_path / "state" / "exit-code").read_text().strip() == "0"
+    if writing:
+        assert elapsed >= 2.5, f"Ray stopped {elapsed:.1f}s after the head's end, before the checkpoint settled: {err}"
+    assert elapsed < 8, f"the worker held its node {elapsed:.1f}s after the head's end: {err}"

@@ -13,6 +13,7 @@ FAILURE_FILE="${RUN_DIR}/.rlinf-eks/last-failure"
 
 finish() {
   [ -n "${marker_loop:-}" ] && kill "${marker_loop}" 2>/dev/null
+  [ -n "${head_watch:-}" ] && kill "${head_watch}" 2>/dev/null
   [ -d "${STATE_DIR}" ] && echo "$1" > "${STATE_DIR}/exit-code"
   exit "$1"
 }
@@ -181,6 +182,27 @@ stop_worker() {
   alive_until "${raylet}" "$(stop_deadline)" && kill -KILL "${raylet}" 2>/dev/null
 }
 
+# Runs as a background job while Ray runs on a worker. The head ends its run with `ray stop --force`
+# (closing the GCS port) and its pod then ends, but Ray here would hold the node (and its GPUs)
+# until its raylet gives up on the lost GCS (gcs_rpc_server_reconnect_timeout_s: 60 s by default)
+# and the checks after it. So: the head is checked every 2 s; 3 misses in a row (the port refused
+# or unresolvable for 6-20 s, longer than a Ray head ever closes it while its run lives) say that
+# the run has ended: a checkpoint this node's ranks still write settles, then Ray here stops.
+# Stopped (finish, or Ray on this node ended first), it ends its sleep with it: nothing outlives it.
+watch_head() {
+  local missed=0 nap=
+  trap 'kill "${nap}" 2>/dev/null; exit 0' TERM
+  while [ "${missed}" -lt 3 ]; do
+    sleep 2 & nap=$!
+    wait "${nap}"
+    if head_reachable; then missed=0; else missed=$(( missed + 1 )); fi
+  done
+  log "the Ray head ${HEAD_HOST}:${RAY_PORT} is gone: letting checkpoint writes under ${RUN_DIR} settle, then stopping Ray on this node"
+  : > "${HEAD_GONE}"
+  settle_checkpoints
+  kill -TERM "${raylet}" 2>/dev/null
+}
+
 run_worker() {
   deadline=$(( SECONDS + JOIN_TIMEOUT_SECONDS ))
   until head_reachable; do
@@ -194,7 +216,12 @@ run_worker() {
   [ "${stop_signals}" = 0 ] || stop_at_once
   ray start --address="${HEAD_HOST}:${RAY_PORT}" "${ray_node_flags[@]}" --block &
   raylet=$!
+  HEAD_GONE="${STATE_DIR}/head-gone"
+  rm -f "${HEAD_GONE}"
+  watch_head &
+  head_watch=$!
   wait_for "${raylet}" stop_worker
+  kill "${head_watch}" 2>/dev/null
   # A stopped worker reports that it was stopped: a node drained or evicted while the head still
   # trains fails the Job (backoffLimit 0) instead of leaving the head waiting on lost ranks; after
   # the head succeeded, the Job is already complete (successPolicy) when the controller stops the
@@ -206,7 +233,9 @@ run_worker() {
   # The head decides the Job: the success policy completes it when index 0 succeeds, and
   # backoffLimit 0 fails it when any pod fails. Ray on a worker stops once the head is gone; that
   # worker has done its part. Ray stopping while the head still answers is this node failing.
-  if [ "${rc}" -ne 0 ]; then
+  if [ -f "${HEAD_GONE}" ]; then
+    log "the Ray head is gone: the run has ended"
+  elif [ "${rc}" -ne 0 ]; then
     for _ in 1 2 3; do
       if head_reachable; then log "Ray on this node stopped (status ${rc}) while the head still runs"; finish "${rc}"; fi
       sleep 10 & wait $!

@@ -1,0 +1,58 @@
+"""The quick tier for the edit loop: ``python -m pytest -n 4 --dist worksteal -m "not slow"``.
+
+A test is ``slow`` (marked at collection) when it runs something whole: a module of WHOLE_MODULES
+(real Ray, the documentation's shell blocks, checkov, shellcheck, the diff edits of every stack,
+botocore's models over every plan, the property test, the scripts run against their time bounds),
+or a test that plans a whole stack or runs the CLI, found in its source: a call of ``plan_stack``,
+``make_plan``, the CLI's ``main([...])`` or ``python -m rlinf_eks``, directly or through a function
+or fixture of its module that makes one. What is left are the pure functions and the components
+under mocks: every test still runs in the full suite, which is the gate.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+
+WHOLE_MODULES = frozenset({
+    "tests/test_launch_real_ray.py", "tests/test_docs.py", "tests/test_checkov.py", "tests/test_shellcheck.py",
+    "tests/test_diff_edits.py", "tests/test_aws_models.py", "tests/test_properties.py", "tests/test_fault_fast.py",
+    "tests/test_workload_scripts.py", "tests/test_checkpoint_resume.py", "tests/test_cli_unix.py",
+    "tests/test_report_browser.py",
+})  # fmt: skip
+WHOLE = re.compile(r"\bplan_stack\(|\bmake_plan\(|\bmain\(\[|\"-m\", \"rlinf_eks\"|-m rlinf_eks")
+
+
+@functools.lru_cache(maxsize=None)
+def _whole_names(path: str) -> frozenset[str]:
+    """The functions of a module that plan a whole stack or run the CLI, directly or through another."""
+    source = Path(path).read_text()
+    lines = source.splitlines()
+    functions = {n.name: "\n".join(lines[n.lineno - 1 : n.end_lineno]) for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    whole = {name for name, text in functions.items() if WHOLE.search(text)}
+    while True:
+        called = re.compile(r"\b(?:" + "|".join(map(re.escape, whole)) + r")\b") if whole else None
+        more = {name for name, text in functions.items() if name not in whole and called and called.search(text)}
+        if not more:
+            return frozenset(whole)
+        whole |= more
+
+
+def is_slow(nodeid: str, path: str, function: str, fixtures: tuple[str, ...]) -> bool:
+    module = nodeid.split("::", 1)[0]
+    if module in WHOLE_MODULES:
+        return True
+    whole = _whole_names(path)
+    return function in whole or any(f in whole for f in fixtures)
+
+
+def mark_slow(items: list) -> None:
+    import pytest
+
+    for item in items:
+        function = getattr(item, "originalname", None) or getattr(item, "name", "")
+        fixtures = tuple(getattr(item, "fixturenames", ()))
+        if str(item.path).endswith(".py") and is_slow(item.nodeid, str(item.path), function, fixtures):
+            item.add_marker(pytest.mark.slow)
