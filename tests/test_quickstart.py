@@ -84,7 +84,7 @@ def test_the_gpu_proof_plans_the_stack_with_its_settings_and_reads_the_rendered_
         assert trainer.count(f"env.train.init_params.{key}" if key.startswith("sim") else key) == 1, key
     launch = pod["files"]["/etc/rlinf/launch.sh"][0]
     assert proof._launch_value(launch, "GRACE_SECONDS") == "60"
-    assert proof._launch_value(launch, "CHECKPOINT_PATTERNS").split("\n")[1] == "/rlinf-run/logs/rlinf/checkpoints/global_step_*"
+    assert "/rlinf-run/logs/rlinf/checkpoints/global_step_*" in proof._launch_value(launch, "CHECKPOINT_PATTERNS").split("\n")
 
 
 def test_on_one_gpu_the_world_size_rules_check_an_unknown_configs_batch_with_one_rank_each(tmp_path, capsys):

@@ -45,5 +45,5 @@ def test_two_nodes_with_a_shared_claim_mount_it_on_every_pod():
 
 
 def test_two_nodes_without_a_shared_claim_are_refused_not_run_on_per_node_storage():
-    with pytest.raises(ConfigError, match=r"storage\.sharedFilesystem\.enabled=False: 2 nodes .* needs the shared filesystem"):
+    with pytest.raises(ConfigError, match=r"storage\.sharedFilesystem\.enabled=false: 2 nodes .* needs the shared filesystem"):
         plan_project(HERE, "dev", sets=["gpuNodes.nodeCount=2"])
