@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from rlinf_eks.workload import exit_codes
 from rlinf_eks.workload.config_check import CONTAINER, check_spec, config_check_script
 from rlinf_eks.workload.run import resolve_run
 from tests.harness import EXPERIMENT_STACKS, STACKS, plan_stack
-from tests.test_trainers import EMBODIED_DIR, REFERENCE, needs_reference
+from tests.test_trainers import EMBODIED_DIR, REFERENCE, needs_reference, pending_upstream_config
 from tests.test_trainers import reference_trainers  # noqa: F401 (the fixture needs_reference uses)
 
 BASH = shutil.which("bash")
@@ -50,7 +51,9 @@ class HybridComponentPlacement:
     def __init__(self, cfg, cluster):
         cluster.num_nodes  # the real placement asks the cluster for its nodes and GPUs
 
-EMBODIED = {"openvla", "openvla_oft"}
+# rlinf/config.py:110-131 at 0505431 (EMBODIED_MODEL)
+EMBODIED = {"openvla", "openvla_oft", "openpi", "starvla", "mlp_policy", "gr00t", "dexbotic_pi", "dexbotic_dm0", "dreamzero",
+            "cnn_policy", "flow_policy", "cma", "lingbotvla", "abot_m0", "resnet", "gr00t_n1d6", "gr00t_n1d7", "cfg_model", "value_model"}
 
 def validate_cfg(cfg):
     Cluster(cluster_cfg=cfg.cluster)
@@ -86,9 +89,11 @@ def _check(stack: str, sets: tuple[str, ...], tmp_path: Path, site: Path) -> tup
     log.unlink(missing_ok=True)
     script = tmp_path / "config-check.sh"
     script.write_text(config_check_script(run, termination_log=str(log), checkout=str(checkout), timeout_seconds=120))
+    quoted = re.search(r"^CHECK='(.*)'$", script.read_text(), re.M).group(1)
+    check = json.loads(quoted.replace("'\"'\"'", "'"))  # the shell's quoting of a single quote
+    pending_upstream_config(Path(check["config_dir"]), check["config_name"])
     # the pod's environment: the trainer's variables (EMBODIED_PATH for RLinf's searchpath) as the
     # checkout in the image has them, here the reference's
-    # python3 is the test's own interpreter (hydra-core is a test dependency), as the image's venv is first on its PATH
     env = {**_pod_env(site), "HYDRA_FULL_ERROR": "1"}
     result = subprocess.run([BASH, str(script)], env=env, text=True, capture_output=True, timeout=180)
     return result, log.read_text() if log.exists() else ""
