@@ -177,10 +177,34 @@ def pytest_terminal_summary(terminalreporter, config):
     summary = kube_dir and kube_apiserver.stop(kube_apiserver.server_dir(kube_dir))
     if summary:
         terminalreporter.write_line(summary)
+    elif _without_kube_assets():
+        terminalreporter.write_line(f"the real API server tier did not run: {kube_apiserver.HOW_TO_GET}")
+
+
+KUBE_TIER_FIXTURES = {"kube_api", "kube_apiserver_session"}
+KUBE_TIER_MODULES = {"tests/test_verify_sim.py"}  # the simulated cluster: its own server, scheduler and controllers
+
+
+def _without_kube_assets() -> bool:
+    """No binaries named for the real API server's tier (a variable naming a folder without them is
+    no reason to leave the tier out: its tests fail, saying so)."""
+    return kube_apiserver.assets() is None and not kube_apiserver.misconfigured()
+
+
+def _leave_out_the_kube_tier(config, items) -> None:
+    """Without the binaries the tier's tests are left out (deselected), and the session's summary
+    says so in one line with how to get them, rather than a skip line per test."""
+    if not _without_kube_assets():
+        return
+    tier = [i for i in items if KUBE_TIER_FIXTURES & set(getattr(i, "fixturenames", ())) or i.nodeid.split("::")[0] in KUBE_TIER_MODULES]
+    if tier:
+        config.hook.pytest_deselected(items=tier)
+        items[:] = [i for i in items if i not in set(tier)]
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: the quick tier's marks come first
 def pytest_collection_modifyitems(config, items):
+    _leave_out_the_kube_tier(config, items)
     if "slow" in (config.getoption("markexpr", "") or ""):
         from tests.tiers import mark_slow
 
