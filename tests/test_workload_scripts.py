@@ -381,3 +381,21 @@ def test_given_a_head_that_has_ended_when_ray_still_runs_on_a_worker_then_the_wo
     if writing:
         assert elapsed >= 2.5, f"Ray stopped {elapsed:.1f}s after the head's end, before the checkpoint settled: {err}"
     assert elapsed < 8, f"the worker held its node {elapsed:.1f}s after the head's end: {err}"
+
+
+def test_given_a_sigterm_while_the_worker_starts_its_jobs_then_the_stop_is_not_lost(tmp_path, fake_ray):
+    # A SIGTERM after Ray started on a worker but before its wait began (the launcher still starting
+    # the jobs beside Ray) was counted and then forgotten: the pod ignored it until Ray ended on its
+    # own (seen as a 30 s hang on a loaded machine). Here the signal comes exactly there: from the
+    # `rm` that clears the head-gone flag between Ray's start and the wait.
+    real_rm = shutil.which("rm")
+    (tmp_path / "bin" / "rm").write_text(f'#!/bin/bash\ncase "$*" in *head-gone*) kill -TERM "$PPID" ;; esac\nexec {real_rm} "$@"\n')
+    (tmp_path / "bin" / "rm").chmod(0o755)
+    with socket.socket() as server:
+        proc = start_launch(tmp_path, {**fake_ray, "FAKE_BLOCK_SECONDS": "30"}, index=1, port=listening_port(server), grace=20)
+        started = time.monotonic()
+        _out, err = proc.communicate(timeout=40)
+        elapsed = time.monotonic() - started
+    assert "SIGTERM: letting checkpoint writes" in err, err
+    assert proc.returncode == 143, err
+    assert elapsed < 10, f"the stop waited {elapsed:.1f}s for Ray to end by itself: {err}"

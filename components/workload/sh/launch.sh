@@ -70,10 +70,13 @@ trap 'stop_signals=$(( stop_signals + 1 ))' TERM INT
 
 # wait_for PID ON_STOP: sets rc to PID's own exit status. The first TERM/INT runs ON_STOP once;
 # a wait it interrupted is waited again (returning PID's status even if PID has ended by then).
+# A TERM/INT that came after the caller's last look and before this wait (while PID and the jobs
+# beside it were being started) runs ON_STOP first: it is not lost.
 wait_for() {
   local pid=$1 on_stop=$2 seen status
   rc=
   while :; do
+    if [ "${stop_signals}" != 0 ] && [ "${stopping}" = 0 ]; then stopping=1; stop_started=${SECONDS}; "${on_stop}"; fi
     seen=${stop_signals}
     wait "${pid}"; status=$?
     # 127: the previous wait had already returned PID's status when the signal arrived
