@@ -86,6 +86,22 @@ def test_every_stack_command_takes_set_and_unset_and_names_a_typo(command, edit,
     assert said in "\n".join(_stderr(capsys))
 
 
+@pytest.mark.parametrize(
+    ("key", "held"),
+    [
+        ("gpuNodes.nodeCount.x", "gpuNodes.nodeCount"),
+        ("workload.image.tag", "workload.image"),
+        ("workload.env.NCCL_DEBUG.level", "workload.env.NCCL_DEBUG"),  # a free mapping's value is a plain value too
+        ("cluster.adminRoleArns[0].arn", "cluster.adminRoleArns[0]"),
+    ],
+)
+def test_unset_of_a_key_below_a_plain_value_is_refused_naming_the_value(key, held, tmp_path, capsys):
+    assert main(["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path / "out"), "--unset", key]) == 2
+    said = f"--unset {key!r}: {held} is a plain value, not an object: it has no key {key.rsplit('.', 1)[1]!r}; unset {held} itself"
+    assert said in "\n".join(_stderr(capsys))
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("command", sorted(STACK_COMMANDS))
 def test_unset_of_a_free_key_or_an_unset_setting_is_no_error(command, tmp_path, capsys):
     # workload.env holds any variable; gpuNodes.maxNodes is a setting the stack leaves at its default
