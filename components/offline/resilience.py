@@ -48,8 +48,15 @@ def checkpoint_lines(settings: StackSettings, stack: str) -> list[str]:
         lines.append(
             f"evaluation (workload.mode eval): the dialect's upstream evaluation of {which}, read only, into "
             f"{paths.eval_dir}/step-<N>/ (metrics, videos, eval.json); the launcher marks no checkpoint and writes nothing "
-            "into the training run's checkpoints; no complete checkpoint: exit 95"
+            f"into the training run's checkpoints; no complete checkpoint: exit {exit_codes.NO_CHECKPOINT}"
         )
+        required = sorted({name for _, name, needed in getattr(launch, "model_files", ()) if needed})
+        if required:
+            lines.append(
+                f"evaluation: {', '.join(required)}, which the evaluation loads from the checkpoint, is copied from the model the run "
+                f"trained from when the checkpoint has none; when neither has it, the pod stops before the trainer starts (exit "
+                f"{exit_codes.MODEL_FILE_MISSING}, one line naming it)"
+            )
     elif launch.resume is not None:
         lines.append(f"resume: the newest complete checkpoint, passed as {launch.resume.key}")
     elif launch.resume_note:
