@@ -166,6 +166,7 @@ def test_argparses_own_errors_are_one_line_on_every_command(command, capsys):
         (["verify", "vllm-rollout", "--level", "all"], "error: verify --level 'all': must be an integer; valid: 0, 1, 2, 3, 4, 5"),
         (["plan", "vllm-rollout", "--out"], "error: plan --out: needs a value (DIR)"),
         (["plan", "--sett", "gpuNodes.nodeCount=2"], "error: plan --sett: no such flag (did you mean --set?); plan takes "),
+        (["plan", "vllm-rollout", "--s", "x"], "error: plan --s: ambiguous, it could be --set or --strict: spell it out"),
         (["report", "x", "--run-dir", "r", "--from-bucket"], "error: report --from-bucket: not allowed with --run-dir"),
         (["build-image", "vllm-rollout", "extra"], "error: build-image: unexpected argument 'extra'; usage: python -m rlinf_eks build-image "),
         (["plann"], "error: 'plann': no such command (did you mean plan?); commands: plan, diff, image-contract, verify, report"),

@@ -133,6 +133,9 @@ class Grammar(argparse.ArgumentParser):
                 kind = {"int": "an integer", "float": "a number"}.get(typed.group(1), f"a valid {typed.group(1)}")
                 valid = f"; valid: {', '.join(map(str, action.choices))}" if action.choices else ""
                 self._refuse(f"{where}{name} {typed.group(2)}: must be {kind}{valid}")
+        ambiguous = re.fullmatch(r"ambiguous option: (\S+) could match (.*)", message)
+        if ambiguous:
+            self._refuse(f"{where}{ambiguous.group(1)}: ambiguous, it could be {ambiguous.group(2).replace(', ', ' or ')}: spell it out")
         self._refuse(f"{where}{message.replace('argument ', '')}")
 
     def _refuse(self, line: str) -> NoReturn:
