@@ -136,9 +136,9 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .offline.arguments import add_stack_arguments
+    from .offline.arguments import Grammar, add_stack_arguments
 
-    parser = argparse.ArgumentParser(
+    parser = Grammar(
         prog="python -m rlinf_eks", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)

@@ -40,6 +40,7 @@ from typing import Any, Iterable, Optional
 import yaml
 
 from tests import kube_processes
+from tests.fetch_shared_data import shared_folder
 from tests.kube_processes import stop
 
 __all__ = ["ApiError", "ApiServer", "Session", "assets", "misconfigured", "shared_server", "server_dir", "start", "stop"]
@@ -59,7 +60,8 @@ HOW_TO_GET = (
 FIELD_MANAGER = "rlinf-eks-tests"
 ESTABLISHED_TIMEOUT_SECONDS = 60.0
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = shared_folder()
+"""The reference data (the CRDs below ../shared/schemas): $RLINF_EKS_SHARED, else ../shared, as for every test."""
 CRD_FILES = (
     "kuberay/ray.io_rayclusters.yaml",
     "kuberay/ray.io_rayjobs.yaml",

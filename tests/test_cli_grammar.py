@@ -86,6 +86,22 @@ def test_every_stack_command_takes_set_and_unset_and_names_a_typo(command, edit,
     assert said in "\n".join(_stderr(capsys))
 
 
+@pytest.mark.parametrize(
+    ("key", "held"),
+    [
+        ("gpuNodes.nodeCount.x", "gpuNodes.nodeCount"),
+        ("workload.image.tag", "workload.image"),
+        ("workload.env.NCCL_DEBUG.level", "workload.env.NCCL_DEBUG"),  # a free mapping's value is a plain value too
+        ("cluster.adminRoleArns[0].arn", "cluster.adminRoleArns[0]"),
+    ],
+)
+def test_unset_of_a_key_below_a_plain_value_is_refused_naming_the_value(key, held, tmp_path, capsys):
+    assert main(["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path / "out"), "--unset", key]) == 2
+    said = f"--unset {key!r}: {held} is a plain value, not an object: it has no key {key.rsplit('.', 1)[1]!r}; unset {held} itself"
+    assert said in "\n".join(_stderr(capsys))
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("command", sorted(STACK_COMMANDS))
 def test_unset_of_a_free_key_or_an_unset_setting_is_no_error(command, tmp_path, capsys):
     # workload.env holds any variable; gpuNodes.maxNodes is a setting the stack leaves at its default
@@ -112,6 +128,54 @@ def test_platform_on_a_stack_that_is_not_an_experiment_is_refused_even_when_the_
     assert main([command, "vllm-rollout", *STACK_COMMANDS[command], "--platform", str(platform)]) == 2
     (line,) = _stderr(capsys)
     assert f"--platform {platform}: stack vllm-rollout is not an experiment (platform.role: both)" in line and "leave it out" in line
+
+
+ARGPARSE_WORDS = ("unrecognized arguments", "invalid choice", "the following arguments are required", "expected one argument")
+
+
+def _refused(argv: list[str], capsys) -> str:
+    """The one line a command line argparse itself refuses gets, after exit 2."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    (line,) = _stderr(capsys)
+    assert line.startswith("error: ") and not any(words in line for words in ARGPARSE_WORDS), line
+    return line
+
+
+@pytest.mark.parametrize("command", sorted([*STACK_COMMANDS, "diff"]))
+def test_argparses_own_errors_are_one_line_on_every_command(command, capsys):
+    stack = ["a", "b"] if command == "diff" else ["vllm-rollout"]
+    assert _refused([command, *stack, "--nope"], capsys).startswith(f"error: {command} --nope: no such flag; {command} takes ")
+    assert "(did you mean --unset?)" in _refused([command, *stack, "--unsett", "x"], capsys) or command == "diff"
+    # the misspelt flag is named even where it leaves the stack out, before argparse's missing argument
+    assert "--sett: no such flag (did you mean --set?)" in _refused([command, "--sett", "a=b"], capsys) or command == "diff"
+    if command in ("plan", "image-contract"):
+        return  # their STACK defaults to single-node
+    line = _refused([command], capsys)
+    missing = "BASE and NEW missing: BASE: the base plan" if command == "diff" else "STACK missing: "
+    assert line.startswith(f"error: {command} {missing}"), line
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["diff", "--format", "html", "a", "b"], "error: diff --format 'html': not a choice; valid: text, markdown"),
+        (["diff", "--format", "markdwn", "a", "b"], "error: diff --format 'markdwn': not a choice (did you mean markdown?); valid: text, markdown"),
+        (["verify", "vllm-rollout", "--level", "9"], "error: verify --level 9: not a choice; valid: 0, 1, 2, 3, 4, 5"),
+        (["verify", "vllm-rollout", "--level", "all"], "error: verify --level 'all': must be an integer; valid: 0, 1, 2, 3, 4, 5"),
+        (["plan", "vllm-rollout", "--out"], "error: plan --out: needs a value (DIR)"),
+        (["plan", "--sett", "gpuNodes.nodeCount=2"], "error: plan --sett: no such flag (did you mean --set?); plan takes "),
+        (["plan", "vllm-rollout", "--s", "x"], "error: plan --s: ambiguous, it could be --set or --strict: spell it out"),
+        (["report", "x", "--run-dir", "r", "--from-bucket"], "error: report --from-bucket: not allowed with --run-dir"),
+        (["build-image", "vllm-rollout", "extra"], "error: build-image: unexpected argument 'extra'; usage: python -m rlinf_eks build-image "),
+        (["plann"], "error: 'plann': no such command (did you mean plan?); commands: plan, diff, image-contract, verify, report"),
+        ([], "error: no command given; commands: plan, diff, image-contract, verify, report, build-image"),
+        (["--sett", "x"], "error: --sett: no such flag; python -m rlinf_eks takes --help, then a command: plan, diff"),
+    ],
+)
+def test_argparses_own_errors_name_the_flag_the_value_and_what_is_valid(argv, said, capsys):
+    assert _refused(argv, capsys).startswith(said)
 
 
 def test_no_command_help_shows_markup(capsys):

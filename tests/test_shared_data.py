@@ -73,6 +73,22 @@ def test_the_folder_is_one_setting(monkeypatch, tmp_path):
     assert fetching.shared_folder() == harness.ROOT.parent / "shared"
 
 
+def test_every_test_module_reads_the_folder_from_the_one_setting(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    # the simulated cluster's API server installs its CRDs from the folder too
+    env = {**os.environ, fetching.SHARED_ENV: str(tmp_path)}
+    said = subprocess.run([sys.executable, "-c", "from tests import kube_apiserver; print(kube_apiserver.SHARED)"],
+                          cwd=harness.ROOT, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert said.stdout.strip() == str(tmp_path.resolve()), said.stderr
+    # and no module works out ../shared on its own
+    own = [p.name for p in (harness.ROOT / "tests").glob("*.py")
+           if p.name not in ("fetch_shared_data.py", "test_shared_data.py") and re.search(r'parents?(\[\d+\])?\s*/\s*"shared"', p.read_text())]  # fmt: skip
+    assert own == [], own
+
+
 def test_a_skip_says_how_to_get_the_data(tmp_path, monkeypatch):
     monkeypatch.delenv(harness.REQUIRE_SHARED_ENV, raising=False)
     with pytest.raises(pytest.skip.Exception, match=r"python -m tests.fetch_shared_data.*RLINF_EKS_SHARED"):

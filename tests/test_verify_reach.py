@@ -29,10 +29,12 @@ SHORT = (0.5, 0.5)
 """(connect, read) seconds: a test waits on no production timeout."""
 
 
-def kubeconfig(tmp_path: Path, server: str, ca: Path | None = None) -> Path:
-    cluster: dict[str, str] = {"server": server}
+def kubeconfig(tmp_path: Path, server: str, ca: Path | None = None, insecure: bool = False) -> Path:
+    cluster: dict[str, str | bool] = {"server": server}
     if ca is not None:
         cluster["certificate-authority"] = str(ca)
+    if insecure:
+        cluster["insecure-skip-tls-verify"] = True
     config = {
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
         "clusters": [{"name": "c", "cluster": cluster}],
@@ -235,3 +237,63 @@ def test_a_kubeconfig_that_does_not_exist_names_it_and_the_dry_run(tmp_path, cap
     assert main(["verify", "single-node", "--kubeconfig", str(missing)]) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"error: no cluster to verify: {missing}: ") and line.endswith("(without a cluster: python -m rlinf_eks verify single-node --dry-run)")
+
+
+@pytest.fixture
+def https_api(tmp_path: Path) -> Iterator[int]:
+    """An HTTPS server with a self-signed certificate that answers GET /version as an API server
+    does and everything else 401 (a token it does not take): its port."""
+    import http.server
+    import json
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: it makes the TLS server's certificate")
+    key, cert = _openssl_cert(tmp_path, "server")
+
+    class Api(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            version = self.path.startswith("/version")
+            body = json.dumps({"major": "1", "minor": "33", "gitVersion": "v1.33.1", "gitCommit": "0", "gitTreeState": "clean",
+                                               "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"} if version else
+                              {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized", "code": 401}).encode()  # fmt: skip
+            self.send_response(200 if version else 401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_a_kubeconfig_that_skips_tls_verification_is_said_once_in_one_line(tmp_path, https_api):
+    import os
+    import sys
+
+    path = kubeconfig(tmp_path, f"https://127.0.0.1:{https_api}", insecure=True)
+    env = {**os.environ, "KUBECONFIG": str(path)}  # no pulumi stack output asked for
+    done = subprocess.run([sys.executable, "-m", "rlinf_eks", "verify", "single-node"], capture_output=True, text=True, env=env, timeout=120)
+    assert "InsecureRequestWarning" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    said = [line for line in done.stderr.splitlines() if "insecure-skip-tls-verify" in line]
+    assert said == [
+        f"warning: https://127.0.0.1:{https_api}: the kubeconfig sets insecure-skip-tls-verify: true, so its certificate is not "
+        "checked (anyone on the way could answer as the cluster); put its CA in certificate-authority-data instead "
+        "(aws eks update-kubeconfig writes it)"
+    ]
+    # it reached the server (the certificate went unchecked) and climbed to the credentials it refused
+    assert "v1.33" in done.stdout and "single-node: NOT READY" in done.stdout, done.stdout

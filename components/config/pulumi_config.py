@@ -132,6 +132,31 @@ def _item_model(annotation: Any) -> Any:
     return None
 
 
+def _container_arg(annotation: Any, kind: type) -> Any:
+    """What a ``dict[str, V]`` (kind dict) or ``list[V]`` (kind list) holds, V, in an Optional too; else None."""
+    import typing
+
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if typing.get_origin(candidate) is kind and typing.get_args(candidate):
+            return typing.get_args(candidate)[-1]
+    return None
+
+
+def _holds_keys(annotation: Any) -> bool:
+    """Whether a setting of this annotation can hold keys or items (a mapping, a list, a model or
+    Any, alone or in a union); False for a plain value (int, str, a Literal, an enum)."""
+    import typing
+
+    if annotation is Any or _model_of(annotation) is not None:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin in (dict, list, tuple, set, frozenset) or (isinstance(origin, type) and issubclass(origin, (typing.Mapping, typing.Sequence)) and origin is not str):
+        return True
+    if origin is typing.Literal:
+        return False
+    return origin is not None and any(_holds_keys(arg) for arg in typing.get_args(annotation) if not isinstance(arg, (str, int, float)))
+
+
 def unknown_key_path(segments: list[Any]) -> Optional[str]:
     """Why a key path of this project's namespace (``["gpuNodes", "nodecount"]``) names no setting,
     as a problem line with the nearest valid key; None when it names one (or a key inside a free
@@ -148,13 +173,22 @@ def unknown_key_path(segments: list[Any]) -> Optional[str]:
     for depth, segment in enumerate(segments[1:], start=1):
         model = _model_of(annotation)
         if isinstance(segment, int):
-            item = _item_model(annotation)
+            item = _item_model(annotation) or _container_arg(annotation, list)
             if item is None:
                 return None
             annotation = item
             continue
         if model is None:
-            return None  # a mapping of free keys, a list of values or a plain value
+            value = _container_arg(annotation, dict)
+            if value is not None:  # a free key of a mapping: what it holds decides the next segment
+                annotation = value
+                continue
+            if _holds_keys(annotation):
+                return None  # a mapping of free keys or a list of values
+            # a plain value has no keys: `--unset gpuNodes.nodeCount.x` would silently change nothing
+            held = key_path(*segments[:depth])
+            return (f"{key_path(*segments[: depth + 1])}: {held} is a plain value, not an object: it has no key "
+                    f"{segment!r}; unset {held} itself")  # fmt: skip
         fields = {(f.alias or n): f for n, f in model.model_fields.items()}
         if segment not in fields:
             names = list(fields)

@@ -48,8 +48,15 @@ def checkpoint_lines(settings: StackSettings, stack: str) -> list[str]:
         lines.append(
             f"evaluation (workload.mode eval): the dialect's upstream evaluation of {which}, read only, into "
             f"{paths.eval_dir}/step-<N>/ (metrics, videos, eval.json); the launcher marks no checkpoint and writes nothing "
-            "into the training run's checkpoints; no complete checkpoint: exit 95"
+            f"into the training run's checkpoints; no complete checkpoint: exit {exit_codes.NO_CHECKPOINT}"
         )
+        required = sorted({name for _, name, needed in getattr(launch, "model_files", ()) if needed})
+        if required:
+            lines.append(
+                f"evaluation: {', '.join(required)}, which the evaluation loads from the checkpoint, is copied from the model the run "
+                f"trained from when the checkpoint has none; when neither has it, the pod stops before the trainer starts (exit "
+                f"{exit_codes.MODEL_FILE_MISSING}, one line naming it)"
+            )
     elif launch.resume is not None:
         lines.append(f"resume: the newest complete checkpoint, passed as {launch.resume.key}")
     elif launch.resume_note:
@@ -159,16 +166,7 @@ def image_lines(settings: StackSettings) -> list[str]:
         f"config dir{', libfabric or aws-ofi-nccl' if efa_enabled(settings) else ''} (exit {exit_codes.IMAGE_BROKEN}, "
         f"one line naming it; python -m rlinf_eks image-contract)"
     )
-    if settings.workload.launcher == "kuberay":
-        retry = (
-            "image: KubeRay has no per-exit-code rule: the failed init container restarts until the RayJob fails "
-            "(rayjob.preRunningDeadlineSeconds) and backoffLimit counts it"
-        )
-    elif settings.workload.uses_jobset:
-        retry = "image: the JobSet fails at once on it (rule ImageBroken): a restart would pull the same image"
-    else:
-        retry = "image: the Job fails at once on it (backoffLimit 0)"
-    return [check, retry]
+    return [check, _init_check_retry(settings, "image", "ImageBroken", "pull the same image")]
 
 
 def config_lines(settings: StackSettings) -> list[str]:
@@ -181,16 +179,20 @@ def config_lines(settings: StackSettings) -> list[str]:
         f"or Ray starts; a config it would refuse fails every Ray pod within seconds (exit {exit_codes.CONFIG_INVALID}, "
         f"one line, also the container's termination message)"
     )
+    return [check, _init_check_retry(settings, "config", "ConfigInvalid", "render the same command")]
+
+
+def _init_check_retry(settings: StackSettings, topic: str, rule: str, same: str) -> str:
+    """What the launcher does when an init check fails a pod: KubeRay retries it (no per-exit-code
+    rule), a JobSet gives up at once by its ``rule`` (a restart would ``same``), a Job at once."""
     if settings.workload.launcher == "kuberay":
-        retry = (
-            "config: KubeRay has no per-exit-code rule: the failed init container restarts until the RayJob fails "
+        return (
+            f"{topic}: KubeRay has no per-exit-code rule: the failed init container restarts until the RayJob fails "
             "(rayjob.preRunningDeadlineSeconds) and backoffLimit counts it"
         )
-    elif settings.workload.uses_jobset:
-        retry = "config: the JobSet fails at once on it (rule ConfigInvalid): a restart would render the same command"
-    else:
-        retry = "config: the Job fails at once on it (backoffLimit 0)"
-    return [check, retry]
+    if settings.workload.uses_jobset:
+        return f"{topic}: the JobSet fails at once on it (rule {rule}): a restart would {same}"
+    return f"{topic}: the Job fails at once on it (backoffLimit 0)"
 
 
 def fabric_lines(settings: StackSettings) -> list[str]:

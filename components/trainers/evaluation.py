@@ -34,13 +34,18 @@ from .inputs import config_recipe, input_paths
 from .recipe import EvalRecipe, recipe_of
 from .startup import EvalModel
 
-__all__ = ["EVAL_DIR_NAME", "NO_CHECKPOINT", "EvalLaunch", "eval_problems", "evaluation_launch"]
+__all__ = ["EVAL_DIR_NAME", "MODEL_FILE_MISSING", "NO_CHECKPOINT", "EvalLaunch", "eval_problems", "evaluation_launch"]
 
 EVAL_DIR_NAME = "eval"
 """``<run dir>/eval/step-<N>/``: not ``global_step_<N>``, which the checkpoint sync would take for
 an incomplete checkpoint and never upload."""
 NO_CHECKPOINT = 95
-"""The evaluation's status when the run has no complete checkpoint (or not the one named)."""
+"""The evaluation's status when the run has no complete checkpoint (or not the one named):
+rlinf_eks.workload.exit_codes.NO_CHECKPOINT, as are the two below (a test keeps them equal;
+trainers sit below workload)."""
+MODEL_FILE_MISSING = 97
+"""rlinf_eks.workload.exit_codes.MODEL_FILE_MISSING: the checkpoint and the model the run trained
+from both lack a file the evaluation loads (veRL's preprocessor_config.json)."""
 SUMMARY_FILE = "eval.json"
 RUN_MISMATCH = 94
 """rlinf_eks.workload.exit_codes.RUN_MISMATCH (a test keeps them equal; trainers sit below workload)."""
@@ -126,10 +131,11 @@ class EvalLaunch(TrainerLaunch):
                     lines.append(f'if [ ! -f "$model/{name}" ] && [ -f {source} ]; then cp {source} "$model/{name}" || exit; fi')
                     continue
                 lines += [
-                    f'if [ ! -f "$model/{name}" ] && ! cp {source} "$model/{name}"; then',
+                    f'if [ ! -f "$model/{name}" ] && [ -f {source} ]; then cp {source} "$model/{name}" || exit; fi',
+                    f'if [ ! -f "$model/{name}" ]; then',
                     f'  echo "rlinf-eks: FAILED: the checkpoint $ckpt has no {name}, which the evaluation loads from it, and the model'
-                    f' the run trained from has none to copy ({source})" >&2',
-                    "  exit 1",
+                    f' the run trained from has none to copy ({source}): add it to the model input, or to the checkpoint (exit {MODEL_FILE_MISSING})" >&2',
+                    f"  exit {MODEL_FILE_MISSING}",
                     "fi",
                 ]
             lines += [f"{command} || exit" for command in self.prepare]

@@ -203,6 +203,8 @@ def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[
     except ClusterError as err:
         print(f"error: {err} (without a cluster: python -m rlinf_eks verify {args.stack_file} --dry-run)", file=sys.stderr)
         return 1
+    if cluster.insecure_warning:
+        print(f"warning: {cluster.insecure_warning}", file=sys.stderr)
 
     def stop(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt

@@ -147,6 +147,19 @@ class Cluster:
         finally:
             root.handlers = handlers
         self.credentials_error = "; ".join(" ".join(line.split()) for line in captured.lines if line.startswith("exec:"))
+        self.insecure = configuration.verify_ssl is False
+        """The kubeconfig's cluster sets insecure-skip-tls-verify: the command says so once
+        (:attr:`insecure_warning`), instead of urllib3's multi-line warning on every request."""
+        if self.insecure:
+            import warnings
+            from urllib.parse import urlsplit
+
+            from urllib3.exceptions import InsecureRequestWarning
+
+            # this cluster's requests only: the filter names its host
+            host = urlsplit(str(configuration.host)).hostname or ""
+            warnings.filterwarnings("ignore", message=f"Unverified HTTPS request is being made to host '{re.escape(host)}'",
+                                    category=InsecureRequestWarning)  # fmt: skip
         configuration.retries = Retry(total=RETRIES, backoff_factor=0)
         self.endpoint = str(configuration.host)
         self.api = client.ApiClient(configuration)
@@ -158,6 +171,15 @@ class Cluster:
         self.auth = client.AuthenticationV1Api(self.api)
         self.version = client.VersionApi(self.api)
         self.networking = client.NetworkingV1Api(self.api)
+
+    @property
+    def insecure_warning(self) -> str:
+        """The one line saying that the cluster's certificate goes unchecked ('' when it is checked)."""
+        if not self.insecure:
+            return ""
+        return (f"{self.endpoint}: the kubeconfig sets insecure-skip-tls-verify: true, so its certificate is not checked "
+                "(anyone on the way could answer as the cluster); put its CA in certificate-authority-data instead "
+                "(aws eks update-kubeconfig writes it)")  # fmt: skip
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from ..trainers import DIALECTS, config_name_of, recipe_of
 from ..trainers.evaluation import EvalLaunch
 from . import exit_codes, scripts
 from .env import trainer_pythonpath
-from .kube import CONFIG_CHECK_CONTAINER, SCRIPTS_DIR, core, guaranteed
+from .kube import CONFIG_CHECK_CONTAINER, check_container, core
 from .run import Run
 
 CONFIG_CHECK_SCRIPT = "config-check.sh"
@@ -101,18 +101,4 @@ def config_check_container(image: str, *, env: list[core.EnvVarArgs]) -> core.Co
     """The training image's environment (the trainer's variables: EMBODIED_PATH for RLinf's
     searchpath), no devices: it composes a config and imports the trainer's validation. Its
     termination message is the failure line (else the log's last lines)."""
-    return core.ContainerArgs(
-        name=CONTAINER,
-        image=image,
-        command=["/bin/bash", f"{SCRIPTS_DIR}/{CONFIG_CHECK_SCRIPT}"],
-        env=env,
-        resources=guaranteed({"cpu": "1", "memory": "4Gi"}),
-        volume_mounts=[core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True)],
-        termination_message_policy="FallbackToLogsOnError",
-        security_context=core.SecurityContextArgs(
-            privileged=False,
-            allow_privilege_escalation=False,
-            read_only_root_filesystem=True,
-            capabilities=core.CapabilitiesArgs(drop=["ALL"]),
-        ),
-    )
+    return check_container(CONTAINER, image, CONFIG_CHECK_SCRIPT, env=env, termination_message_policy="FallbackToLogsOnError")

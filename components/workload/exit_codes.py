@@ -50,6 +50,17 @@ at startup, an interpolation or the trainer's own validation (as far as it runs 
 cluster) failed. Checked before anything is staged or Ray starts; a restart renders the same
 command, so the failure rules do not retry it."""
 
+NO_CHECKPOINT = 95
+"""workload.mode eval: the run has no complete checkpoint to evaluate (or not the one
+``workload.eval.checkpoint`` names). Train first, or name one; a restart finds the same folder."""
+
+MODEL_FILE_MISSING = 97
+"""workload.mode eval: a file the dialect's evaluation loads from the evaluated checkpoint (veRL's
+``preprocessor_config.json``, which ``AutoProcessor.from_pretrained`` opens) is in neither the
+checkpoint nor the model the run trained from, to copy it from. The pod stops before the trainer
+starts, which would fail on it (an OSError in transformers) after loading the model; a restart
+finds the same files."""
+
 ALL = {
     "STOPPED": STOPPED,
     "CLUSTER_DID_NOT_FORM": CLUSTER_DID_NOT_FORM,
@@ -59,6 +70,8 @@ ALL = {
     "IMAGE_BROKEN": IMAGE_BROKEN,
     "RUN_MISMATCH": RUN_MISMATCH,
     "CONFIG_INVALID": CONFIG_INVALID,
+    "NO_CHECKPOINT": NO_CHECKPOINT,
+    "MODEL_FILE_MISSING": MODEL_FILE_MISSING,
 }
 
 

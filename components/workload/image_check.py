@@ -10,7 +10,7 @@ import re
 
 from . import exit_codes, scripts
 from .image_contract import EFA_TOOLS, ImageContract
-from .kube import IMAGE_CHECK_CONTAINER, SCRIPTS_DIR, core, guaranteed
+from .kube import IMAGE_CHECK_CONTAINER, check_container, core
 
 IMAGE_CHECK_SCRIPT = "image-check.sh"
 CONTAINER = IMAGE_CHECK_CONTAINER
@@ -61,19 +61,4 @@ def image_check_script(contract: ImageContract, *, root: str = "") -> str:
 def image_check_container(image: str, *, env: list[core.EnvVarArgs]) -> core.ContainerArgs:
     """The training image's environment (LD_LIBRARY_PATH, PYTHONPATH), no devices: it only looks
     at files and imports the trainer's first modules and Ray."""
-    return core.ContainerArgs(
-        name=CONTAINER,
-        image=image,
-        command=["/bin/bash", f"{SCRIPTS_DIR}/{IMAGE_CHECK_SCRIPT}"],
-        env=env,
-        # each import runs in a python3 of its own: vLLM or TensorFlow with torch take about 1 GiB;
-        # an init container's requests stay below the trainer's, so they cost the pod nothing
-        resources=guaranteed({"cpu": "1", "memory": "4Gi"}),
-        volume_mounts=[core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True)],
-        security_context=core.SecurityContextArgs(
-            privileged=False,
-            allow_privilege_escalation=False,
-            read_only_root_filesystem=True,
-            capabilities=core.CapabilitiesArgs(drop=["ALL"]),
-        ),
-    )
+    return check_container(CONTAINER, image, IMAGE_CHECK_SCRIPT, env=env)

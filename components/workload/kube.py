@@ -21,10 +21,11 @@ core = k8s.core.v1
 meta = k8s.meta.v1
 
 SCRIPTS_DIR = "/etc/rlinf"
-IMAGE_CHECK_CONTAINER = "image-check"
-CONFIG_CHECK_CONTAINER = "config-check"
-"""The init container that checks the image contract (image_check.py); manual.py's failure rules name it."""
 """Where the launch ConfigMap is mounted: the user's image needs no change."""
+IMAGE_CHECK_CONTAINER = "image-check"
+"""The init container that checks the image contract (image_check.py); manual.py's failure rules name it."""
+CONFIG_CHECK_CONTAINER = "config-check"
+"""The init container that composes the trainer's config in the image (config_check.py); manual.py's failure rules name it."""
 STATE_DIR = "/var/run/rlinf"
 """Shared by the trainer and the checkpoint-sync container: the trainer's exit code lands here."""
 RAY_CONTAINER = "ray"
@@ -64,6 +65,29 @@ def security_context() -> core.SecurityContextArgs:
         privileged=False,
         allow_privilege_escalation=False,
         capabilities=core.CapabilitiesArgs(add=["IPC_LOCK"], drop=["NET_RAW"]),
+    )
+
+
+def check_container(name: str, image: str, script: str, *, env: list[core.EnvVarArgs], **more: Any) -> core.ContainerArgs:
+    """An init container that runs ``script`` of the launch ConfigMap in the training image before
+    anything else (image_check.py, config_check.py): the image's environment, no devices, 1 CPU
+    and 4 GiB (below the trainer's requests, so it costs the pod nothing; the check's imports run
+    one python3 at a time: vLLM or TensorFlow with torch take about 1 GiB), read-only, no
+    capabilities. ``more``: further ContainerArgs (a termination message policy)."""
+    return core.ContainerArgs(
+        name=name,
+        image=image,
+        command=["/bin/bash", f"{SCRIPTS_DIR}/{script}"],
+        env=env,
+        resources=guaranteed({"cpu": "1", "memory": "4Gi"}),
+        volume_mounts=[core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True)],
+        **more,
+        security_context=core.SecurityContextArgs(
+            privileged=False,
+            allow_privilege_escalation=False,
+            read_only_root_filesystem=True,
+            capabilities=core.CapabilitiesArgs(drop=["ALL"]),
+        ),
     )
 
 

@@ -52,7 +52,7 @@ PY
 
 # On SIGTERM let a checkpoint being written settle before stopping, within the pod's grace period:
 # wait while a file of a checkpoint (a path under RUN_DIR with a `checkpoints` or `global_step_N`
-# part: veRL's default_local_dir, RLinf's <log_path>[/<experiment>]/checkpoints) changed in the
+# part: veRL's default_local_dir, RLinf's <log_path or output_dir>/<experiment>/checkpoints) changed in the
 # last 30 s. Logs are not watched: a trainer logs until it is stopped.
 # shellcheck disable=SC2329 # called by stop_trainer and stop_worker, themselves called through wait_for's ON_STOP
 settle_checkpoints() {
