@@ -7,8 +7,8 @@ TRACKER = "latest_checkpointed_iteration.txt"  # upstream veRL's, beside its glo
 
 def checkpoint_units(root, marker, top=None):
     """{checkpoint: newest modification time of a file or directory of it} under top (root): a
-    checkpoint is a global_step_N directory (below a path part `checkpoints` or not), or for a
-    layout without steps the first `checkpoints` directory of a path. Files beside global_step_N
+    checkpoint is a global_step_N directory (below a 'checkpoints' directory or not), or for
+    a layout without steps the first 'checkpoints' directory of a path. Files beside global_step_N
     directories (a tracker, written once a save returned) and completeness markers are no write.
     It stats every file of every kept checkpoint (metadata operations on FSx): walk it once."""
     units = {}
@@ -40,8 +40,8 @@ def step_of(unit):
 
 
 def completed_by(unit, known):
-    """What says the save of global_step_N `unit` returned (None: nothing yet): a newer
-    global_step_M beside it that `known` (the step directories of the stop request) lacks, as the
+    """What says the save of the global_step_N unit returned (None: nothing yet): a newer
+    global_step_M beside it that is not in known (the step directories of the stop request), as the
     trainers save synchronously and start step M only once N's save returned on every rank (a
     newer one already there may be left from an earlier run), or the tracker naming N or later."""
     step, parent = step_of(unit), os.path.dirname(unit)
@@ -61,9 +61,9 @@ def completed_by(unit, known):
 
 def settle_checkpoint_writes(root, budget, quiet, marker, running=lambda: True, poll=2.0):
     """Lets the checkpoint writes in progress now under root end, within budget seconds, and says
-    how they ended. In progress: a checkpoint with a write in the last `quiet` seconds, bar one with
+    how they ended. In progress: a checkpoint with a write in the last quiet seconds, bar one with
     a newer global_step_M written lately beside it (its save has returned). It has ended once a
-    global_step_M newer than it appears, the tracker names it, or it did not change for `quiet`
+    global_step_M newer than it appears, the tracker names it, or it did not change for quiet
     seconds. Later saves are not waited for: a trainer that saves every few seconds never goes
     quiet. Stops early once running() is false (the trainer has exited)."""
     deadline = time.monotonic() + budget
