@@ -5,6 +5,7 @@ trainer's exit status, and that workers join the head's address."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import signal
@@ -265,6 +266,31 @@ def test_given_a_checkpoint_being_written_when_a_worker_gets_sigterm_then_ray_st
     assert elapsed >= 2.5, f"Ray stopped {elapsed:.1f}s after SIGTERM, before the checkpoint settled: {err}"
     assert proc.returncode == 143, err
     assert (tmp_path / "state" / "exit-code").read_text().strip() == "143"
+
+
+def test_given_ranks_that_checkpoint_every_2s_when_a_worker_gets_sigterm_then_ray_stops_once_the_write_in_progress_ended(tmp_path, fake_ray):
+    # this node's ranks (a process beside the fake Ray here) save every 2 s: never quiet for 30 s
+    marker = tmp_path / "ranks.log"
+    (tmp_path / "ranks.py").write_text(SAVING_EVERY_2S)
+    ranks = subprocess.Popen([sys.executable, str(tmp_path / "ranks.py"), str(tmp_path), str(marker)])
+    try:
+        with socket.socket() as server:
+            proc = start_launch(tmp_path, {**fake_ray, "FAKE_BLOCK_SECONDS": "300"}, index=1, port=listening_port(server), grace=120)  # settle budget 60 s
+            wait_for_text(marker, "writing 3")
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            _out, err = proc.communicate(timeout=150)
+            elapsed = time.monotonic() - sent
+    finally:
+        ranks.kill()
+        ranks.wait()
+    _, saved = saves_logged(marker.read_text())
+    assert proc.returncode == 143, err
+    assert "raylet-stopped" in Path(fake_ray["FAKE_RAY_LOG"]).read_text()
+    assert 3 in saved, f"Ray stopped while the write in progress at SIGTERM went on: {err}"
+    assert re.search(r"the checkpoint write in progress ended: checkpoints/global_step_\d+ \(global_step_\d+ began\)", err), err
+    assert (tmp_path / "checkpoints" / "global_step_3" / ".rlinf-eks-complete").exists(), err
+    assert elapsed < 30, f"{elapsed:.1f}s from SIGTERM to exit: the stop waited for the later saves to stop: {err}"
 
 
 def test_given_a_trainer_that_keeps_logging_when_a_worker_gets_sigterm_then_the_logs_do_not_hold_the_stop(tmp_path, fake_ray):
