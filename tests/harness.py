@@ -201,3 +201,39 @@ def platform_of(config: Any) -> Any:
 
 def manifests(plan: Plan) -> dict[str, dict[str, Any]]:
     return plan.manifests()
+
+
+# A fake trainer that checkpoints every 2 s: trains 1 s, then saves global_step_N under
+# <argv[1]>/checkpoints in 1 s (four shards), logging to argv[2] "writing N T" once the first shard
+# is there and "saved N T" once the save returned (T: Unix time); SIGINT ends it with status 130.
+SAVING_EVERY_2S = """
+import os, sys, time
+run, log = sys.argv[1], open(sys.argv[2], "a", buffering=1)
+step = 0
+try:
+    while True:
+        time.sleep(1.0)
+        step += 1
+        shards = os.path.join(run, "checkpoints", f"global_step_{step}", "actor")
+        os.makedirs(shards)
+        for rank in range(4):
+            open(os.path.join(shards, f"rank_{rank}.pt"), "w").write("x" * 1000)
+            if rank == 0:
+                log.write(f"writing {step} {time.time():.3f}\\n")
+            time.sleep(0.25)
+        log.write(f"saved {step} {time.time():.3f}\\n")
+except KeyboardInterrupt:
+    log.write(f"KeyboardInterrupt {step} {time.time():.3f}\\n")
+    sys.exit(130)
+"""
+
+
+def saves_logged(log_text: str) -> tuple[dict[int, float], dict[int, float]]:
+    """({step: when its write began}, {step: when its save returned}) from SAVING_EVERY_2S's log."""
+    began: dict[int, float] = {}
+    saved: dict[int, float] = {}
+    for line in log_text.splitlines():
+        what, step, when = line.split()
+        if what in ("writing", "saved"):
+            (began if what == "writing" else saved)[int(step)] = float(when)
+    return began, saved

@@ -17,7 +17,7 @@ from rlinf_eks.workload import exit_codes, fabric, progress
 from rlinf_eks.workload.run import pod_shape
 from rlinf_eks.offline.plan import settings_of
 from rlinf_eks.offline.stack_config import load
-from tests.harness import ROOT
+from tests.harness import ROOT, SAVING_EVERY_2S, saves_logged
 
 
 def settings(stack: str, *sets: str):
@@ -142,6 +142,19 @@ def test_given_a_checkpoint_being_written_when_the_block_ends_then_the_stop_wait
     # counted from the last write: within one write interval (0.2 s, and the printed rounding)
     # before the 2.5 s the trainer writes for
     assert 2.5 - 0.3 + 2 <= waited <= 2.5 + 2 + 2.5, waited
+
+
+def test_given_a_trainer_that_checkpoints_every_2s_when_the_block_ends_then_it_is_stopped_once_the_write_in_progress_ended(tmp_path):
+    # never quiet for the 30 s: the settle waited out its whole share of the budget (60 s here)
+    log = tmp_path / "saves.log"
+    stop = datetime.fromtimestamp(int(time.time()) + 4, timezone.utc)
+    code, _, err, took = supervise(tmp_path, SAVING_EVERY_2S, stop_at_time=stop, budget=120, args=(str(tmp_path), str(log)), wait=150)
+    began, saved = saves_logged(log.read_text())
+    assert code == exit_codes.RESERVATION_ENDING, err
+    assert "KeyboardInterrupt" in log.read_text().splitlines()[-1], err
+    # the settle starts after the stop time: every save begun before it returned
+    assert all(step in saved for step, when in began.items() if when < stop.timestamp()), (began, saved, err)
+    assert took < 4 + 30, f"{took:.1f}s: the stop waited for the later saves to stop: {err}"
 
 
 def test_given_a_capacity_block_stack_when_rendered_then_the_stop_time_is_40_minutes_plus_the_grace_period_before_the_end():

@@ -5,6 +5,7 @@ trainer's exit status, and that workers join the head's address."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import signal
@@ -18,7 +19,7 @@ import pytest
 
 from rlinf_eks.workload import RlinfTraining, progress, scripts
 from rlinf_eks.workload.preflight import min_bus_bandwidth_gbps
-from tests.harness import one, run_component, settings, with_shared_filesystem
+from tests.harness import SAVING_EVERY_2S, one, run_component, saves_logged, settings, with_shared_filesystem
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is needed to check the rendered scripts")
@@ -142,6 +143,7 @@ def write_launch(tmp_path: Path, *, head_host: str = "127.0.0.1", port: int = 63
         state_dir=str(tmp_path / "state"),
         trainer_pythonpath="/workspace",
         trainer_script=str(tmp_path / "trainer.sh"),
+        checkpoint_patterns=(f"{tmp_path}/checkpoints/global_step_*",),
     )
     assert script.count(HEAD_WATCH) == 1, f"launch.sh should have one {HEAD_WATCH!r}"
     (tmp_path / "launch.sh").write_text(script.replace(HEAD_WATCH, f"sleep {head_watch} & nap=$!"))
@@ -266,6 +268,31 @@ def test_given_a_checkpoint_being_written_when_a_worker_gets_sigterm_then_ray_st
     assert (tmp_path / "state" / "exit-code").read_text().strip() == "143"
 
 
+def test_given_ranks_that_checkpoint_every_2s_when_a_worker_gets_sigterm_then_ray_stops_once_the_write_in_progress_ended(tmp_path, fake_ray):
+    # this node's ranks (a process beside the fake Ray here) save every 2 s: never quiet for 30 s
+    marker = tmp_path / "ranks.log"
+    (tmp_path / "ranks.py").write_text(SAVING_EVERY_2S)
+    ranks = subprocess.Popen([sys.executable, str(tmp_path / "ranks.py"), str(tmp_path), str(marker)])
+    try:
+        with socket.socket() as server:
+            proc = start_launch(tmp_path, {**fake_ray, "FAKE_BLOCK_SECONDS": "300"}, index=1, port=listening_port(server), grace=120)  # settle budget 60 s
+            wait_for_text(marker, "writing 3")
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            _out, err = proc.communicate(timeout=150)
+            elapsed = time.monotonic() - sent
+    finally:
+        ranks.kill()
+        ranks.wait()
+    _, saved = saves_logged(marker.read_text())
+    assert proc.returncode == 143, err
+    assert "raylet-stopped" in Path(fake_ray["FAKE_RAY_LOG"]).read_text()
+    assert 3 in saved, f"Ray stopped while the write in progress at SIGTERM went on: {err}"
+    assert re.search(r"the checkpoint write in progress ended: checkpoints/global_step_\d+ \(global_step_\d+ began\)", err), err
+    assert (tmp_path / "checkpoints" / "global_step_3" / ".rlinf-eks-complete").exists(), err
+    assert elapsed < 30, f"{elapsed:.1f}s from SIGTERM to exit: the stop waited for the later saves to stop: {err}"
+
+
 def test_given_a_trainer_that_keeps_logging_when_a_worker_gets_sigterm_then_the_logs_do_not_hold_the_stop(tmp_path, fake_ray):
     log_file = tmp_path / "logs" / "rlinf" / "tensorboard" / "events.out"
     log_file.parent.mkdir(parents=True)
@@ -322,6 +349,29 @@ def test_given_a_training_head_when_stopped_then_the_trainer_gets_keyboardinterr
     assert proc.returncode == 143, err
     assert elapsed < 5, f"{elapsed:.1f}s: the trainer was not interrupted"
     assert (tmp_path / "state" / "exit-code").read_text().strip() == "143"
+
+
+def test_given_a_trainer_that_checkpoints_every_2s_when_the_head_is_stopped_then_the_write_in_progress_ends_and_the_trainer_stops_at_once(tmp_path, fake_ray):
+    # a trainer that saves more often than every 30 s never goes quiet: the stop waited out its
+    # whole settle window (60 s here, 840 s with the default grace) while the trainer trained on
+    marker = tmp_path / "trainer.marker"
+    (tmp_path / "trainer.sh").write_text(f"exec python3 - \"$RUN\" \"$TRAINER_MARKER\" <<'PY'{SAVING_EVERY_2S}PY\n")
+    env = {**fake_ray, "FAKE_NODES": "2", "FAKE_GPUS": "16", "TRAINER_MARKER": str(marker), "RUN": str(tmp_path)}
+    proc = start_launch(tmp_path, env, index=0, grace=120)  # settle budget 60 s
+    wait_for_text(marker, "writing 3")  # global_step_3's write is in progress
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=150)
+    elapsed = time.monotonic() - sent
+    _, saved = saves_logged(marker.read_text())
+    assert proc.returncode == 143, err
+    assert 3 in saved, f"the stop cut short the write in progress at the stop request: {err}"
+    assert "KeyboardInterrupt" in marker.read_text().splitlines()[-1], err
+    assert elapsed < 30, f"{elapsed:.1f}s from SIGTERM to exit: the stop waited for the later saves to stop: {err}"
+    steps = {int(d.name.split("_")[-1]): d for d in (tmp_path / "checkpoints").iterdir()}
+    marked = {n for n, d in steps.items() if (d / ".rlinf-eks-complete").exists()}
+    assert 3 in marked, err  # marked on the way out (a newer one began), not left for the next run to redo
+    assert marked <= set(saved), f"an incomplete checkpoint was marked complete: {sorted(marked - set(saved))}"
 
 
 def test_given_a_trainer_that_ignores_sigint_when_the_head_is_stopped_then_it_gets_sigterm_within_the_grace_period(tmp_path, fake_ray):

@@ -13,8 +13,8 @@ and stderr unchanged. It stops the trainer, and exits with a status of its own
 - **the Capacity Block ends** (``gpuNodes.capacityBlock.endTime``): EC2 sends the instances'
   interruption warning 40 minutes before the block's end and terminates them 30 minutes before
   (EC2 User Guide, "Capacity Blocks for ML"); the supervisor starts stopping at
-  ``end - 40 min - terminationGracePeriodSeconds``, lets a checkpoint being written settle, then
-  stops the trainer. Exit ``RESERVATION_ENDING`` (not a failure: a later block resumes the run from
+  ``end - 40 min - terminationGracePeriodSeconds``, lets the checkpoint write in progress end (not
+  later ones), then stops the trainer. Exit ``RESERVATION_ENDING`` (not a failure: a later block resumes the run from
   its newest complete checkpoint).
 
 Stopping is SIGINT, SIGTERM, SIGKILL to the trainer's process group within the stop budget.
@@ -41,7 +41,8 @@ CAPACITY_BLOCK_WARNING = timedelta(minutes=40)
 CHECKPOINT_SCAN_SECONDS = 60
 # The trainer settles for at most this share of the stop budget; the rest is for SIGINT/TERM.
 SETTLE_SHARE = 0.5
-# A checkpoint counts as written once no file of it changed this long (the launcher's rule too).
+# A checkpoint's write has ended once a newer global_step_M began beside it, or no file of it changed
+# this long (the launcher's rule too: programs/checkpoint_writes.py).
 SETTLE_QUIET_SECONDS = 30
 
 def stop_at(settings: StackSettings) -> Optional[datetime]:

@@ -12,7 +12,7 @@ EXIT_RESERVATION_ENDING = int(os.environ["EXIT_RESERVATION_ENDING"])
 METRICS_PORT = int(os.environ.get("PROGRESS_METRICS_PORT") or 0)
 COMPLETE_MARKER = os.environ.get("PROGRESS_COMPLETE_MARKER", ".rlinf-eks-complete")
 STEP = re.compile(r"^global_step_(\d+)$")
-# newest_checkpoint_write: programs/checkpoint_writes.py, run before this program (progress.sh)
+# settle_checkpoint_writes: programs/checkpoint_writes.py, run before this program (progress.sh)
 
 
 def log(message):
@@ -176,11 +176,9 @@ while True:
             complete_step, complete_seen = found_complete, time.time()
         next_scan = now + SCAN
     if STOP_AT and time.time() >= STOP_AT:
-        log("the Capacity Block ends in less than 40 minutes plus the stop budget: letting checkpoint writes settle")
+        log("the Capacity Block ends in less than 40 minutes plus the stop budget: letting the checkpoint write in progress end")
         began = time.monotonic()
-        settle_until = began + BUDGET * SETTLE
-        while time.monotonic() < settle_until and time.time() - newest_checkpoint_write(RUN_DIR) < QUIET and trainer.poll() is None:
-            time.sleep(min(1.0, max(0.0, settle_until - time.monotonic())))
+        log(settle_checkpoint_writes(RUN_DIR, int(BUDGET * SETTLE), QUIET, COMPLETE_MARKER, running=lambda: trainer.poll() is None))
         stop("the Capacity Block is ending", EXIT_RESERVATION_ENDING, BUDGET - (time.monotonic() - began))
     idle = now - max(last_output, last_step_change)
     if TIMEOUT and idle >= TIMEOUT:

@@ -56,10 +56,17 @@ PY
 # last 30 s. Logs are not watched: a trainer logs until it is stopped.
 # shellcheck disable=SC2329 # called by stop_trainer and stop_worker, themselves called through wait_for's ON_STOP
 settle_checkpoints() {
-  python3 - "${RUN_DIR}" "$(( GRACE_SECONDS > 120 ? GRACE_SECONDS - 60 : GRACE_SECONDS / 2 ))" <<'PY'
+  # Only the checkpoint written at the stop request counts (programs/checkpoint_writes.py): its write
+  # has ended once a newer global_step_M appears beside it (the trainers save synchronously), the
+  # tracker names it, or it did not change for 30 s. Later saves are not waited for: a trainer that
+  # checkpoints every few seconds never goes quiet, and would train on for the whole window.
+  local outcome
+  outcome=$(python3 - "${RUN_DIR}" "$(( GRACE_SECONDS > 120 ? GRACE_SECONDS - 60 : GRACE_SECONDS / 2 ))" 30 "${COMPLETE_MARKER}" <<'PY'
 #include programs/checkpoint_writes.py
 #include programs/settle_checkpoints.py
 PY
+  )
+  log "${outcome}"
 }
 
 # A TERM/INT only counts here; the waits below act on it. Bash runs a trap between commands and
@@ -130,7 +137,7 @@ stop_at_once() {
 
 # shellcheck disable=SC2329 # called through wait_for's ON_STOP ("${on_stop}"), which shellcheck cannot follow
 stop_trainer() {
-  log "SIGTERM: letting checkpoint writes under ${RUN_DIR} settle, then interrupting the trainer"
+  log "SIGTERM: letting the checkpoint write in progress under ${RUN_DIR} end, then interrupting the trainer"
   settle_checkpoints
   # a trainer that ended by itself meanwhile keeps its own status
   kill -0 "${trainer}" 2>/dev/null || return 0
@@ -160,6 +167,7 @@ run_head() {
   if [ "${trainer_stopped}" = 1 ]; then
     log "stopped: the trainer exited with status ${rc} after the stop request; the pod reports ${STOPPED}"
     rc=${STOPPED}
+    checkpoints mark  # the one whose write the stop let end, once a newer one began
   else
     log "trainer exited with status ${rc}"
     if [ "${rc}" = 0 ]; then
@@ -178,7 +186,7 @@ run_head() {
 stop_worker() {
   # Every pod of the Job gets SIGTERM at once: this node's ranks may be writing their shards of the
   # checkpoint the head is letting settle, so stop Ray here only once the writes have settled too.
-  log "SIGTERM: letting checkpoint writes under ${RUN_DIR} settle, then stopping Ray on this node"
+  log "SIGTERM: letting the checkpoint write in progress under ${RUN_DIR} end, then stopping Ray on this node"
   settle_checkpoints
   # `ray start --block` stops its processes on SIGTERM (waiting for them to exit) and exits 1
   kill -TERM "${raylet}" 2>/dev/null
@@ -231,6 +239,7 @@ run_worker() {
   # rest.
   if [ "${stopping}" = 1 ]; then
     log "stopped: Ray on this node exited with status ${rc}; the pod reports ${STOPPED}"
+    checkpoints mark
     finish "${STOPPED}"
   fi
   # The head decides the Job: the success policy completes it when index 0 succeeds, and
