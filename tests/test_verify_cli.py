@@ -34,6 +34,7 @@ class FakeCluster:
     cleaned: bool = False
     interrupt_at: str = ""
     fail_at: int = -1
+    insecure_warning: str = ""  # the kubeconfig's insecure-skip-tls-verify, said once (client.Cluster)
 
     def observe_control_plane(self) -> Observed:
         s = self.state

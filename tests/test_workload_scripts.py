@@ -446,6 +446,6 @@ def test_given_a_sigterm_while_the_worker_starts_its_jobs_then_the_stop_is_not_l
         started = time.monotonic()
         _out, err = proc.communicate(timeout=40)
         elapsed = time.monotonic() - started
-    assert "SIGTERM: letting checkpoint writes" in err, err
+    assert "SIGTERM: letting the checkpoint write in progress" in err, err
     assert proc.returncode == 143, err
     assert elapsed < 10, f"the stop waited {elapsed:.1f}s for Ray to end by itself: {err}"
