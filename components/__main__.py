@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import signal
 import sys
@@ -135,6 +136,13 @@ def _diff(args: argparse.Namespace) -> int:
     return status
 
 
+BUILT_IN = ("plan", "diff", "image-contract")
+OWN_MODULES = {"verify": ".verify.cli", "report": ".report.cli", "build-image": ".image_build.cli"}
+"""The commands whose parser and code live in a module of their own: a command line that names
+another command first imports none of them (a plan or a diff starts without verify's, report's
+and build-image's imports); --help, no command or an unknown one registers them all."""
+
+
 def main(argv: list[str] | None = None) -> int:
     from .offline.arguments import Grammar, add_stack_arguments
 
@@ -177,17 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     add_stack_arguments(contract, default="single-node")
     contract.set_defaults(func=_image_contract)
 
-    from .verify.cli import add_parser as add_verify
-
-    add_verify(commands)
-
-    from .report.cli import add_parser as add_report
-
-    add_report(commands)
-
-    from .image_build.cli import add_parser as add_build_image
-
-    add_build_image(commands)
+    argv = sys.argv[1:] if argv is None else argv
+    for name, module in OWN_MODULES.items():
+        if not argv or argv[0] not in [*BUILT_IN, *OWN_MODULES] or argv[0] == name:
+            importlib.import_module(module, __package__).add_parser(commands)
 
     args = parser.parse_args(argv)
     return args.func(args)

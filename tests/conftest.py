@@ -91,6 +91,12 @@ SLOW_TESTS = {
     "tests/test_launch_real_ray.py::test_given_a_head_waiting_": 6,
     "tests/test_launch_real_ray.py::test_given_a_missing_head_": 3,
     "tests/test_properties.py::test_any_valid_config_plans_": 10,
+    # 7-9 processes of the command each, interrupted at moments spread over its run (a report's is the longest)
+    "tests/test_interrupts.py::test_ctrl_c_at_any_moment_of_a_report_": 10,
+    "tests/test_interrupts.py::test_ctrl_c_at_any_moment_of_a_plan_": 7,
+    "tests/test_interrupts.py::test_ctrl_c_at_any_moment_of_verify_dry_run_": 4,
+    # each stack's edits planned in-process (the suite's plan cache holds none of them)
+    "tests/test_diff_edits.py::test_each_edit_gives_the_verdicts_a_real_preview_would": 3,
     "tests/test_aws_models.py::test_policy_grammar_problems_are_found": 6,
     "tests/test_fault_fast.py::test_given_a_checkpoint_being_written_when_the_block_ends_": 6,
     "tests/test_fault_fast.py::test_given_a_capacity_block_stop_time_": 5,

@@ -128,3 +128,29 @@ def test_the_quick_tier_leaves_out_what_plans_a_stack_directly_or_through_a_help
             if tiers.is_slow(f"tests/test_example.py::{name}", path, name, fixtures)}
     assert slow == {"test_direct", "test_through_helpers", "test_through_a_fixture", "test_the_cli"}
     assert tiers.is_slow("tests/test_launch_real_ray.py::test_x", path, "test_pure", ())
+
+
+def test_the_quick_tier_leaves_out_what_runs_the_cli_through_a_helper_module_of_the_suite(tmp_path):
+    # tests/test_interrupts.py runs `python -m rlinf_eks` through tests/interrupting.py's run()
+    from tests import tiers
+
+    (tmp_path / "helper.py").write_text(
+        "import subprocess, sys\n\n"
+        "def run(argv):\n    return subprocess.run([sys.executable, \"-m\", \"rlinf_eks\", *argv])\n\n"
+        "def pure():\n    return 1\n"
+    )
+    module = tmp_path / "test_uses_helper.py"
+    module.write_text(
+        "import subprocess\nfrom tests.helper import pure, run as run_cli\n\n"
+        "def test_the_cli():\n    run_cli(['plan', 'x'])\n\n"
+        "def _through(stack):\n    return run_cli(['plan', stack])\n\n"
+        "def test_through_a_function():\n    _through('x')\n\n"
+        "def test_pure_helper():\n    assert pure() == 1\n\n"
+        "def test_another_run():\n    subprocess.run(['true'])\n"
+    )
+    path = str(module)
+    names = ["test_the_cli", "test_through_a_function", "test_pure_helper", "test_another_run"]
+    slow = {name for name in names if tiers.is_slow(f"tests/test_uses_helper.py::{name}", path, name, ())}
+    assert slow == {"test_the_cli", "test_through_a_function"}
+    assert tiers.is_slow("tests/test_interrupts.py::test_image_contract_interrupted_says_one_line", str(tiers.Path(__file__).parent / "test_interrupts.py"),
+                         "test_image_contract_interrupted_says_one_line", ())

@@ -25,13 +25,32 @@ WHOLE_MODULES = frozenset({
 WHOLE = re.compile(r"\bplan_stack\(|\bmake_plan\(|\bmain\(\[|\"-m\", \"rlinf_eks\"|-m rlinf_eks")
 
 
+def _whole_imports(tree: ast.Module, path: str) -> set[str]:
+    """The names a module imports from a helper module of the suite (``from tests.x import run``)
+    that plan a whole stack or run the CLI there (tests/interrupting.py's ``run`` starts
+    ``python -m rlinf_eks``)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests."):
+            helper = Path(path).parent / (node.module.split(".", 1)[1].replace(".", "/") + ".py")
+            if helper.is_file() and helper.resolve() != Path(path).resolve():
+                whole = _whole_names(str(helper))
+                names |= {alias.asname or alias.name for alias in node.names if alias.name in whole}
+    return names
+
+
 @functools.lru_cache(maxsize=None)
 def _whole_names(path: str) -> frozenset[str]:
-    """The functions of a module that plan a whole stack or run the CLI, directly or through another."""
+    """The functions of a module that plan a whole stack or run the CLI, directly, through another
+    of its functions, or through one it imports from a helper module of the suite."""
     source = Path(path).read_text()
     lines = source.splitlines()
-    functions = {n.name: "\n".join(lines[n.lineno - 1 : n.end_lineno]) for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    whole = {name for name, text in functions.items() if WHOLE.search(text)}
+    tree = ast.parse(source)
+    functions = {n.name: "\n".join(lines[n.lineno - 1 : n.end_lineno]) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    imported = _whole_imports(tree, path)
+    # an imported name is called bare (``run(``), not as another object's attribute (``subprocess.run(``)
+    by_import = re.compile(r"(?<![.\w])(?:" + "|".join(map(re.escape, imported)) + r")\(") if imported else None
+    whole = {name for name, text in functions.items() if WHOLE.search(text) or (by_import and by_import.search(text))}
     while True:
         called = re.compile(r"\b(?:" + "|".join(map(re.escape, whole)) + r")\b") if whole else None
         more = {name for name, text in functions.items() if name not in whole and called and called.search(text)}

@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import foreign_project_key
-
 
 class StackConfigError(ValueError):
     pass
@@ -75,6 +73,9 @@ def edit(values: dict[str, Any], item: "str | Unset", project: str) -> None:
     if not key:
         raise StackConfigError("the key is empty; such as gpuNodes.nodeCount")
     qualified = _qualify(key, project)
+    # here, not at the top: the command line's parser (--help, diff) needs no settings models
+    from ..config import foreign_project_key
+
     problem = foreign_project_key(qualified, project)
     if problem:
         raise StackConfigError(problem)
