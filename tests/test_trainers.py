@@ -3,16 +3,11 @@ generated override composed against the real trainer configs with Hydra."""
 
 from __future__ import annotations
 
-import atexit
 import glob
-import hashlib
 import os
-import re
-import shutil
 import shlex
 import stat
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +16,8 @@ import pytest
 from rlinf_eks.config import ConfigError, StackSettings
 from rlinf_eks.trainers import DIALECTS, check_world_size, launch_for, recipe_of, rlinf_embodied, rlinf_reasoning, verl_ppo
 from rlinf_eks.trainers.base import COMPLETE_MARKER, config_name_of
-from tests.harness import SHARED, pending_shared, require_shared, settings
+from tests.harness import pending_shared, require_shared, settings
+from tests.reference_trainers import REFERENCE
 
 # the reference configs are upstream's: their Hydra 1.1-era warnings are not ours to fix
 pytestmark = [
@@ -29,37 +25,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::hydra.errors.Hydra14MigrationWarning"),
 ]
 
-UPSTREAM_OVERLAY = Path(__file__).resolve().parent / "data" / "upstream-trainers"
-"""Upstream configs the reference data lacks (quickstart's maniskill_ppo_mlp; README.md there)."""
-
-
-def _overlay_files() -> list[Path]:
-    return sorted(p.relative_to(UPSTREAM_OVERLAY) for p in UPSTREAM_OVERLAY.rglob("*.yaml"))
-
-
-def _reference_with_overlay(shared: Path) -> Path:
-    """The reference trainer configs, with the repository's upstream copies added where the shared
-    folder lacks them: ``shared`` itself when it holds them all (or is absent: the tests then skip or
-    fail as without it), else a folder of links to its files plus the copies, made once per process."""
-    missing = [rel for rel in _overlay_files() if not (shared / rel).exists()]
-    if not shared.is_dir() or not missing:
-        return shared
-    merged = Path(tempfile.mkdtemp(prefix="rlinf-eks-reference-"))
-    atexit.register(shutil.rmtree, merged, True)
-    for source in shared.rglob("*"):
-        target = merged / source.relative_to(shared)
-        if source.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
-    for rel in missing:
-        (merged / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(UPSTREAM_OVERLAY / rel, merged / rel)
-    return merged
-
-
-REFERENCE = _reference_with_overlay(SHARED / "reference" / "trainers")
 VERL_DIR = REFERENCE / "SimpleVLA-RL" / "verl" / "trainer" / "config"
 EMBODIED_DIR = REFERENCE / "RLinf" / "examples" / "embodiment"
 REASONING_DIR = REFERENCE / "RLinf" / "examples" / "reasoning" / "config" / "math"
@@ -514,10 +479,3 @@ def test_each_dialect_owns_its_default_config_name_and_rollout_backends():
         assert dialect.rollout_backends and set(dialect.rollout_backends) <= set(get_args(RolloutBackend))
         assert config_name_of(stack(name, dialect.rollout_backends[-1]).workload.trainer) == dialect.default_config_name
 
-
-def test_the_upstream_copies_are_the_ones_their_readme_pins():
-    """tests/data/upstream-trainers: each copy's sha256 is the one its README lists, and every copy is listed."""
-    listed = dict(re.findall(r"^\| `(RLinf/[^`]+)` \| [0-9a-f]{40} \| ([0-9a-f]{64}) \|$", (UPSTREAM_OVERLAY / "README.md").read_text(), re.M))
-    assert sorted(listed) == [str(rel) for rel in _overlay_files()]
-    for rel, digest in listed.items():
-        assert hashlib.sha256((UPSTREAM_OVERLAY / rel).read_bytes()).hexdigest() == digest, rel
