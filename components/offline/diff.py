@@ -202,14 +202,9 @@ def item_run_text(run: ItemRun, code: str = "") -> str:
             f"(the first: {code}{_value(side)}{code})")  # fmt: skip
 
 
-def _change_lines(change: "Change | ItemRun", indent: str) -> list[str]:
-    """One changed value as Markdown list lines. A long text on both sides (a launch script, a
-    command line) shows the lines (or words) that changed, as a diff block, instead of the first
-    characters of each side, which are usually the same."""
-    if isinstance(change, ItemRun):
-        return [f"{indent}- {item_run_text(change, '`')}"]
-    if not (_is_text(change.old) and _is_text(change.new)):
-        return [f"{indent}- `{change.path}`: `{_value(change.old)}` → `{_value(change.new)}`"]
+def text_change_lines(change: Change) -> list[str]:
+    """The lines (or, in a one-line text such as a command line, the words) a long text changed,
+    as a unified diff body, at most _MAX_TEXT_DIFF_LINES of them: for every rendering of the diff."""
     old, new = _pieces(change.old, change.new)
     by_line = "\n" in change.old or "\n" in change.new
     # hunk headers give line numbers; for the words of a command line they would only be noise
@@ -218,6 +213,18 @@ def _change_lines(change: "Change | ItemRun", indent: str) -> list[str]:
     shown = body[:_MAX_TEXT_DIFF_LINES]
     if len(body) > len(shown):
         shown.append(f"... {len(body) - len(shown)} more lines")
+    return shown
+
+
+def _change_lines(change: "Change | ItemRun", indent: str) -> list[str]:
+    """One changed value as Markdown list lines. A long text on both sides (a launch script, a
+    command line) shows the lines (or words) that changed, as a diff block, instead of the first
+    characters of each side, which are usually the same."""
+    if isinstance(change, ItemRun):
+        return [f"{indent}- {item_run_text(change, '`')}"]
+    if not (_is_text(change.old) and _is_text(change.new)):
+        return [f"{indent}- `{change.path}`: `{_value(change.old)}` → `{_value(change.new)}`"]
+    shown = text_change_lines(change)
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", "\n".join(shown))), default=0))
     pad = indent + "  "
     return [f"{indent}- `{change.path}`: text changed", f"{pad}{fence}diff", *(pad + line for line in shown), f"{pad}{fence}"]

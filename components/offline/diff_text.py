@@ -5,10 +5,8 @@ default when stdout is a terminal): the same content as the Markdown of a PR com
 
 from __future__ import annotations
 
-import difflib
-
 from .changes import Change, ItemRun, summarised
-from .diff import _MAX_TEXT_DIFF_LINES, PlanDiff, _is_text, _pieces, _value, item_run_text
+from .diff import PlanDiff, _is_text, _value, item_run_text, text_change_lines
 
 
 def _change_lines(change: "Change | ItemRun", indent: str) -> list[str]:
@@ -16,14 +14,7 @@ def _change_lines(change: "Change | ItemRun", indent: str) -> list[str]:
         return [f"{indent}{item_run_text(change)}"]
     if not (_is_text(change.old) and _is_text(change.new)):
         return [f"{indent}{change.path}: {_value(change.old)} -> {_value(change.new)}"]
-    old, new = _pieces(change.old, change.new)
-    by_line = "\n" in change.old or "\n" in change.new
-    skip = ("---", "+++") if by_line else ("---", "+++", "@@")
-    body = [line for line in difflib.unified_diff(old, new, lineterm="", n=0) if not line.startswith(skip)]
-    shown = body[:_MAX_TEXT_DIFF_LINES]
-    if len(body) > len(shown):
-        shown.append(f"... {len(body) - len(shown)} more lines")
-    return [f"{indent}{change.path}: text changed", *(f"{indent}  | {line}" for line in shown)]
+    return [f"{indent}{change.path}: text changed", *(f"{indent}  | {line}" for line in text_change_lines(change))]
 
 
 def _box(heading: str, items: list[str]) -> list[str]:
