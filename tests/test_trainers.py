@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from rlinf_eks.config import ConfigError, StackSettings
-from rlinf_eks.trainers import DIALECTS, check_world_size, launch_for, recipe_of, rlinf_embodied, rlinf_reasoning, verl_ppo
+from rlinf_eks.trainers import DIALECTS, check_world_size, launch_for, recipe_of, rlinf_embodied, rlinf_reasoning, rlinf_runner, verl_ppo
 from rlinf_eks.trainers.base import COMPLETE_MARKER, config_name_of
 from tests.harness import pending_shared, require_shared, settings
 from tests.reference_trainers import REFERENCE
@@ -446,6 +446,9 @@ def test_reference_size_tables_match_the_real_configs(monkeypatch):
         (VERL_DIR, None, verl_ppo.DIVIDED_BY_WORLD, None),
         (EMBODIED_DIR / "config", "1.1", {k: r.sizes for k, r in rlinf_embodied.REFERENCE.items()}, rlinf_embodied.REFERENCE),
         (REASONING_DIR, "1.1", {k: r.sizes for k, r in rlinf_reasoning.REFERENCE.items()}, rlinf_reasoning.REFERENCE),
+        # the runner rules' defaults (rlinf_runner.DEFAULTS) beyond those sizes
+        (EMBODIED_DIR / "config", "1.1", {k: v for k, v in rlinf_runner.DEFAULTS.items() if k != "qwen2.5-1.5b-grpo-fsdp"}, None),
+        (REASONING_DIR, "1.1", {"qwen2.5-1.5b-grpo-fsdp": rlinf_runner.DEFAULTS["qwen2.5-1.5b-grpo-fsdp"]}, None),
     ]
     from omegaconf import OmegaConf
 

@@ -129,6 +129,8 @@ class RlinfEmbodied:
     name = DIALECT
     default_config_name = "maniskill_ppo_openvlaoft"
     config_names = tuple(REFERENCE)
+    references = REFERENCE
+    """The reference configs' placement and the sizes the rules read (checked against the configs)."""
     config_dir = "examples/embodiment/config"
     rollout_backends = ("hf",)
     unsupported_backend = "RLinf embodied training rolls out with HuggingFace only: use hf"

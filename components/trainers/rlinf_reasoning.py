@@ -115,6 +115,8 @@ class RlinfReasoning:
     name = DIALECT
     default_config_name = "qwen2.5-1.5b-grpo-fsdp"
     config_names = tuple(REFERENCE)
+    references = REFERENCE
+    """The reference configs' placement and the sizes the rules read (checked against the configs)."""
     config_dir = CONFIG_DIR
     rollout_backends = ("vllm", "sglang")
     unsupported_backend = "RLinf reasoning rolls out with vllm or sglang"

@@ -11,8 +11,9 @@
 - ``runner.save_interval`` at or below 0 saves no checkpoint: nothing to resume from (a warning,
   since a short try may want none).
 
-The values a stack leaves at the config's default are the upstream configs' (``DEFAULTS``), read
-at RLinf v0.3 (commit 0505431), file:line there.
+The values a stack leaves at the config's default are the upstream configs': the sizes its
+dialect already knows (``references``: the world-size rules' table) and ``DEFAULTS`` for the rest,
+read at RLinf v0.3 (commit 0505431), file:line there.
 """
 
 from __future__ import annotations
@@ -20,26 +21,34 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 from ..config import StackSettings
-from .base import Value, config_name_of, effective_sizes
+from .base import DIALECTS, Value, config_name_of, effective_sizes
 
 SAVE, VAL = "runner.save_interval", "runner.val_check_interval"
 CPU_BACKENDS = frozenset({"cpu", "physx_cpu"})
 
 DEFAULTS: Mapping[str, Mapping[str, int]] = {
     # examples/embodiment/config/<name>.yaml (runner: val_check_interval, save_interval; env.train/
-    # env.eval total_num_envs)
+    # env.eval total_num_envs where the dialect's reference sizes lack them)
     "maniskill_ppo_mlp": {VAL: 50, SAVE: -1, "env.train.total_num_envs": 1024, "env.eval.total_num_envs": 32},  # :33-34, :72, :79
-    "maniskill_ppo_openvlaoft": {VAL: -1, SAVE: 40, "env.train.total_num_envs": 128, "env.eval.total_num_envs": 16},  # :35-36, :71, :78
-    "maniskill_ppo_openvla": {VAL: -1, SAVE: 40, "env.train.total_num_envs": 128, "env.eval.total_num_envs": 16},  # :35-36, :73, :81
+    "maniskill_ppo_openvlaoft": {VAL: -1, SAVE: 40, "env.eval.total_num_envs": 16},  # :35-36, :78
+    "maniskill_ppo_openvla": {VAL: -1, SAVE: 40, "env.eval.total_num_envs": 16},  # :35-36, :81
     "libero_10_grpo_openvlaoft": {VAL: -1, SAVE: 25},  # :33-34 (LIBERO: no ManiSkill physics)
     # examples/reasoning/config/math/qwen2.5-1.5b-grpo-fsdp.yaml:27-28
     "qwen2.5-1.5b-grpo-fsdp": {VAL: 1, SAVE: 50},
 }
-"""The upstream defaults the rules read, per reference config."""
+"""The upstream defaults the rules read, per reference config, beyond its dialect's reference sizes."""
+
+
+def upstream_defaults(dialect: str, config_name: str) -> dict[str, int]:
+    """The upstream config's values the rules read: the dialect's reference sizes (its
+    ``references``, checked against the configs with the world-size table), then ``DEFAULTS``."""
+    reference = getattr(DIALECTS.get(dialect), "references", {}).get(config_name)
+    return {**(reference.sizes if reference is not None else {}), **DEFAULTS.get(config_name, {})}
 
 
 def _sizes(settings: StackSettings) -> dict[str, Value]:
-    return effective_sizes(settings, DEFAULTS.get(config_name_of(settings.workload.trainer), {}))
+    trainer = settings.workload.trainer
+    return effective_sizes(settings, upstream_defaults(trainer.dialect, config_name_of(trainer)))
 
 
 def _string_override(settings: StackSettings, key: str) -> Optional[tuple[str, str]]:
