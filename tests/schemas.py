@@ -153,19 +153,26 @@ def _cel_program(rule: str) -> Any:
     return env.program(env.compile(rule), functions=_kubernetes_cel_functions())
 
 
+@lru_cache(maxsize=65536)
+def _cel_holds(rule: str, value: str) -> bool:
+    """One rule on one value (its JSON): CEL is a pure function of ``self``, and the same values recur
+    across the objects under test (a NodePool's requirements, an EC2NodeClass's interfaces), so each
+    pair is evaluated once per process; cel-python evaluates a rule in about 10 ms."""
+    import celpy
+
+    verdict = _cel_program(rule).evaluate({"self": celpy.json_to_cel(json.loads(value))})
+    return verdict is True or (isinstance(verdict, celpy.celtypes.BoolType) and bool(verdict))
+
+
 def cel_errors(schema: dict[str, Any], obj: Any, path: str = "") -> list[str]:
     """Evaluate every create-time CEL rule of ``schema`` on ``obj`` as the API server would: each
     rule on the value at its node (absent values are not checked), ``self`` bound to it; a rule
     that is false reports its message."""
-    import celpy
-
     errors: list[str] = []
-    for rule in schema.get("x-kubernetes-validations") or []:
-        if is_transition_rule(rule):
-            continue
-        program = _cel_program(rule["rule"])
-        verdict = program.evaluate({"self": celpy.json_to_cel(obj)})
-        if verdict is not True and not (isinstance(verdict, celpy.celtypes.BoolType) and bool(verdict)):
+    rules = [rule for rule in schema.get("x-kubernetes-validations") or [] if not is_transition_rule(rule)]
+    value = json.dumps(obj, sort_keys=True) if rules else ""
+    for rule in rules:
+        if not _cel_holds(rule["rule"], value):
             errors.append(f"{path or '.'}: {rule.get('message') or rule['rule']} (rule: {rule['rule']})")
     if isinstance(obj, dict):
         for key, child in (schema.get("properties") or {}).items():
@@ -184,10 +191,16 @@ def cel_errors(schema: dict[str, Any], obj: Any, path: str = "") -> list[str]:
 def kueue_errors(obj: dict[str, Any]) -> list[str]:
     """A Kueue object against its CRD at its apiVersion: the structural schema (unknown fields
     rejected) and the CEL rules a create would run."""
-    schema = kueue_schema(obj["kind"], obj["apiVersion"].split("/")[1])
-    validator = jsonschema.Draft7Validator(closed(copy.deepcopy(schema)))
-    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
-    return errors + cel_errors(schema, obj)
+    kind, version = obj["kind"], obj["apiVersion"].split("/")[1]
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _closed_validator(kueue_schema, kind, version).iter_errors(obj)]
+    return errors + cel_errors(kueue_schema(kind, version), obj)
+
+
+@lru_cache(maxsize=None)
+def _closed_validator(schema_of: Any, kind: str, version: str) -> jsonschema.Draft7Validator:
+    """The structural validator of a CRD's version, unknown fields rejected (built once: the schemas
+    are large)."""
+    return jsonschema.Draft7Validator(closed(copy.deepcopy(schema_of(kind, version))))
 
 
 # --- Karpenter (v1.14.1 CRDs and chart values in ../shared/schemas/karpenter) ---------------------
@@ -213,10 +226,9 @@ def karpenter_schema(kind: str, version: str = "v1") -> dict[str, Any]:
 def karpenter_errors(obj: dict[str, Any]) -> list[str]:
     """A NodePool / EC2NodeClass against the v1.14.1 CRD: the structural schema (unknown fields
     rejected) and every create-time CEL rule."""
-    schema = karpenter_schema(obj["kind"], obj["apiVersion"].split("/")[1])
-    validator = jsonschema.Draft7Validator(closed(copy.deepcopy(schema)))
-    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
-    return errors + cel_errors(schema, obj)
+    kind, version = obj["kind"], obj["apiVersion"].split("/")[1]
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _closed_validator(karpenter_schema, kind, version).iter_errors(obj)]
+    return errors + cel_errors(karpenter_schema(kind, version), obj)
 
 
 JOBSET_CRD = SHARED / "schemas" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
