@@ -7,6 +7,7 @@ import signal
 import sys
 import tempfile
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +24,7 @@ sys.dont_write_bytecode = False
 # (rlinf_eks/offline/sdk_imports.py, installed on importing rlinf_eks.offline), as in the plan.
 import rlinf_eks.offline  # noqa: F401
 
-from tests import kube_apiserver
+from tests import kube_apiserver, warm_cli
 
 PLAN_CACHE_ENV = "RLINF_EKS_TEST_PLAN_CACHE"  # tests/harness.py plan_stack
 
@@ -49,6 +50,12 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput") and not os.environ.get(PLAN_CACHE_ENV):
         config._rlinf_eks_plan_cache = tempfile.mkdtemp(prefix="rlinf-eks-test-plans-")
         os.environ[PLAN_CACHE_ENV] = config._rlinf_eks_plan_cache
+    # The documentation's blocks run `python -m rlinf_eks` forked from one warm server per session
+    # (tests/warm_cli.py), started here, before the workers, and waited for below.
+    if not hasattr(config, "workerinput") and not os.environ.get(warm_cli.SESSION_ENV):
+        config._rlinf_eks_warm_cli = tempfile.mkdtemp(prefix="rlinf-eks-warm-cli-")
+        config._rlinf_eks_warm_server = warm_cli.start(Path(config._rlinf_eks_warm_cli))
+        os.environ[warm_cli.SESSION_ENV] = config._rlinf_eks_warm_cli
     # The real API server's tier (tests/kube_apiserver.py): one server per session, started by the
     # first worker that asks, in a folder made here so that every worker finds it; stopped below.
     if not hasattr(config, "workerinput") and not os.environ.get(kube_apiserver.SESSION_DIR_ENV) and kube_apiserver.assets():
@@ -168,6 +175,11 @@ def pytest_unconfigure(config):
     if directory:
         os.environ.pop(PLAN_CACHE_ENV, None)
         shutil.rmtree(directory, ignore_errors=True)
+    warm = getattr(config, "_rlinf_eks_warm_cli", None)
+    if warm:
+        warm_cli.stop(config._rlinf_eks_warm_server)
+        os.environ.pop(warm_cli.SESSION_ENV, None)
+        shutil.rmtree(warm, ignore_errors=True)
     kube_dir = getattr(config, "_rlinf_eks_kube_dir", None)
     if kube_dir:
         kube_apiserver.stop(kube_apiserver.server_dir(kube_dir))  # already stopped, unless the run broke off

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests import docs_text
+from tests import docs_text, warm_cli
 from tests.docs_text import Block
 from tests.harness import ROOT
 
@@ -123,12 +123,23 @@ def _script(block: Block) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.fixture(scope="session")
+def warm_python(tmp_path_factory) -> list[str]:
+    """The session's warm ``python -m rlinf_eks`` shims (tests/warm_cli.py) as a PATH entry, where
+    the session has a server (tests/conftest.py starts one); else none."""
+    session = os.environ.get(warm_cli.SESSION_ENV)
+    if not session or not os.path.isdir(session):
+        return []
+    return [str(warm_cli.bin_dir(tmp_path_factory.mktemp("warm-python"), warm_cli.socket_of(Path(session))))]
+
+
 @pytest.mark.parametrize("block", [b for b in docs_text.shell_blocks() if b.mark is None], ids=lambda b: b.where)
-def test_an_offline_block_runs_as_written(block: Block, tmp_path):
-    """Run the block in bash in a copy of the project, with this interpreter as ``python``."""
+def test_an_offline_block_runs_as_written(block: Block, tmp_path, warm_python):
+    """Run the block in bash in a copy of the project, with this interpreter as ``python`` (its
+    ``python -m rlinf_eks`` forked from a warm server: tests/warm_cli.py)."""
     cwd = _project_copy(tmp_path)
-    bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONDONTWRITEBYTECODE": "1"}
+    path = os.pathsep.join([*warm_python, str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("RLINF_EKS_UPDATE_SNAPSHOTS", None)
     done = subprocess.run(["bash", "-c", _script(block)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{block.where}:\n{done.stderr[-3000:]}"
