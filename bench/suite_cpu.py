@@ -52,14 +52,18 @@ def pytest_runtest_protocol(item, nextitem):
     _record["tests"][item.nodeid] = [own1 - own0, kids1 - kids0]
 
 
+@pytest.hookimpl(trylast=True)  # after tests/conftest.py has stopped and reaped the session's servers
 def pytest_unconfigure(config):
     directory = os.environ.get(ENV)
     if not directory:
         return
     worker = getattr(config, "workerinput", {}).get("workerid")
     own, kids = _cpu()
-    # the controller's children are the workers, counted in their own files: its own CPU only
+    # the controller's children are the workers, counted in their own files, and the session's
+    # servers it started and reaped (tests/warm_cli.py): its own CPU, and its children's apart
     _record["total"] = own + kids if worker else own
+    if not worker:
+        _record["children"] = kids
     _record["worker"] = worker or "controller"
     Path(directory).mkdir(parents=True, exist_ok=True)
     (Path(directory) / f"{os.getpid()}.json").write_text(json.dumps(_record))
@@ -68,8 +72,13 @@ def pytest_unconfigure(config):
 def report(directory: Path) -> str:
     per_module: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
     lines, startup, total = [], 0.0, 0.0
+    controller_children = workers = 0.0
     for path in sorted(directory.glob("*.json")):
         record = json.loads(path.read_text())
+        if record["worker"] == "controller":
+            controller_children = record.get("children", 0.0)
+        elif record["worker"].startswith("gw"):
+            workers += record["total"]
         tests = sum(own + kids for own, kids in record["tests"].values())
         startup += record.get("startup", 0.0)
         total += record["total"]
@@ -87,7 +96,10 @@ def report(directory: Path) -> str:
     tests_total = sum(own + kids for own, kids, _ in per_module.values())
     out.append(f"{'tests':45s} {'':5s} {'':7s} {'':8s} {tests_total:7.1f}")
     out.append(f"{'start-up (imports, collection) of every process':51s} {'':15s}{startup:7.1f}")
-    out.append(f"{'all processes (total at exit)':51s} {'':15s}{total:7.1f}")
+    # without xdist the controller runs the tests: its children are already in the tests' figures
+    servers = max(0.0, controller_children - workers) if workers else 0.0
+    out.append(f"{'session servers the controller reaped (tests/warm_cli.py)':51s} {'':15s}{servers:7.1f}")
+    out.append(f"{'all processes (total at exit)':51s} {'':15s}{total + servers:7.1f}")
     return "\n".join(out + ["per process:"] + lines)
 
 

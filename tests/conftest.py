@@ -89,9 +89,8 @@ def pytest_configure(config):
 # is one test, or a whole module whose tests share an expensive module-scoped fixture (kept on one
 # worker so the fixture runs once).
 SLOW_TESTS = {
-    "tests/test_launch_real_ray.py::test_given_no_success_policy_": 12,
     "tests/test_launch_real_ray.py::test_given_two_pods_": 11,
-    "tests/test_launch_real_ray.py::test_given_a_failing_trainer_": 9,
+    "tests/test_launch_real_ray.py::test_given_a_failing_trainer_": 12,
     "tests/test_launch_real_ray.py::test_given_a_training_head_": 8,
     "tests/test_launch_real_ray.py::test_given_a_running_head_": 8,
     "tests/test_launch_real_ray.py::test_given_a_missing_worker_": 7,
