@@ -38,7 +38,7 @@ from bench import results  # noqa: E402 (the repository root is on sys.path only
 
 TARGET_SECONDS = 60.0
 QUICK_TARGET_SECONDS = 30.0  # issue 45: the quick tier of the edit loop
-QUICK = ' -m pytest -n 2 -m "not slow"'  # the quick tier's pytest part (docs/testing-and-contributing.md, tests/tiers.py)
+QUICK = ' -m pytest -n 2 --dist worksteal -m "not slow"'  # the quick tier's pytest part (docs/testing-and-contributing.md, tests/tiers.py)
 MARKER = "RLINF_EKS_SUITE_RUN"
 
 

@@ -120,13 +120,14 @@ def test_the_quick_tier_leaves_out_what_plans_a_stack_directly_or_through_a_help
         "def test_through_helpers():\n    _twice('x')\n\n"
         "def test_through_a_fixture(planned):\n    assert planned\n\n"
         "def test_the_cli():\n    main(['plan', 'x'])\n\n"
+        "def test_a_script():\n    subprocess.run(['sh', '-c', 'sleep 1'])\n\n"
         "def test_pure():\n    assert 1 + 1 == 2\n"
     )
     path = str(module)
     slow = {name for name, fixtures in [("test_direct", ()), ("test_through_helpers", ()), ("test_through_a_fixture", ("planned",)),
-                                        ("test_the_cli", ()), ("test_pure", ())]
+                                        ("test_the_cli", ()), ("test_a_script", ()), ("test_pure", ())]
             if tiers.is_slow(f"tests/test_example.py::{name}", path, name, fixtures)}
-    assert slow == {"test_direct", "test_through_helpers", "test_through_a_fixture", "test_the_cli"}
+    assert slow == {"test_direct", "test_through_helpers", "test_through_a_fixture", "test_the_cli", "test_a_script"}
     assert tiers.is_slow("tests/test_launch_real_ray.py::test_x", path, "test_pure", ())
 
 
@@ -141,12 +142,12 @@ def test_the_quick_tier_leaves_out_what_runs_the_cli_through_a_helper_module_of_
     )
     module = tmp_path / "test_uses_helper.py"
     module.write_text(
-        "import subprocess\nfrom tests.helper import pure, run as run_cli\n\n"
+        "import runner\nfrom tests.helper import pure, run as run_cli\n\n"
         "def test_the_cli():\n    run_cli(['plan', 'x'])\n\n"
         "def _through(stack):\n    return run_cli(['plan', stack])\n\n"
         "def test_through_a_function():\n    _through('x')\n\n"
         "def test_pure_helper():\n    assert pure() == 1\n\n"
-        "def test_another_run():\n    subprocess.run(['true'])\n"
+        "def test_another_run():\n    runner.run(['true'])\n"
     )
     path = str(module)
     names = ["test_the_cli", "test_through_a_function", "test_pure_helper", "test_another_run"]

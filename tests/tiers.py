@@ -1,13 +1,14 @@
-"""The quick tier for the edit loop: ``python -m pytest -n 4 --dist worksteal -m "not slow"``.
+"""The quick tier for the edit loop: ``python -m pytest -n 2 --dist worksteal -m "not slow"``.
 
 A test is ``slow`` (marked at collection) when it runs something whole: a module of WHOLE_MODULES
 (real Ray, the documentation's shell blocks, checkov, shellcheck, the diff edits of every stack,
-botocore's models over every plan, the property test, the scripts run against their time bounds),
-or a test that plans a whole stack or runs the CLI, found in its source: a call of ``plan_stack``,
-``make_plan``, the CLI's ``main([...])`` or ``python -m rlinf_eks``, directly or through a function
-or fixture of its module that makes one. What is left are the pure functions and the components
-under mocks: every test still runs in the full suite, which is the gate.
-"""
+botocore's models over every plan, the property test, the scripts run against their time bounds,
+the warm CLI server), or a test that plans a whole stack, runs the CLI or starts a process, found
+in its source: a call of ``plan_stack``, ``make_plan``, the CLI's ``main([...])``, ``python -m
+rlinf_eks`` or ``subprocess.run/Popen/call/check_call/check_output`` (a rendered script run against
+its timeouts, a tool), directly or through a function or fixture of its module that makes one.
+What is left are the pure functions and the components under mocks: every test still runs in the
+full suite, which is the gate."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ WHOLE_MODULES = frozenset({
     "tests/test_launch_real_ray.py", "tests/test_docs.py", "tests/test_checkov.py", "tests/test_shellcheck.py",
     "tests/test_diff_edits.py", "tests/test_aws_models.py", "tests/test_properties.py", "tests/test_fault_fast.py",
     "tests/test_workload_scripts.py", "tests/test_checkpoint_resume.py", "tests/test_cli_unix.py",
-    "tests/test_report_browser.py",
+    "tests/test_report_browser.py", "tests/test_warm_cli.py",
 })  # fmt: skip
-WHOLE = re.compile(r"\bplan_stack\(|\bmake_plan\(|\bmain\(\[|\"-m\", \"rlinf_eks\"|-m rlinf_eks")
+WHOLE = re.compile(r"\bplan_stack\(|\bmake_plan\(|\bmain\(\[|\"-m\", \"rlinf_eks\"|-m rlinf_eks|\bsubprocess\.(?:run|Popen|call|check_call|check_output)\(")
 
 
 def _whole_imports(tree: ast.Module, path: str) -> set[str]:
