@@ -53,7 +53,7 @@ PROOF_SETTINGS: tuple[tuple[str, str], ...] = (
     ("workload.trainer.overrides=env.eval.init_params.sim_backend=physx_cpu", "no GPU PhysX offline"),
     ("workload.trainer.overrides=env.eval.video_cfg.save_video=False", "small results"),
     # a short run with frequent checkpoints, so that a stop falls between two of them
-    ("workload.trainer.overrides=runner.max_steps=40", "a short run: the first start stops near step 20"),
+    ("workload.trainer.overrides=runner.max_steps=40", "a short run: the first start is stopped once a checkpoint is marked complete, the second trains on to step 40"),
     ("workload.trainer.overrides=runner.save_interval=4", "a checkpoint every 4 steps"),
     ("workload.trainer.overrides=runner.val_check_interval=2", "an evaluation every 2 steps"),
     # the launcher lets checkpoint writes settle for up to half of a short grace period before it
