@@ -37,9 +37,12 @@ def _overlay(old, new, into):
 
 def _interrupted_everywhere(argv_to, out, old, new) -> list[str]:
     """Interrupt the command at every moment, its output folder first absent, then an old one: it
-    must be left as it was or whole (new, or new written over old)."""
+    must be left as it was or whole (new, or new written over old). ``old``: a folder, or what
+    makes it from the uninterrupted run's output."""
     reference = run(argv_to(new))
     assert reference.status == 0, reference.stderr[-2000:]
+    if callable(old):
+        old = old(new)
     over = _overlay(old, new, out.parent.parent / f"{out.parent.name}-over")
     problems = []
     for index, delay in enumerate(_moments(reference.seconds)):
@@ -71,11 +74,16 @@ def test_ctrl_c_at_any_moment_of_verify_dry_run_is_one_line_exit_130(tmp_path):
 def test_ctrl_c_at_any_moment_of_a_report_is_one_line_exit_130(tmp_path):
     logs = report_logs.verl_run(tmp_path / "run")
     report = lambda where: ["report", "single-node", "--run-dir", str(logs), "--out", str(where)]  # noqa: E731
-    old, new, out = tmp_path / "r-old", tmp_path / "r-new", tmp_path / "r" / "out"
-    assert run(report(old)).status == 0
-    (old / "figures" / "from-before.png").write_bytes(b"an older report's figure")
+    new, out = tmp_path / "r-new", tmp_path / "r" / "out"
+
+    def older(new: Path) -> Path:
+        # an earlier report of the same run: the same files, and a figure this one does not draw
+        old = shutil.copytree(new, tmp_path / "r-old")
+        (old / "figures" / "from-before.png").write_bytes(b"an older report's figure")
+        return old
+
     out.parent.mkdir()
-    assert _interrupted_everywhere(report, out, old, new) == []
+    assert _interrupted_everywhere(report, out, older, new) == []
 
 
 def test_an_interrupt_while_an_output_is_moved_into_place_waits_for_the_move(tmp_path):

@@ -56,7 +56,8 @@ def short_polls(script: str, head_watch: float = 1) -> str:
     return script
 
 
-# A real Ray driver: one task on each node's GPUs (the cluster formed), then "training" until
+# A real Ray driver: one task on each node, each taking all of a node's GPUs (so the tasks cannot
+# share a node: the cluster formed; one Ray worker process per node), then "training" until
 # TRAINER_SECONDS pass. It records how it was stopped; interrupted, it exits 0 as a trainer may.
 TRAINER = """exec python3 - <<'PY'
 import os, signal, sys, time
@@ -69,7 +70,7 @@ def note(text):
 
 ray.init(address=os.environ["RAY_ADDRESS"], logging_level="ERROR", log_to_driver=False)
 
-@ray.remote(num_cpus=0, num_gpus=1)
+@ray.remote(num_cpus=0, num_gpus=int(os.environ["TASK_GPUS"]))
 def where():
     return ray.get_runtime_context().get_node_id()
 
@@ -175,7 +176,8 @@ class PodNetwork:
             "HOME": str(pod_dir),
             "JOB_COMPLETION_INDEX": str(index),
             "TRAINER_MARKER": str(self.root / "trainer.marker"),
-            "TASKS": str(nnodes * GPUS_PER_NODE),
+            "TASKS": str(nnodes),
+            "TASK_GPUS": str(GPUS_PER_NODE),
             **env,
         }
         # Ray's /tmp/ray is the pod's own, as in a container (a worker would otherwise share the
