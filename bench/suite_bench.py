@@ -6,7 +6,8 @@ Runs the pytest part of the README's test command (Quick start, second line: wha
 last `&&`, the set-up before it being done once) ``--runs`` times, each a fresh process started
 from the repository root, and records each run's wall time, exit status, pytest's summary line and
 the processes it left behind, the median, the machine (cores, CPU, Python, load average) and the
-commit. Target (issue 21): median <= 60 s on 2 cores, every run green with nothing skipped,
+commit. Target (issue 45; issue 21's 60 s was for 1,553 tests): median <= 100 s on 2 cores, every
+run green with nothing skipped,
 nothing left behind.
 --write records its section of bench/RESULTS.md (bench/results.py). Exit status 1 when a target
 is missed.
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import results  # noqa: E402 (the repository root is on sys.path only from here)
 
-TARGET_SECONDS = 60.0
+TARGET_SECONDS = 100.0  # issue 45
 QUICK_TARGET_SECONDS = 30.0  # issue 45: the quick tier of the edit loop
 QUICK = ' -m pytest -n 2 --dist worksteal -m "not slow"'  # the quick tier's pytest part (docs/testing-and-contributing.md, tests/tiers.py)
 MARKER = "RLINF_EKS_SUITE_RUN"
