@@ -130,3 +130,17 @@ def test_the_report_draws_a_real_run(run, tmp_path):
     assert result.status == 0, result.summary
     assert "best success rate" in result.summary
     assert (tmp_path / "report" / "index.html").is_file() and any((tmp_path / "report" / "figures").iterdir())
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_the_report_reaches_the_step_of_the_newest_checkpoint(run, tmp_path, capsys):
+    """RLinf logs its step N at N-1 (the recipe's loggedStep): `report` says the trainer's step,
+    the one the newest checkpoint is named after, and the step it was logged as."""
+    from rlinf_eks.__main__ import main
+
+    run_dir = tmp_path / "run"
+    materialize(run, run_dir / "logs")
+    assert main(["report", "quickstart", "--run-dir", str(run_dir), "--out", str(tmp_path / "report")]) == 0
+    newest = steps_of(run)[-1]
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step reached:")]
+    assert line.startswith(f"step reached: {newest} (logged as step {newest - 1}, the trainer logs step N at N-1; "), line

@@ -247,7 +247,7 @@ def test_the_startup_facts_cite_their_upstream_file_and_line():
     cited = re.compile(r"[\w./-]+\.(py|sh|yaml):\d+(-\d+)?")
     for name in DIALECTS:
         facts = recipe_of(name).startup
-        for what in (facts.checkpoints, facts.logs, *([facts.resume] if facts.resume else [])):
+        for what in (facts.checkpoints, facts.logs, *([facts.resume] if facts.resume else []), *([facts.logged_step] if facts.logged_step.offset else [])):
             assert cited.search(what.source), f"{name}: {what}"
         for sets, refuses in facts.environment.values():
             for item in (*sets, *refuses):

@@ -64,8 +64,11 @@ def _utc(seconds: Optional[float]) -> str:
     return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def render_summary(logs: RunLogs, evaluations: list[Evaluation], note: str) -> str:
-    """The terminal summary: the step reached, the best success rate and where, time per step."""
+def render_summary(logs: RunLogs, evaluations: list[Evaluation], note: str, step_offset: int = 0) -> str:
+    """The terminal summary: the step reached, the best success rate and where, time per step.
+    ``step_offset``: the trainer logs its step N at N - step_offset (its recipe's ``loggedStep``):
+    the summary's steps are the trainer's (the step reached is the one its newest checkpoint is
+    named after); the figures' axes are the logged steps."""
     s = summarise(logs)
     if logs.empty:
         lines = ["no metrics logged yet: no TensorBoard events (RLinf: <run dir>/logs/tensorboard) and no veRL "
@@ -73,11 +76,13 @@ def render_summary(logs: RunLogs, evaluations: list[Evaluation], note: str) -> s
     else:
         formats = {"tensorboard": "TensorBoard events", "verl-console": "veRL console log (run_*.log)"}
         lines = [f"read: {', '.join(formats[f] for f in sorted(logs.formats))}, {len(logs.files)} files"]
-        lines.append(f"step reached: {s.last_step} (last logged {_utc(logs.last_write)}; a run in progress adds steps)")
+        logged = f"logged as step {s.last_step}, the trainer logs step N at N-{step_offset}; " if step_offset and s.last_step is not None else ""
+        reached = s.last_step + step_offset if s.last_step is not None else None
+        lines.append(f"step reached: {reached} ({logged}last logged {_utc(logs.last_write)}; a run in progress adds steps)")
         if s.best_success is None:
             lines.append("best success rate: none logged (no success-rate metric among the run's metrics)")
         else:
-            lines.append(f"best success rate: {s.best_success:.3f} ({s.success_tag}) at step {s.best_step}")
+            lines.append(f"best success rate: {s.best_success:.3f} ({s.success_tag}) at step {s.best_step + step_offset}")
         if s.median_step_seconds is None:
             lines.append("time per step: not logged")
         else:
@@ -94,17 +99,19 @@ def render_summary(logs: RunLogs, evaluations: list[Evaluation], note: str) -> s
 
 
 def make_report(
-    run_dir: Path, out: Path, *, title: str, backend: Optional[str] = None, meta: str = "", into: Optional[Path] = None
+    run_dir: Path, out: Path, *, title: str, backend: Optional[str] = None, meta: str = "", into: Optional[Path] = None,
+    step_offset: int = 0,
 ) -> ReportResult:
     """Read ``run_dir``, write the page, figures and data into ``out``; the summary and status.
-    ``into``: the folder to write instead, to be moved to ``out`` (the page's links are ``out``'s)."""
+    ``into``: the folder to write instead, to be moved to ``out`` (the page's links are ``out``'s);
+    ``step_offset``: as :func:`render_summary`'s."""
     from .figures import draw
     from .page import DATA, PAGE, render_page, report_data, video_base
 
     run = read_run(run_dir)
     groups, other = grouped(run.training)
     note = gpu_note(backend, "gpu" in groups)
-    summary = render_summary(run.training, run.evaluations, note)
+    summary = render_summary(run.training, run.evaluations, note, step_offset)
     folder = into or out
     folder.mkdir(parents=True, exist_ok=True)
     figures = draw(groups, folder)

@@ -111,13 +111,17 @@ def run(args: argparse.Namespace) -> int:
     from ..offline.output import commit, staged
     from . import make_report
 
+    from ..trainers import recipe_of
+
     dialect = settings.workload.trainer.dialect
+    step_offset = recipe_of(dialect).startup.logged_step.offset
     try:
         # written beside out and moved into place whole: an interrupted report leaves out as it was
         with staged(out, "figures") as folder:
             result = make_report(
                 run_dir, out, title=f"{args.stack}: {settings.workload.run_name or 'default run'} ({dialect})",
                 backend=settings.observability_backend, meta=f"run {where}; dialect {dialect}; mode {settings.workload.mode}", into=folder,
+                step_offset=step_offset,
             )  # fmt: skip
             commit(folder, out)
     except OutputError as err:

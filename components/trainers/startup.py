@@ -13,6 +13,8 @@
   for the trainer and those it ``refuse``s (a value containing ``contains`` kills it at startup);
 - ``configCheck``: how the trainer composes and validates its config (the pods' config check,
   :class:`ConfigCheck`);
+- ``loggedStep``: where the trainer's step N lands in its metrics (``offset``: it logs step N at
+  N - offset; absent: at N), for the report's "step reached";
 - ``evaluation``: what the dialect's evaluation composes and loads at startup: the keys its
   validation reads, how the evaluated model derives from the trained one, the files it loads from
   its copy of a checkpoint (:class:`EvalStartup`).
@@ -23,7 +25,8 @@ environment (``workload/env.py``, and the RayJob's runtime env built from it), t
 (the refused environment, which the image check looks for in the image's own ENV) and the stack
 rules (a refused ``workload.env``, :mod:`.startup_rules`), the evaluation's launch
 (:mod:`.evaluation`: the evaluated model, the files copied into its checkpoint copy) and the pods'
-config check (``workload/config_check.py``: ``configCheck``, ``evaluation.reads``) read these;
+config check (``workload/config_check.py``: ``configCheck``, ``evaluation.reads``) and the report
+(``loggedStep``) read these;
 nothing restates them.
 """
 
@@ -33,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
-__all__ = ["ConfigCheck", "EnvSetting", "EvalModel", "EvalStartup", "RefusedEnv", "ResumeFact", "StartupFacts", "WrittenPath", "parse_startup"]
+__all__ = ["ConfigCheck", "EnvSetting", "EvalModel", "EvalStartup", "LoggedStep", "RefusedEnv", "ResumeFact", "StartupFacts", "WrittenPath", "parse_startup"]
 
 DIRECTORIES = ("logs", "checkpoints", "experiment")
 """What ``sets`` may point a key at: the run's log directory, its checkpoint directory, the
@@ -170,6 +173,26 @@ def _config_check(data: Mapping) -> ConfigCheck:
 
 
 @dataclass(frozen=True)
+class LoggedStep:
+    """The trainer logs its step N (the one its checkpoint ``global_step_N`` is saved after) at step
+    ``N - offset`` of its metrics; ``source``: where that was read."""
+
+    offset: int = 0
+    source: str = ""
+
+    def trainer_step(self, logged: int) -> int:
+        return logged + self.offset
+
+
+def _logged_step(data: Mapping) -> LoggedStep:
+    if not data:
+        return LoggedStep()
+    if "offset" not in data or "source" not in data:
+        raise ValueError("startup.loggedStep needs offset and source")
+    return LoggedStep(int(data["offset"]), " ".join(str(data["source"]).split()))
+
+
+@dataclass(frozen=True)
 class StartupFacts:
     checkpoints: WrittenPath
     logs: WrittenPath
@@ -181,6 +204,7 @@ class StartupFacts:
     """Rollout backend (or ``all``) -> (what the pods set, what the trainer refuses)."""
     evaluation: EvalStartup = field(default_factory=EvalStartup)
     config_check: ConfigCheck = field(default_factory=lambda: ConfigCheck(None))
+    logged_step: LoggedStep = field(default_factory=LoggedStep)
 
     def overrides(self, *, log_dir: str, checkpoint_dir: str, experiment: str) -> list[str]:
         """The Hydra overrides that put the trainer's writes where ``sets`` says."""
@@ -231,6 +255,7 @@ def parse_startup(dialect: str, data: Mapping) -> StartupFacts:
         environment=_environment(data.get("environment")),
         evaluation=_evaluation(data.get("evaluation") or {}),
         config_check=_config_check(data.get("configCheck") or {}),
+        logged_step=_logged_step(data.get("loggedStep") or {}),
     )
     if not facts.checkpoints.path.endswith("/global_step_{step}"):
         raise ValueError(f"recipes/{dialect}.yaml startup.checkpoints.path must end in global_step_{{step}}")
