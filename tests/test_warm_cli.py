@@ -59,3 +59,4 @@ def test_a_plan_through_the_warm_server_is_the_plan_a_fresh_interpreter_makes(sh
 def test_bad_input_help_and_pipes_through_the_warm_server_are_as_from_a_fresh_interpreter(shims, tmp_path, command):
     cold, warm = _both(shims, command, tmp_path)
     assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+

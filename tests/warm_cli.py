@@ -2,8 +2,8 @@
 
 A block runs in bash as written, and each ``python -m rlinf_eks ...`` in it is a process of its
 own. Most of such a process's CPU is the interpreter importing the package and the Pulumi SDKs
-(about 0.8 of a plan's 1.2 CPU-s): with 31 commands in the blocks, that was a third of the suite's
-documentation time. So the blocks find ``python`` and ``python3`` on their PATH as a shim
+(about 0.8 of a plan's 1.2 CPU-s): with about 30 commands in the blocks, that was two thirds of
+their CPU. So the blocks find ``python`` and ``python3`` on their PATH as a shim
 (``bin_dir``): for ``-m rlinf_eks`` it asks a server that has imported the modules a plan imports
 to fork a child, which takes the caller's working directory, environment, arguments and standard
 streams (the file descriptors themselves, passed over a Unix socket) and runs the command's own
@@ -46,9 +46,10 @@ _STREAMS = 3  # stdin, stdout, stderr
 
 CLIENT = r'''
 import array, json, os, socket, sys
+env = dict(os.environ)
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-sock.connect(os.environ["%(socket_env)s"])
-request = json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+sock.connect(env.pop("%(socket_env)s"))  # the caller's environment, as it was before the shim
+request = json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": env}).encode()
 sock.sendmsg([len(request).to_bytes(8, "big") + request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
 status = b""
 while len(status) < 4:
