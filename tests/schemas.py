@@ -48,11 +48,16 @@ def crd_schema(path: Path, version: str, what: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
+def closed_crd_validator(path: Path, version: str, what: str) -> jsonschema.Draft7Validator:
+    """A Draft 7 validator of :func:`crd_schema`'s schema with unknown fields rejected (built once
+    per process: the schemas are large)."""
+    return jsonschema.Draft7Validator(closed(copy.deepcopy(crd_schema(path, version, what))))
+
+
 def crd_validator(kind: str) -> jsonschema.Draft7Validator:
     """A Draft 7 validator of ``kind``'s v1 openAPIV3Schema; skips (fails under
     RLINF_EKS_REQUIRE_SHARED=1) when the schemas are absent."""
-    schema = closed(copy.deepcopy(crd_schema(KUBERAY_SCHEMAS / CRD_FILES[kind], "v1", "KubeRay CRD schemas")))
-    return jsonschema.Draft7Validator(schema)
+    return closed_crd_validator(KUBERAY_SCHEMAS / CRD_FILES[kind], "v1", "KubeRay CRD schemas")
 
 
 def crd_errors(obj: dict[str, Any]) -> list[str]:
@@ -103,10 +108,13 @@ KUEUE_CRD_FILES = {
 }
 
 
-@lru_cache(maxsize=None)
+def _kueue_crd(kind: str, version: str) -> tuple[Path, str, str]:
+    return KUEUE_SCHEMAS / KUEUE_CRD_FILES[kind], version, "Kueue CRD schemas"
+
+
 def kueue_schema(kind: str, version: str) -> dict[str, Any]:
     """``kind``'s openAPIV3Schema at ``version`` (v1beta2, v1beta1), as released."""
-    return crd_schema(KUEUE_SCHEMAS / KUEUE_CRD_FILES[kind], version, "Kueue CRD schemas")
+    return crd_schema(*_kueue_crd(kind, version))
 
 
 def cel_rules(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
@@ -192,15 +200,9 @@ def kueue_errors(obj: dict[str, Any]) -> list[str]:
     """A Kueue object against its CRD at its apiVersion: the structural schema (unknown fields
     rejected) and the CEL rules a create would run."""
     kind, version = obj["kind"], obj["apiVersion"].split("/")[1]
-    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _closed_validator(kueue_schema, kind, version).iter_errors(obj)]
+    validator = closed_crd_validator(*_kueue_crd(kind, version))
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
     return errors + cel_errors(kueue_schema(kind, version), obj)
-
-
-@lru_cache(maxsize=None)
-def _closed_validator(schema_of: Any, kind: str, version: str) -> jsonschema.Draft7Validator:
-    """The structural validator of a CRD's version, unknown fields rejected (built once: the schemas
-    are large)."""
-    return jsonschema.Draft7Validator(closed(copy.deepcopy(schema_of(kind, version))))
 
 
 # --- Karpenter (v1.14.1 CRDs and chart values in ../shared/schemas/karpenter) ---------------------
@@ -219,29 +221,29 @@ templates/deployment.yaml at v1.14.1 renders ``{{- with .Values.nodeSelector }} 
 {{- toYaml . }}``; values.yaml's default ``{kubernetes.io/os: linux}`` is an example, not a schema."""
 
 
+def _karpenter_crd(kind: str, version: str) -> tuple[Path, str, str]:
+    return KARPENTER_SCHEMAS / KARPENTER_CRD_FILES[kind], version, "Karpenter CRD schemas"
+
+
 def karpenter_schema(kind: str, version: str = "v1") -> dict[str, Any]:
-    return crd_schema(KARPENTER_SCHEMAS / KARPENTER_CRD_FILES[kind], version, "Karpenter CRD schemas")
+    return crd_schema(*_karpenter_crd(kind, version))
 
 
 def karpenter_errors(obj: dict[str, Any]) -> list[str]:
     """A NodePool / EC2NodeClass against the v1.14.1 CRD: the structural schema (unknown fields
     rejected) and every create-time CEL rule."""
     kind, version = obj["kind"], obj["apiVersion"].split("/")[1]
-    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _closed_validator(karpenter_schema, kind, version).iter_errors(obj)]
+    validator = closed_crd_validator(*_karpenter_crd(kind, version))
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
     return errors + cel_errors(karpenter_schema(kind, version), obj)
 
 
 JOBSET_CRD = SHARED / "schemas" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
 
 
-@lru_cache(maxsize=None)
-def _jobset_crd_validator() -> jsonschema.Draft7Validator:
-    return jsonschema.Draft7Validator(closed(copy.deepcopy(crd_schema(JOBSET_CRD, "v1alpha2", "the JobSet CRD"))))
-
-
 def jobset_crd_errors(obj: dict[str, Any]) -> list[str]:
     """A JobSet against the released v0.11.1 CRD (../shared/schemas/jobset), unknown fields rejected."""
-    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _jobset_crd_validator().iter_errors(obj)]
+    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in closed_crd_validator(JOBSET_CRD, "v1alpha2", "the JobSet CRD").iter_errors(obj)]
 
 
 # --- Helm values against the pinned charts ------------------------------------------------------------
