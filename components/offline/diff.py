@@ -96,6 +96,12 @@ class PlanDiff:
         return [rc for rc in self.updated if rc.kind == "update"]
 
     @property
+    def sections(self) -> list[tuple[str, list[ResourceChange]]]:
+        """The changed resources as both renderings list them: created, deleted, replaced, updated in
+        place (the kind of each), the empty ones left out."""
+        return [(kind, rcs) for kind, rcs in (("create", self.created), ("delete", self.deleted), ("replace", self.replaced), ("update", self.in_place)) if rcs]
+
+    @property
     def warnings(self) -> list[str]:
         return [f"{rc.type} {rc.name}: {w}" for rc in (*self.deleted, *self.updated) for w in rc.warnings]
 
@@ -239,6 +245,10 @@ def _boxes(kind: str, *boxes: tuple[str, list[str]]) -> list[str]:
     return lines
 
 
+SECTION_HEADINGS = {"create": "+ create", "delete": "- delete", "replace": "+- replace (cannot change in place)", "update": "~ update"}
+"""The heading of each of :attr:`PlanDiff.sections`, its mark first."""
+
+
 def render_markdown(diff: PlanDiff) -> str:
     """The diff as Markdown text, readable in a PR comment, a job summary or a terminal."""
     lines = [f"### Offline infrastructure diff: `{diff.base}` → `{diff.new}`", ""]
@@ -271,19 +281,8 @@ def render_markdown(diff: PlanDiff) -> str:
         lines.append(f"_Note: {note}_")
     if diff.notes:
         lines.append("")
-    if diff.created:
-        lines.append("#### + create")
-        lines.extend(f"- `{rc.type}` **{rc.name}**" for rc in diff.created)
-        lines.append("")
-    if diff.deleted:
-        lines.append("#### - delete")
-        lines.extend(f"- `{rc.type}` **{rc.name}**" for rc in diff.deleted)
-        lines.append("")
-    for heading, kind in (("#### +- replace (cannot change in place)", "replace"), ("#### ~ update", "update")):
-        changed = [rc for rc in diff.updated if rc.kind == kind]
-        if not changed:
-            continue
-        lines.append(heading)
+    for kind, changed in diff.sections:
+        lines.append(f"#### {SECTION_HEADINGS[kind]}")
         for rc in changed:
             because = f" (replaced because of {', '.join(f'`{p}`' for p in rc.replaced_by)})" if rc.replaced_by else ""
             lines.append(f"- `{rc.type}` **{rc.name}**{because}")

@@ -6,7 +6,7 @@ default when stdout is a terminal): the same content as the Markdown of a PR com
 from __future__ import annotations
 
 from .changes import Change, ItemRun, summarised
-from .diff import PlanDiff, _is_text, _value, item_run_text, text_change_lines
+from .diff import SECTION_HEADINGS, PlanDiff, _is_text, _value, item_run_text, text_change_lines
 
 
 def _change_lines(change: "Change | ItemRun", indent: str) -> list[str]:
@@ -39,13 +39,9 @@ def render_text(diff: PlanDiff) -> str:
     lines += _box("Changes that replace or roll the nodes or the cluster:", diff.gpu_or_cluster_warnings)
     lines += _box("Changes that replace the training run:", diff.other_warnings)
     lines += [f"Note: {note}" for note in diff.notes] + ([""] if diff.notes else [])
-    for heading, changes, mark in (("+ create", diff.created, "+"), ("- delete", diff.deleted, "-")):
-        if changes:
-            lines += [heading, *(f"  {mark} {rc.type}  {rc.name}" for rc in changes), ""]
-    for heading, kind, mark in (("+- replace (cannot change in place)", "replace", "+-"), ("~ update", "update", "~")):
-        changed = [rc for rc in diff.updated if rc.kind == kind]
-        if not changed:
-            continue
+    for kind, changed in diff.sections:
+        heading = SECTION_HEADINGS[kind]
+        mark = heading.split()[0]
         lines.append(heading)
         for rc in changed:
             because = f" (replaced because of {', '.join(rc.replaced_by)})" if rc.replaced_by else ""
