@@ -27,6 +27,9 @@ def test_the_readme_offers_quickstart_first_with_the_costs_its_plan_prints(tmp_p
     assert readme.index("`quickstart`") < readme.index("p5.48xlarge")
     rows = [line for line in readme.splitlines() if line.startswith("| `")]
     assert rows[0].startswith("| `quickstart`")
+    # every other place that quotes the figure quotes the plan's
+    assert f"{half_hour} for 30 minutes" in rows[0]
+    assert f"`a 30-minute run: {half_hour}`" in (ROOT / "docs" / "deploying.md").read_text().replace("\n", " ")
 
 
 def test_quickstart_is_one_small_node_without_efa_and_the_plan_says_no_fabric_is_checked(tmp_path, capsys):
@@ -92,3 +95,9 @@ def test_on_one_gpu_the_world_size_rules_check_an_unknown_configs_batch_with_one
     assert main(["plan", "quickstart", "--quiet", "--out", str(tmp_path / "out"), *sets]) == 2
     err = capsys.readouterr().err
     assert 'workload.trainer.batch["actor.global_batch_size"]=50: must be divisible by actor.micro_batch_size x actor world size = 40 x 1 = 40' in err
+
+
+def test_the_deploying_guide_quotes_single_nodes_cost_line_as_its_plan_prints_it(tmp_path, capsys):
+    assert main(["plan", "single-node", "--quiet", "--out", str(tmp_path / "single")]) == 0
+    quoted = re.search(r"for `single-node`: `(stack cost [^`]+)`", (ROOT / "docs" / "deploying.md").read_text().replace("\n", " ")).group(1)
+    assert quoted in capsys.readouterr().out
