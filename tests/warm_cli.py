@@ -15,7 +15,8 @@ One server per test session (``RLINF_EKS_TEST_WARM_CLI``: a folder), started by 
 controller before the xdist workers start and stopped and waited for at its end (tests/conftest.py),
 so that its CPU and its children's count in the session's (bench/suite_bench.py). It listens at
 once and imports on its first request: it plans a stack once in a child of its own and imports what
-that child had imported, in the same order. It also ends when its folder is gone, or after
+that child had imported, in the same order, each as far as the plan took it (a package the SDKs
+hand out lazily and the plan never used stays unrun). It also ends when its folder is gone, or after
 ``IDLE_SECONDS`` without a request.
 
     python -m tests.warm_cli serve DIR      # the server (tests/conftest.py starts it)
@@ -83,8 +84,32 @@ def bin_dir(into: Path, socket_path: Path) -> Path:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def _warm_modules() -> list[str]:
-    """The modules a plan imports, in their import order: a child plans a stack and reports them."""
+# what a plan's child found of each module it had (``_module_states``)
+UNRUN = "unrun"  # handed out lazily (pulumi's or importlib's LazyLoader) and never used
+INDEXED = "indexed"  # an SDK package the package hands out by name (rlinf_eks.offline.sdk_imports), not run whole
+RAN = "ran"
+
+
+def _module_states() -> list[tuple[str, str]]:
+    """Every module in ``sys.modules``, in import order, with what the plan did with it."""
+    import importlib.util
+
+    from pulumi._utils import _LazyModule
+
+    from rlinf_eks.offline.sdk_imports import _LazyPackage
+
+    def state(module) -> str:
+        if isinstance(module, (_LazyModule, importlib.util._LazyModule)):
+            return UNRUN
+        return INDEXED if isinstance(module, _LazyPackage) else RAN
+
+    return [(name, state(module)) for name, module in list(sys.modules.items())]
+
+
+def _warm_modules() -> list[tuple[str, str]]:
+    """The modules a plan imports, in their import order, each with what the plan did with it (a
+    lazily handed-out module may stay unrun: pulumi_aws has about 270): a child plans a stack and
+    reports them."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: plan, list sys.modules, leave
@@ -100,7 +125,7 @@ def _warm_modules() -> list[str]:
             with tempfile.TemporaryDirectory(prefix="warm-cli-") as out:
                 os.chdir(project)
                 main(["plan", "single-node", "--quiet", "--out", out])
-            os.write(write, json.dumps(list(sys.modules)).encode())
+            os.write(write, json.dumps(_module_states()).encode())
             status = 0
         finally:
             os._exit(status)
@@ -114,26 +139,25 @@ def _warm_modules() -> list[str]:
 
 
 def _preload() -> None:
+    """Import what the plan's child had, in its order, each as far as the plan took it. A module
+    the SDKs import lazily is run before its submodules are imported, as the plan's first use ran
+    it: a submodule imported into a parent that has not run is bound again after it runs, over the
+    class the parent's star import bound (pulumi_kubernetes.apiextensions.CustomResource)."""
     import importlib
-    import importlib.util
 
     import rlinf_eks.__main__  # noqa: F401  (and rlinf_eks.offline: the SDKs' lazy packages)
-    from pulumi._utils import _LazyModule
 
-    lazy_loaded = (_LazyModule, importlib.util._LazyModule)
-
-    for name in _warm_modules():
-        if name != "__main__":
-            try:
-                module = importlib.import_module(name)
-                if isinstance(module, lazy_loaded):
-                    # run a module the SDKs import lazily (pulumi's LazyLoader) now, before its
-                    # submodules, as the plan's first use ran it: a submodule imported into a parent
-                    # that has not run is bound again after it runs, over the class the parent's
-                    # star import bound (pulumi_kubernetes.apiextensions.CustomResource)
-                    getattr(module, "_warm_cli_load", None)  # any attribute but the introspection ones runs it
-            except Exception:  # a module the plan's child had that cannot be imported alone: it is imported when used
-                pass
+    for name, state in _warm_modules():
+        if name == "__main__":
+            continue
+        try:
+            module = importlib.import_module(name)
+            if state == INDEXED:
+                getattr(module, "__warm_cli_load__", None)  # runs pulumi's LazyLoader; a dunder never loads the package whole
+            elif state == RAN:
+                getattr(module, "_warm_cli_load", None)  # any other attribute runs a lazy module whole
+        except Exception:  # a module the plan's child had that cannot be imported alone: it is imported when used
+            pass
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
