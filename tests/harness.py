@@ -71,6 +71,25 @@ STACKS = [s for s in ALL_STACKS if ROLES[s] == "both"]
 PLATFORM_STACKS = [s for s in ALL_STACKS if ROLES[s] == "platform"]
 EXPERIMENT_STACKS = [s for s in ALL_STACKS if ROLES[s] == "experiment"]
 
+
+
+@functools.lru_cache(maxsize=None)
+def dialect_of(stack: str) -> str:
+    """The trainer dialect a project stack's settings have, read without planning it (for
+    parametrizing at collection, where a plan would hold every xdist worker's start behind it): a
+    stack with its run validates alone; an experiment, validated only on its platform's outputs,
+    names its dialect in its own file."""
+    from rlinf_eks.loading import settings_from_config
+
+    values = load(ROOT, stack).values
+    if ROLES[stack] != "experiment":
+        return settings_from_config(values, stack).workload.trainer.dialect
+    try:
+        return values["rlinf-eks:workload"]["trainer"]["dialect"]
+    except (KeyError, TypeError):
+        raise AssertionError(f"experiment stack {stack} names no workload.trainer.dialect: dialect_of cannot read it without its platform") from None
+
+
 MINIMAL = {"workload": {"image": "example.com/rlinf:test"}, "cluster": {"deployFromVpc": True}}
 
 

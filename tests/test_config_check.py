@@ -23,14 +23,14 @@ from rlinf_eks.trainers import recipe_of
 from rlinf_eks.workload import exit_codes
 from rlinf_eks.workload.config_check import CONTAINER, check_spec, config_check_script
 from rlinf_eks.workload.run import resolve_run
-from tests.harness import EXPERIMENT_STACKS, STACKS, plan_stack
+from tests.harness import EXPERIMENT_STACKS, STACKS, dialect_of, plan_stack
 from tests.test_trainers import EMBODIED_DIR, REFERENCE, needs_reference, pending_upstream_config
 from tests.test_trainers import reference_trainers  # noqa: F401 (the fixture needs_reference uses)
 
 BASH = shutil.which("bash")
 CHECKOUTS = {"verl-ppo": REFERENCE / "SimpleVLA-RL", "rlinf-embodied": REFERENCE / "RLinf", "rlinf-reasoning": REFERENCE / "RLinf"}
 WORKLOAD_STACKS = STACKS + EXPERIMENT_STACKS
-EVAL_STACKS = [s for s in WORKLOAD_STACKS if not recipe_of(plan_stack(s).settings.workload.trainer.dialect).evaluation.unsupported]
+EVAL_STACKS = [s for s in WORKLOAD_STACKS if not recipe_of(dialect_of(s)).evaluation.unsupported]
 
 # The shape of rlinf/config.py at 0505431, for what the check relies on: validate_cfg constructs
 # Cluster(cluster_cfg=...) first (config.py:1313-1317; the real one ray.init()s), then the task's

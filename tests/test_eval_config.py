@@ -12,12 +12,12 @@ import pytest
 
 from rlinf_eks.trainers import config_name_of, recipe_of
 from rlinf_eks.workload.run import resolve_run
-from tests.harness import EXPERIMENT_STACKS, STACKS, plan_stack
+from tests.harness import EXPERIMENT_STACKS, STACKS, dialect_of, plan_stack
 from tests.test_recipes import WHERE
 from tests.test_trainers import _compose, needs_reference, overrides_of
 from tests.test_trainers import reference_trainers  # noqa: F401 (the fixture needs_reference uses)
 
-EVAL_STACKS = [s for s in STACKS + EXPERIMENT_STACKS if not recipe_of(plan_stack(s).settings.workload.trainer.dialect).evaluation.unsupported]
+EVAL_STACKS = [s for s in STACKS + EXPERIMENT_STACKS if not recipe_of(dialect_of(s)).evaluation.unsupported]
 STEP = 24
 
 
