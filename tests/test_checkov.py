@@ -102,12 +102,16 @@ def pods_of_custom_resources(manifests: dict[str, dict]) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def stack_manifests(tmp_path_factory) -> tuple[Path, list[str]]:
-    """Every stack's manifests/ (as the offline plan writes them) under one folder, one sub-folder per stack."""
+def stack_manifests(tmp_path_factory) -> tuple[Path, list[str], dict[str, list[str]]]:
+    """Every stack's manifests/ (as the offline plan writes them) under one folder, one sub-folder per
+    stack, each distinct file once: a manifest that several stacks render alike (about half of them)
+    is scanned in the first stack's folder, and ``stacks_of`` names every stack that has it."""
+    import hashlib
+
     from rlinf_eks.offline.plan import write
 
     root = tmp_path_factory.mktemp("manifests")
-    planned = []
+    planned, first_of, stacks_of = [], {}, {}
     for stack in STACKS:
         plan = plan_stack(stack)
         write(plan, root / stack)
@@ -115,10 +119,22 @@ def stack_manifests(tmp_path_factory) -> tuple[Path, list[str]]:
         extracted.mkdir()
         for file_name, pod in pods_of_custom_resources(plan.manifests()).items():
             (extracted / file_name).write_text(yaml.safe_dump(pod, sort_keys=True))
+        for path in sorted((root / stack).rglob("*.yaml")):
+            digest = hashlib.sha256(path.name.encode() + b"\0" + path.read_bytes()).hexdigest()
+            kept = first_of.setdefault(digest, str(path))
+            stacks_of.setdefault(kept, []).append(stack)
+            if kept != str(path):
+                path.unlink()
         planned.append(stack)
     if not planned:
         pytest.skip("no stack can plan yet")
-    return root, planned
+    return root, planned, stacks_of
+
+
+def _stacks_of(reported: str, stacks_of: dict[str, list[str]]) -> list[str]:
+    """The stacks that render the file checkov reported (a path relative to the folder it scanned)."""
+    found = [stacks for path, stacks in stacks_of.items() if path.endswith(reported.lstrip("/"))]
+    return found[0] if found else [Path(reported).parts[1] if len(Path(reported).parts) > 1 else reported]
 
 
 def test_the_skip_list_gives_a_check_objects_and_reason_for_every_skip():
@@ -136,7 +152,7 @@ CANARY = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "canary", "nam
 @pytest.fixture(scope="module")
 def checkov_failures(stack_manifests) -> list[dict]:
     """One checkov run over every stack's manifests plus a canary Pod that must fail."""
-    root, _ = stack_manifests
+    root, _, _ = stack_manifests
     (root / "canary").mkdir(exist_ok=True)
     (root / "canary" / "pod-canary-canary.yaml").write_text(yaml.safe_dump(CANARY))
     return run_checkov(root)
@@ -157,12 +173,12 @@ def test_given_a_rayjob_then_its_pod_templates_are_extracted_as_pods():
 
 
 def test_given_every_stack_when_rendered_then_checkov_fails_nothing_outside_the_skip_list(stack_manifests, checkov_failures):
-    _, planned = stack_manifests
+    _, planned, stacks_of = stack_manifests
     skips = load_skips()
     failures = [f for f in checkov_failures if not f["resource"].startswith("Pod.canary.")]
     unexpected = [f for f in failures if not skipped(f, skips)]
     assert not unexpected, "checkov failures not in policy/checkov-skips.yaml:\n" + "\n".join(
-        f"  {f['check_id']} {f['resource']} ({Path(f['file']).parent.name}): {f['check_name']}" for f in unexpected
+        f"  {f['check_id']} {f['resource']} ({', '.join(_stacks_of(f['file'], stacks_of))}): {f['check_name']}" for f in unexpected
     )
     if planned == STACKS:
         used = {id(skipped(f, skips)) for f in failures}
