@@ -85,6 +85,11 @@ def pytest_configure(config):
 # collection): the known-slow units longest first, each to the chunk with the least slow time so far,
 # at the head of its chunk; the rest keep their order. Only the order changes: every test runs.
 #
+# Units that mostly wait (WAITS: Ray starting, scripts run against their time bounds) head the first
+# half of the chunks and the units that compute head the other half. Spread over every chunk, the
+# waiting units came up on all four workers at once, 50-80 s into the run, and left both cores about
+# two-thirds idle for 20 s; apart, two workers wait while two compute.
+#
 # Seconds each takes on an idle 2-core machine (`pytest --durations`), for the balance only. A unit
 # is one test, or a whole module whose tests share an expensive module-scoped fixture (kept on one
 # worker so the fixture runs once).
@@ -114,6 +119,13 @@ SLOW_TESTS = {
     "tests/test_fault_fast.py::test_": 1.5,
     "tests/test_model_staging.py::test_given_": 0.5,
 }
+WAITS = (
+    "tests/test_launch_real_ray.py::",
+    "tests/test_workload_scripts.py::",
+    "tests/test_fault_fast.py::",
+    "tests/test_model_staging.py::",
+)
+"""The known-slow units that wait far more than they compute (see above)."""
 SLOW_MODULES = {
     "tests/test_checkov.py": 18,  # checkov_failures: one checkov run over every stack
     "tests/test_shellcheck.py": 5,  # stack_scripts: every stack's rendered scripts
@@ -144,9 +156,15 @@ def worksteal_chunks(total: int, workers: int) -> list[int]:
     return sizes
 
 
+def waiting_chunks(workers: int) -> int:
+    """How many of the first chunks the waiting units head: half of them (all of them for one)."""
+    return max(1, workers // 2) if workers > 1 else 1
+
+
 def slow_first(items: list, workers: int) -> list:
     """``items`` laid out in ``workers`` chunks (worksteal_chunks), each headed by its share of the
-    known-slow units."""
+    known-slow units: the waiting ones (WAITS) in the first ``waiting_chunks``, the computing ones in
+    the rest, each kind balanced by its seconds over its chunks."""
     units: dict[str, list] = {}
     seconds: dict[str, float] = {}
     rest = []
@@ -160,9 +178,11 @@ def slow_first(items: list, workers: int) -> list:
     sizes = worksteal_chunks(len(items), workers)
     heads: list[list] = [[] for _ in sizes]
     load = [0.0] * len(sizes)
+    split = waiting_chunks(len(sizes))
     for unit in sorted(units, key=lambda u: (-seconds[u], u)):
-        # the least loaded chunk that still has room for the whole unit
-        fits = [i for i in range(len(sizes)) if len(heads[i]) + len(units[unit]) <= sizes[i]] or [load.index(min(load))]
+        kind = range(split) if unit.startswith(WAITS) or len(sizes) == 1 else range(split, len(sizes))
+        # the least loaded chunk of its kind that still has room for the whole unit
+        fits = [i for i in kind if len(heads[i]) + len(units[unit]) <= sizes[i]] or [min(kind, key=lambda j: load[j])]
         i = min(fits, key=lambda j: (load[j], j))
         heads[i] += units[unit]
         load[i] += seconds[unit]

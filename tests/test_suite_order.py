@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tests.conftest import SLOW_MODULES, SLOW_TESTS, slow_first, worksteal_chunks
+from tests.conftest import SLOW_MODULES, SLOW_TESTS, WAITS, slow_first, waiting_chunks, worksteal_chunks
 from tests.harness import ROOT
 
 
@@ -81,14 +81,20 @@ def test_under_worksteal_each_worker_starts_with_its_share_of_the_slow_tests():
     for workers in (2, 3, 4):
         ordered = slow_first(items, workers)
         assert sorted(i.nodeid for i in ordered) == sorted(i.nodeid for i in items), "every test runs, once"
-        seconds = []
+        seconds, kinds = [], []
         for chunk in first_chunks([i.nodeid for i in ordered], workers):
             slow = [nodeid for nodeid in chunk if nodeid.startswith(tuple(SLOW_TESTS)) or nodeid.split("::")[0] in SLOW_MODULES]
             assert chunk[: len(slow)] == slow, "the slow tests lead the chunk"
             seconds.append(sum(s for p, s in SLOW_TESTS.items() for nodeid in slow if nodeid.startswith(p))
                            + sum(s for m, s in SLOW_MODULES.items() if any(nodeid.startswith(m) for nodeid in slow)))
-        # balanced: no chunk holds more slow time than the least loaded one plus the longest unit
-        assert max(seconds) - min(seconds) <= max([*SLOW_TESTS.values(), *SLOW_MODULES.values()]), seconds
+            kinds.append({nodeid.startswith(WAITS) for nodeid in slow})
+        # the waiting units head the first chunks, the computing ones the others: never both in one
+        split = waiting_chunks(workers)
+        assert all(k <= {True} for k in kinds[:split]) and all(k <= {False} for k in kinds[split:]), kinds
+        # balanced: within each kind no chunk holds more slow time than its least loaded one plus the longest unit
+        longest = max([*SLOW_TESTS.values(), *SLOW_MODULES.values()])
+        for group in (seconds[:split], seconds[split:]):
+            assert max(group) - min(group) <= longest, seconds
 
 
 def test_a_module_sharing_an_expensive_fixture_stays_in_one_chunk():
