@@ -144,7 +144,7 @@ and build-image's imports); --help, no command or an unknown one registers them 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .offline.arguments import Grammar, add_stack_arguments
+    from .offline.arguments import Grammar, add_stack_arguments, output_folder
 
     parser = Grammar(
         prog="python -m rlinf_eks", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     plan = commands.add_parser("plan", help="run a stack's program under Pulumi mocks and write plan.json and manifests/")
     add_stack_arguments(plan, default="single-node")
-    plan.add_argument("--out", metavar="DIR", help="output folder; default build/<stack>")
+    plan.add_argument("--out", metavar="DIR", type=output_folder, help="output folder; default build/<stack>")
     plan.add_argument(
         "--quiet", action="store_true",
         help="do not print the resource tree and its counts (the cost, Faults and Outputs are still printed)",

@@ -52,6 +52,32 @@ def test_every_command_refuses_an_out_it_cannot_write_in_one_line(command, bad, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "run"]  # nothing created
 
 
+@pytest.mark.parametrize("command", sorted(OUT_COMMANDS))
+def test_every_command_refuses_a_folder_of_other_files_and_an_empty_out(command, tmp_path, capsys):
+    """`--out .` in the repository, `--out ~` or `--out /` would scatter the command's files among
+    the user's (and replace one of the same name): a folder that holds files must be one the command
+    wrote. An empty --out is no folder at all."""
+    run = report_logs.verl_run(tmp_path / "run")
+    argv = [str(run) if arg == "RUN" else arg for arg in OUT_COMMANDS[command]]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.md").write_text("the user's")
+    (mine / "plan.json.txt").write_text("not a plan")
+    assert main([*argv, "--out", str(mine)]) == 2
+    (line,) = _stderr(capsys)
+    name = command.split()[0]
+    assert line == (f"error: {f'report {argv[1]}: ' if name == 'report' else ''}--out: {mine} holds files that "
+                    f"{name} did not write (notes.md, plan.json.txt): give a new or empty folder, or one {name} wrote before"), line
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.md", "plan.json.txt"]  # untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]  # nothing created beside it
+    assert _refused([*argv, "--out", ""], capsys) == f"error: {name} --out: '' is an empty path: give a folder, or leave --out out for the default"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([*argv, "--out", str(empty)]) == 0  # an empty folder is fine
+    capsys.readouterr()
+    assert main([*argv, "--out", str(empty)]) == 0  # and so is the folder it wrote
+
+
 @pytest.mark.parametrize("bad", ["a folder", "under a file", "/proc/nope/verify.json"])
 def test_verify_refuses_a_json_file_it_cannot_write_before_climbing(bad, tmp_path, capsys):
     file = tmp_path / "file.txt"

@@ -154,6 +154,13 @@ def _usage(parser: argparse.ArgumentParser) -> str:
     return " ".join(parser.format_usage().split())
 
 
+def output_folder(text: str) -> str:
+    """The type of every command's ``--out``: a folder's path (an empty one names none)."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a folder, or leave --out out for the default")
+    return text
+
+
 def add_stack_arguments(parser: argparse.ArgumentParser, *, default: Optional[str] = None, stack_help: str = STACK_HELP) -> None:
     """STACK (required unless ``default``), ``--set``, ``--unset`` and ``--platform``."""
     if default is None:

@@ -43,6 +43,8 @@ from .deployer_scopes import SCOPES, Target, partition_of
 
 POLICY_FILE = "deployer-policy.json"
 NOTES_FILE = "deployer-policy.md"
+PART_FILES = "deployer-policy-*.json"
+"""The parts of a policy too large for one managed policy (deployer-policy-1.json, ...)."""
 MANAGED_POLICY_LIMIT = 6144
 """IAM quota: a managed policy's size, counted without whitespace (IAM User Guide, "IAM and AWS STS quotas")."""
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from .. import interrupts
 
@@ -26,12 +27,25 @@ class OutputError(ValueError):
     """An output folder the command cannot write: one line, exit 2."""
 
 
-def check_output(out: Path, *subfolders: str) -> None:
+def check_output(out: Path, *subfolders: str, command: str = "", ours: Sequence[str] = ()) -> None:
     """Raise OutputError unless ``out`` (with ``subfolders`` inside it) can be written, leaving no
-    trace."""
+    trace. With ``ours`` (the names, or fnmatch patterns, of what ``command`` writes at the top of its
+    folder), an existing folder must be empty or hold one of them: the command writes
+    among a user's own files (``--out .``, ``--out ~``) only by mistake, and would replace one of
+    the same name."""
     for path in (out, *(out / name for name in subfolders)):
         if path.exists() and not path.is_dir():
             raise OutputError(f"{path} is a file, not a folder")
+    if ours and out.is_dir():
+        try:
+            held = sorted(entry.name for entry in os.scandir(out))
+        except OSError as err:
+            raise OutputError(f"cannot read {out}: {err.strerror or err}") from None
+        if held and not any(fnmatch.fnmatchcase(name, pattern) for name in held for pattern in ours):
+            shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+            raise OutputError(
+                f"{out} holds files that {command} did not write ({shown}): give a new or empty folder, or one {command} wrote before"
+            )
     existing = next(folder for folder in (out, *out.absolute().parents) if folder.exists())
     if not existing.is_dir():
         raise OutputError(f"cannot create {out}: {existing} is a file")
@@ -45,10 +59,11 @@ def check_output(out: Path, *subfolders: str) -> None:
 
 
 @contextlib.contextmanager
-def staged(out: Path, *subfolders: str) -> Iterator[Path]:
+def staged(out: Path, *subfolders: str, command: str = "", ours: Sequence[str] = ()) -> Iterator[Path]:
     """A temporary folder beside ``out`` to write the output into (removed when the block fails or
-    the command is interrupted); :func:`commit` moves its files into ``out``."""
-    check_output(out, *subfolders)
+    the command is interrupted); :func:`commit` moves its files into ``out``. ``command``, ``ours``:
+    as :func:`check_output`'s."""
+    check_output(out, *subfolders, command=command, ours=ours)
     try:
         with interrupts.held():
             parent = out.resolve().parent  # beside the folder itself (a symbolic link's target): one file system

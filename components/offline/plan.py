@@ -34,6 +34,10 @@ EFFICIENCY_PICTURE = "efficiency.svg"
 WRITTEN_FILE = ".rlinf-eks-manifests"
 """In DIR: the manifest files the last plan wrote, one a line: the only files a plan removes."""
 _MANIFEST_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml")
+PLAN_OUTPUTS = (PLAN_FILE, WRITTEN_FILE, MANIFESTS, EFFICIENCY_FILE, EFFICIENCY_PICTURE, deployer_policy.POLICY_FILE,
+                deployer_policy.NOTES_FILE, deployer_policy.PART_FILES)
+"""What a plan writes at the top of its folder (names or patterns): a folder with files must hold one
+of them to be planned into."""
 
 
 # Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).
@@ -275,7 +279,7 @@ def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = Non
 def check_output(out: Path) -> None:
     """Raise OutputError unless the plan can be written into ``out`` (rlinf_eks.offline.output, the
     check of every command's output folder): run before the plan, so a bad --out costs nothing."""
-    _check_output(out, MANIFESTS)
+    _check_output(out, MANIFESTS, command="plan", ours=PLAN_OUTPUTS)
 
 
 def _cluster(data: dict[str, Any]) -> tuple[Any, Any]:
@@ -331,7 +335,7 @@ def write(plan: Plan, out: Path) -> list[str]:
     """
     files = plan.manifests()
     try:
-        with staged(out, MANIFESTS) as folder:
+        with staged(out, MANIFESTS, command="plan", ours=PLAN_OUTPUTS) as folder:
             manifests = folder / MANIFESTS
             manifests.mkdir()
             (folder / PLAN_FILE).write_text(plan.dumps())

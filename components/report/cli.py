@@ -12,11 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+REPORT_OUTPUTS = ("index.html", "report.json", "figures", "run")
+"""What a report's folder holds (the page, its data, its figures, a run copied from the bucket): a
+folder with files must hold one of them to be written into."""
 INSTALL = "pip install 'rlinf-eks[report]'  (from a checkout: pip install -e '.[report]')"
 
 
 def add_parser(commands: Any) -> None:
-    from ..offline.arguments import add_stack_arguments
+    from ..offline.arguments import add_stack_arguments, output_folder
 
     report = commands.add_parser(
         "report", help="draw a run's curves and evaluations from its logs into an HTML page (0 drawn, 1 nothing logged yet, 2 bad input)"
@@ -26,7 +29,7 @@ def add_parser(commands: Any) -> None:
     where.add_argument("--run-dir", metavar="DIR", help="the run directory (or a copy of it); default the stack's on the shared filesystem, when mounted here")
     where.add_argument("--from-bucket", action="store_true", help="copy the run's logs from s3://<bucket>/<stack>[-runs/<runName>]/ first (boto3, your AWS credentials)")
     report.add_argument("--bucket", metavar="NAME", help="with --from-bucket: the checkpoint bucket (the stack output checkpointBucket); default storage.bucketName")
-    report.add_argument("--out", metavar="DIR", help="the report folder; default build/<stack>/report")
+    report.add_argument("--out", metavar="DIR", type=output_folder, help="the report folder; default build/<stack>/report")
     report.set_defaults(func=run)
 
 
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.out:
-            check_output(Path(args.out), "figures")  # before anything else, as every command checks its output folder
+            check_output(Path(args.out), "figures", command="report", ours=REPORT_OUTPUTS)  # before anything else, as every command checks its output folder
         settings, root = _settings(args)
     except OutputError as err:
         return _error(args.stack, f"--out: {err}")
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     paths = run_paths(settings, args.stack, settings.shared_filesystem)
     out = Path(args.out) if args.out else root / "build" / args.stack / "report"
     try:
-        check_output(out, "figures")
+        check_output(out, "figures", command="report", ours=REPORT_OUTPUTS)
     except OutputError as err:
         return _error(args.stack, f"--out: {err}")
     if args.from_bucket:
@@ -117,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     step_offset = recipe_of(dialect).startup.logged_step.offset
     try:
         # written beside out and moved into place whole: an interrupted report leaves out as it was
-        with staged(out, "figures") as folder:
+        with staged(out, "figures", command="report", ours=REPORT_OUTPUTS) as folder:
             result = make_report(
                 run_dir, out, title=f"{args.stack}: {settings.workload.run_name or 'default run'} ({dialect})",
                 backend=settings.observability_backend, meta=f"run {where}; dialect {dialect}; mode {settings.workload.mode}", into=folder,

@@ -26,10 +26,12 @@ from .. import interrupts
 from .model import LEVELS, CheckResult
 
 REMEDY_WIDTH = 100
+DRY_RUN_OUTPUTS = ("manifests",)
+"""What a dry run writes into --out: a folder with files must hold it to be written into."""
 
 
 def add_parser(commands: Any) -> None:
-    from ..offline.arguments import add_stack_arguments
+    from ..offline.arguments import add_stack_arguments, output_folder
 
     verify = commands.add_parser(
         "verify", help="prove a deployed stack's cluster ready, level by level (0 ready, 1 not ready, 2 bad usage)"
@@ -41,7 +43,7 @@ def add_parser(commands: Any) -> None:
     verify.add_argument("--keep-going", action="store_true", help="run every level even after one failed")
     verify.add_argument("--json", metavar="FILE", help="also write the report as JSON (for CI)")
     verify.add_argument("--dry-run", action="store_true", help="no cluster: write the objects verify would create into --out")
-    verify.add_argument("--out", metavar="DIR", help="with --dry-run: the folder of the manifests (default build/<stack>-verify)")
+    verify.add_argument("--out", metavar="DIR", type=output_folder, help="with --dry-run: the folder of the manifests (default build/<stack>-verify)")
     verify.set_defaults(func=run)
 
 
@@ -122,7 +124,7 @@ def _dry_run(ladder: Any, out: Path) -> int:
     from .runner import DRY_RUN_ID, dry_run_objects
 
     objects = dry_run_objects(dataclasses.replace(ladder, run_id=DRY_RUN_ID))
-    with staged(out, "manifests") as folder:
+    with staged(out, "manifests", command="verify", ours=DRY_RUN_OUTPUTS) as folder:
         (folder / "manifests").mkdir()
         for obj in objects:
             (folder / "manifests" / manifest_file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.out:
-            check_output(Path(args.out), "manifests")  # before anything else, as every command checks its output folder
+            check_output(Path(args.out), "manifests", command="verify", ours=DRY_RUN_OUTPUTS)  # before anything else, as every command checks its output folder
         settings, root = _settings(args)
         args.stack_file, args.stack = args.stack, stack_name(args.stack)  # the rest names the stack
         ladder = Ladder(settings, args.stack, expectation_of(settings, args.stack), new_run_id(), progress=_progress)
