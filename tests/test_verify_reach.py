@@ -239,6 +239,22 @@ def test_a_kubeconfig_that_does_not_exist_names_it_and_the_dry_run(tmp_path, cap
     assert line.startswith(f"error: no cluster to verify: {missing}: ") and line.endswith("(without a cluster: python -m rlinf_eks verify single-node --dry-run)")
 
 
+@pytest.mark.parametrize("text", [
+    "root:x:0:0:root:/root:/bin/bash\n",  # --kubeconfig /etc/passwd: YAML, a string
+    "- a\n- b\n",
+    "contexts: 5\nusers: [1, {name: x, user: 3}]\ncurrent-context: [1]\n",
+    "clusters: {a: 1}\ncontexts: [{name: c, context: 7}]\ncurrent-context: c\n",
+])  # fmt: skip
+def test_a_file_that_is_no_kubeconfig_is_one_line_naming_it(text, tmp_path, capsys):
+    file = tmp_path / "not-a-kubeconfig"
+    file.write_text(text)
+    assert main(["verify", "single-node", "--kubeconfig", str(file)]) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"error: no cluster to verify: {file}: ") and line.endswith("(without a cluster: python -m rlinf_eks verify single-node --dry-run)")
+
+
 @pytest.fixture
 def https_api(tmp_path: Path) -> Iterator[int]:
     """An HTTPS server with a self-signed certificate that answers GET /version as an API server

@@ -85,10 +85,20 @@ def kubeconfig_cluster(path: Optional[str], context: Optional[str]) -> Optional[
         config = yaml.safe_load(file.read_text()) or {}
     except (OSError, yaml.YAMLError):
         return None
-    name = context or config.get("current-context")
-    ctx = next((c.get("context") or {} for c in config.get("contexts") or [] if c.get("name") == name), {})
-    user = next((u.get("user") or {} for u in config.get("users") or [] if u.get("name") == ctx.get("user")), {})
-    args = ((user.get("exec") or {}).get("args")) or []
+    def mapping(value: Any) -> dict:
+        return value if isinstance(value, dict) else {}
+
+    def entries(key: str) -> list[dict]:  # a kubeconfig's list of named entries; anything else is none
+        found = mapping(config).get(key)
+        return [mapping(entry) for entry in found] if isinstance(found, list) else []
+
+    # a file that is YAML but no kubeconfig (a list, a string: --kubeconfig /etc/passwd) names no
+    # cluster here; the Kubernetes client then says what is wrong with it
+    name = context or mapping(config).get("current-context")
+    ctx = next((mapping(c.get("context")) for c in entries("contexts") if c.get("name") == name), {})
+    user = next((mapping(u.get("user")) for u in entries("users") if u.get("name") == ctx.get("user")), {})
+    args = mapping(user.get("exec")).get("args")
+    args = [str(a) for a in args] if isinstance(args, list) else []
     for flag in ("--cluster-name", "-i"):
         if flag in args and args.index(flag) + 1 < len(args):
             return str(args[args.index(flag) + 1])

@@ -144,6 +144,11 @@ class Cluster:
         except (ConfigException, FileNotFoundError, OSError) as err:
             where = self.path or "$KUBECONFIG or ~/.kube/config"
             raise ClusterError(f"no cluster to verify: {where}: {' '.join(str(err).split())}") from None
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError):
+            # YAML of another shape (a list, a string: --kubeconfig /etc/passwd), on which the client's loader trips
+            where = self.path or "$KUBECONFIG or ~/.kube/config"
+            raise ClusterError(f"no cluster to verify: {where}: not a kubeconfig (a YAML mapping of clusters, contexts and users, "
+                               "as aws eks update-kubeconfig writes it)") from None
         finally:
             root.handlers = handlers
         self.credentials_error = "; ".join(" ".join(line.split()) for line in captured.lines if line.startswith("exec:"))
