@@ -78,6 +78,24 @@ def test_every_command_refuses_a_folder_of_other_files_and_an_empty_out(command,
     assert main([*argv, "--out", str(empty)]) == 0  # and so is the folder it wrote
 
 
+def test_a_report_in_its_default_folder_leaves_the_plans_default_folder_plannable(tmp_path, monkeypatch, capsys):
+    """report's default folder is build/<stack>/report, inside plan's build/<stack>: a report made
+    before the first plan must not make that folder one of "files plan did not write"."""
+    import shutil
+
+    from tests.harness import ROOT
+
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "Pulumi.yaml", project / "Pulumi.yaml")
+    shutil.copytree(ROOT / "stacks", project / "stacks")
+    monkeypatch.chdir(project)
+    run = report_logs.verl_run(tmp_path / "run")
+    assert main(["report", "single-node", "--run-dir", str(run)]) == 0
+    assert main(["plan", "single-node", "--quiet"]) == 0, _stderr(capsys)
+    assert {"plan.json", "report"} <= {p.name for p in (project / "build" / "single-node").iterdir()}
+
+
 @pytest.mark.parametrize("bad", ["a folder", "under a file", "/proc/nope/verify.json"])
 def test_verify_refuses_a_json_file_it_cannot_write_before_climbing(bad, tmp_path, capsys):
     file = tmp_path / "file.txt"

@@ -23,6 +23,10 @@ from typing import Iterable, Iterator, Sequence
 from .. import interrupts
 
 
+REPORT_FOLDER = "report"
+"""``report``'s default folder inside the stack's plan folder (build/<stack>/report)."""
+
+
 class OutputError(ValueError):
     """An output folder the command cannot write: one line, exit 2."""
 

@@ -18,7 +18,7 @@ import yaml
 from .. import config as config_mod
 from ..loading import settings_from_config
 from . import deployer_policy, engine
-from .output import OutputError, check_output as _check_output, commit, staged
+from .output import REPORT_FOLDER, OutputError, check_output as _check_output, commit, staged
 from .stack_config import StackConfig, StackConfigError
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
 
@@ -35,9 +35,9 @@ WRITTEN_FILE = ".rlinf-eks-manifests"
 """In DIR: the manifest files the last plan wrote, one a line: the only files a plan removes."""
 _MANIFEST_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml")
 PLAN_OUTPUTS = (PLAN_FILE, WRITTEN_FILE, MANIFESTS, EFFICIENCY_FILE, EFFICIENCY_PICTURE, deployer_policy.POLICY_FILE,
-                deployer_policy.NOTES_FILE, deployer_policy.PART_FILES)
-"""What a plan writes at the top of its folder (names or patterns): a folder with files must hold one
-of them to be planned into."""
+                deployer_policy.NOTES_FILE, deployer_policy.PART_FILES, REPORT_FOLDER)
+"""What a plan writes at the top of its folder (names or patterns), and the report's default folder
+inside it: a folder with files must hold one of them to be planned into."""
 
 
 # Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         return _error(args.stack, f"needs {', '.join(missing)} (the report extra): {INSTALL}")
     from ..config import ConfigError
-    from ..offline.output import OutputError, check_output
+    from ..offline.output import REPORT_FOLDER, OutputError, check_output
     from ..offline.stack_config import StackConfigError
     from ..workload.run import run_paths
 
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         role = "a platform (platform.role: platform)" if settings.platform.role == "platform" else "a stack whose workload is disabled"
         return _error(args.stack, f"{role} runs no training, so it has no run to report: report an experiment of it")
     paths = run_paths(settings, args.stack, settings.shared_filesystem)
-    out = Path(args.out) if args.out else root / "build" / args.stack / "report"
+    out = Path(args.out) if args.out else root / "build" / args.stack / REPORT_FOLDER
     try:
         check_output(out, "figures", command="report", ours=REPORT_OUTPUTS)
     except OutputError as err:
