@@ -164,6 +164,22 @@ def test_every_stack_command_suggests_the_stack_meant(command, stack, meant, cap
     assert f"unknown stack {stack!r} (did you mean {meant}?)" in line
 
 
+def test_a_stack_file_that_is_a_folder_is_named_so_and_is_no_stack(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from tests.harness import ROOT
+
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copytree(ROOT / "stacks", tmp_path / "stacks")
+    (tmp_path / "stacks" / "Pulumi.mine.yaml").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "mine"]) == 2
+    assert _stderr(capsys) == ["error: stack mine: stacks/Pulumi.mine.yaml is a folder, not a stack file"]
+    assert main(["plan", "mne"]) == 2
+    (line,) = _stderr(capsys)
+    assert "did you mean" not in line and "mine" not in line.split("(stacks: ")[1]  # no folder among the stacks
+
+
 @pytest.mark.parametrize("command", sorted(STACK_COMMANDS))
 def test_platform_on_a_stack_that_is_not_an_experiment_is_refused_even_when_the_folder_holds_a_plan(command, tmp_path, capsys):
     platform = tmp_path / "platform"

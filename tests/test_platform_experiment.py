@@ -269,17 +269,25 @@ def test_a_platform_plan_lacking_an_output_exits_2_with_one_line_naming_it(tmp_p
     "args, message",
     [
         ([], "is an experiment on platform.stack='organization/rlinf-eks/platform': plan the platform first"),
-        (["--platform", "{tmp}/nothing"], "no readable platform plan there"),
+        (["--platform", "{tmp}/nothing"], "--platform {tmp}/nothing: no such folder or file; plan the platform first"),
+        (["--platform", "{tmp}/empty"], "--platform {tmp}/empty: no plan.json there; plan the platform first"),
+        (["--platform", "{tmp}/not-json"], "--platform {tmp}/not-json: {tmp}/not-json/plan.json is not JSON (Expecting value"),
+        (["--platform", "{tmp}/no-outputs"], "--platform {tmp}/no-outputs: {tmp}/no-outputs/plan.json is not an offline plan (no outputs)"),
         (["--platform", "{tmp}/single-node"], "its plan is stack rlinf-eks/single-node, but platform.stack="),
     ],
 )
 def test_an_experiment_without_its_platform_plan_exits_2(args, message, tmp_path, capsys):
     assert main(["plan", "single-node", "--quiet", "--out", str(tmp_path / "single-node")]) == 0
     capsys.readouterr()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "not-json").mkdir()
+    (tmp_path / "not-json" / "plan.json").write_text("x")
+    (tmp_path / "no-outputs").mkdir()
+    (tmp_path / "no-outputs" / "plan.json").write_text('{"resources": 5}')
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     assert main(["plan", "experiment-embodied", "--quiet", "--out", str(tmp_path / "x"), *args]) == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message.replace("{tmp}", str(tmp_path)) in err and "Traceback" not in err and "Error:" not in err, err
 
 
 # --- the experiment lifecycle (docs/platform-and-experiments.md) ---------------------------------

@@ -142,14 +142,24 @@ class PlatformPlan:
 def load_platform(folder: Path) -> PlatformPlan:
     """A platform's plan.json (``folder`` or the file itself), or StackConfigError."""
     path = folder / PLAN_FILE if folder.is_dir() else folder
+    first = "plan the platform first: python -m rlinf_eks plan <platform stack>"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        missing = f"no {PLAN_FILE} there" if folder.is_dir() else "no such folder or file"
+        raise StackConfigError(f"--platform {folder}: {missing}; {first}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise StackConfigError(f"--platform {folder}: cannot read {path}: {getattr(err, 'strerror', None) or err}; {first}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise StackConfigError(f"--platform {folder}: {path} is not JSON ({err}); {first}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("outputs"), dict):
+        raise StackConfigError(f"--platform {folder}: {path} is not an offline plan (no outputs); {first}")
+    try:
         return platform_plan(data, folder)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise StackConfigError(
-            f"--platform {folder}: no readable platform plan there ({type(err).__name__}: {err}); "
-            "plan the platform first: python -m rlinf_eks plan <platform stack>"
-        ) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise StackConfigError(f"--platform {folder}: {path} is not a platform's offline plan ({err}); {first}") from None
 
 
 def platform_plan(data: dict[str, Any], source: Path) -> PlatformPlan:

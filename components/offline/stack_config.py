@@ -49,7 +49,7 @@ def project_root(start: Path | None = None) -> Path:
 
 def available_stacks(root: Path) -> list[str]:
     config_dir = root / _project_file(root).get("stackConfigDir", ".")
-    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in config_dir.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in config_dir.glob("Pulumi.*.yaml") if p.is_file())
 
 
 def _shown_path(path: Path, root: Path) -> Path:
@@ -265,6 +265,8 @@ def stack_file_of(root: Path, stack: str) -> tuple[str, Path]:
             raise StackConfigError(f"{stack!r}: no such stack file" + (" (it is a folder)" if path.is_dir() else ""))
         return name, path.resolve()
     path = stack_file_path(root, stack)
+    if path.is_dir():
+        raise StackConfigError(f"{path.relative_to(root)} is a folder, not a stack file")
     if not path.is_file():
         from ..config.errors import did_you_mean
 
