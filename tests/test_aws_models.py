@@ -279,8 +279,8 @@ def test_attached_policies_are_managed_policy_arns() -> None:
 @pytest.mark.parametrize(
     "tags,expected",
     [
-        ({"team": "r&d"}, "tags={'team': 'r&d'}: 'team': EKS, IAM and FSx allow only letters, numbers, spaces and _.:/=+-@ in tags, not '&'"),
-        ({"owner's": "ml"}, """"owner's": EKS, IAM and FSx allow only"""),
+        ({"team": "r&d"}, "tags.team='r&d': EKS, IAM and FSx allow only letters, numbers, spaces and _.:/=+-@ in tags, not '&'"),
+        ({"owner's": "ml"}, """tags["owner's"]='ml': EKS, IAM and FSx allow only"""),
         ({str(n): "v" for n in range(46)}, "46 tags: at most 45"),
     ],
 )

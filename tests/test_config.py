@@ -146,9 +146,9 @@ BAD = [
     ("label value syntax", {"gpuNodes": {"labels": {"team": "ml/rl"}}}, ["gpuNodes.labels.team='ml/rl'", "label value"]),
     ("label value empty (EKS needs 1)", {"gpuNodes": {"labels": {"team": ""}}}, ["gpuNodes.labels.team=''", "1 to 63"]),
     # AWS tags
-    ("tag key with aws: prefix", {"tags": {"aws:team": "ml"}}, ["tags=", "'aws:team'", "reserved for AWS"]),
-    ("tag value over 256", {"tags": {"team": "x" * 257}}, ["'team'", "at most 256 characters (257)"]),
-    ("tag key over 128", {"tags": {"k" * 129: "v"}}, ["1 to 128 characters (129)"]),
+    ("tag key with aws: prefix", {"tags": {"aws:team": "ml"}}, ["tags[\"aws:team\"]='ml': tag keys starting with aws: are reserved for AWS"]),
+    ("tag value over 256", {"tags": {"team": "x" * 257}}, ["tags.team='" + "x" * 257 + "': a tag value is at most 256 characters (257)"]),
+    ("tag key over 128", {"tags": {"k" * 129: "v"}}, ["tags." + "k" * 129 + "='v': a tag key is 1 to 128 characters (129)"]),
     # EKS names
     ("cluster name with a dot", {"cluster": {"name": "rlinf.prod"}}, ["cluster.name='rlinf.prod'", "EKS cluster name"]),
     ("cluster name starting with a hyphen", {"cluster": {"name": "-rlinf"}}, ["cluster.name='-rlinf'", "starting with a letter or digit"]),

@@ -19,7 +19,7 @@ from .. import aws_names
 from .addons import AutoscalerSettings, DevicePluginSettings, KubeRaySettings, PreflightSettings
 from .aws_rules import MAX_USER_TAGS, tag_problem
 from .cluster import ClusterSettings
-from .errors import describe_errors, did_you_mean
+from .errors import describe_errors, did_you_mean, key_path, raise_all, rule_error
 from .gpu_nodes import GpuNodeSettings
 from .images import ImageSettings
 from .network import NetworkSettings
@@ -45,11 +45,13 @@ def _region(value: str) -> str:
 
 
 def _tags(value: dict[str, str]) -> dict[str, str]:
-    problems = [f"{key!r}: {problem}" for key, item in value.items() if (problem := tag_problem(key, item))]
+    # one problem line a tag, at its own key: tags["aws:team"]='ml': ... (a key path as --set reads it)
+    raise_all([rule_error(key_path("tags", key).removeprefix("tags").removeprefix("."), item, problem)
+               for key, item in value.items() if (problem := tag_problem(key, item))])  # fmt: skip
     if len(value) > MAX_USER_TAGS:
-        problems.append(f"{len(value)} tags: at most {MAX_USER_TAGS} (AWS allows 50 per resource; the stack adds up to 5)")
-    if problems:
-        raise PydanticCustomError("tags", "{text}", {"text": "; ".join(problems)})
+        raise PydanticCustomError(
+            "tags", "{text}", {"text": f"{len(value)} tags: at most {MAX_USER_TAGS} (AWS allows 50 per resource; the stack adds up to 5)"}
+        )
     return value
 
 
