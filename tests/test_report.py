@@ -111,6 +111,20 @@ def test_unknown_metrics_are_listed_not_drawn(tmp_path):
     assert result.status == 0 and "best success rate: none logged" in result.summary
 
 
+def test_log_files_without_a_readable_step_are_named_not_denied(tmp_path, capsys):
+    """A truncated or foreign events file and a run_*.log of no complete line: the report says it
+    found them and read no step, not that there are no logs."""
+    events = tmp_path / "run" / "logs" / "tensorboard"
+    events.mkdir(parents=True)
+    (events / "events.out.tfevents.1.host").write_bytes(b"not a TFRecord")
+    (tmp_path / "run" / "checkpoints").mkdir()
+    (tmp_path / "run" / "checkpoints" / "run_1.log").write_text("2026-12-01T00:00:00\tnot a step\n")
+    assert main(["report", "single-node", "--run-dir", str(tmp_path / "run"), "--out", str(tmp_path / "o")]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == ("no metrics logged yet: 2 log files (checkpoints/run_1.log, logs/tensorboard/events.out.tfevents.1.host) without a "
+                     "complete step: a run that just started writes its first step soon; a file that stays so is truncated or not a log of this kind")
+
+
 def test_report_command_exit_statuses(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -70,7 +70,13 @@ def render_summary(logs: RunLogs, evaluations: list[Evaluation], note: str, step
     the summary's steps are the trainer's (the step reached is the one its newest checkpoint is
     named after); the figures' axes are the logged steps."""
     s = summarise(logs)
-    if logs.empty:
+    if logs.empty and logs.files:
+        # files there, no value in them: the report says which, rather than that there are none
+        shown = ", ".join(logs.files[:3]) + (f" and {len(logs.files) - 3} more" if len(logs.files) > 3 else "")
+        files = "1 log file" if len(logs.files) == 1 else f"{len(logs.files)} log files"
+        lines = [f"no metrics logged yet: {files} ({shown}) without a complete step: a run that just started "
+                 "writes its first step soon; a file that stays so is truncated or not a log of this kind"]  # fmt: skip
+    elif logs.empty:
         lines = ["no metrics logged yet: no TensorBoard events (RLinf: <run dir>/logs/tensorboard) and no veRL "
                  "run_*.log (<run dir>/checkpoints) with a complete line; a run that just started writes its first step soon"]  # fmt: skip
     else:
