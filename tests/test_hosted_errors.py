@@ -53,7 +53,7 @@ def test_efa_gpu_node_group_reports_every_problem_as_the_loader_does():
 
 def test_tags_follow_the_stacks_tag_rules():
     error = _failure("EfaGpuNodeGroup", {**REFS, "tags": {"aws:owner": "me"}, "gpuNodes": {"nodeCount": 0}})
-    assert [e["property_path"] for e in error.errors] == ["tags", "gpuNodes.nodeCount"]
+    assert [e["property_path"] for e in error.errors] == ['tags["aws:owner"]', "gpuNodes.nodeCount"]  # the bad tag itself, as a Pulumi property path
 
 
 def test_a_whole_number_is_an_integer_and_a_fraction_is_not():
