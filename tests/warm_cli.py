@@ -138,7 +138,12 @@ def _warm_modules() -> list[tuple[str, str]]:
     return json.loads(b"".join(chunks) or b"[]")
 
 
-def _preload() -> None:
+MODULES_FILE = "modules.json"
+"""In the session's folder, once the server has imported: {"plan": the plan child's module states,
+"server": the server's own} (tests/test_warm_cli.py compares them)."""
+
+
+def _preload() -> list[tuple[str, str]]:
     """Import what the plan's child had, in its order, each as far as the plan took it. A module
     the SDKs import lazily is run before its submodules are imported, as the plan's first use ran
     it: a submodule imported into a parent that has not run is bound again after it runs, over the
@@ -147,7 +152,8 @@ def _preload() -> None:
 
     import rlinf_eks.__main__  # noqa: F401  (and rlinf_eks.offline: the SDKs' lazy packages)
 
-    for name, state in _warm_modules():
+    planned = _warm_modules()
+    for name, state in planned:
         if name == "__main__":
             continue
         try:
@@ -158,6 +164,7 @@ def _preload() -> None:
                 getattr(module, "_warm_cli_load", None)  # any other attribute runs a lazy module whole
         except Exception:  # a module the plan's child had that cannot be imported alone: it is imported when used
             pass
+    return planned
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -230,7 +237,8 @@ def serve(session: Path) -> None:
                 conn.close()
                 continue
             if not warm:
-                _preload()
+                planned = _preload()
+                (session / MODULES_FILE).write_text(json.dumps({"plan": planned, "server": _module_states()}))
                 warm = True
             pid = os.fork()
             if pid == 0:
