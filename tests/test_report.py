@@ -220,3 +220,13 @@ def test_a_run_in_progress_with_a_record_being_written_reads_the_complete_ones(t
     logs = read_logs(run)
     assert logs.series["env/success_once"].steps == list(range(5))
     assert logs.series["time/generate_rollouts"].steps == [0, 1, 2, 3]  # its step-4 record was the cut one
+
+
+def test_the_report_folders_own_names_are_what_the_report_writes():
+    """``report --out`` takes a folder with files only when it holds one of these (REPORT_OUTPUTS,
+    spelt out in the CLI so that it imports no drawing code): the names the report writes."""
+    from rlinf_eks.report.cli import REPORT_OUTPUTS
+    from rlinf_eks.report.figures import FIGURES_DIR
+    from rlinf_eks.report.page import DATA, PAGE
+
+    assert {PAGE, DATA, FIGURES_DIR} <= set(REPORT_OUTPUTS)
