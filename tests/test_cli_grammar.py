@@ -123,6 +123,8 @@ def test_verify_out_without_dry_run_says_what_out_is_for(capsys):
         (["--unset", "gpuNoodes"], "--unset 'gpuNoodes': unknown key (did you mean gpuNodes?)"),
         (["--unset", "workload.rollout.bakend"], "--unset 'workload.rollout.bakend': unknown key (did you mean backend?)"),
         (["--set", "gpuNodes.capacityBlock.startTim=x"], "gpuNodes.capacityBlock.startTim: unknown key (did you mean startTime?)"),
+        (["--set", "gpuNodes.count=2"], "gpuNodes.count: unknown key (did you mean nodeCount?)"),  # the one key it ends
+        (["--unset", "gpuNodes.count"], "--unset 'gpuNodes.count': unknown key (did you mean nodeCount?)"),
     ],
 )
 def test_every_stack_command_takes_set_and_unset_and_names_a_typo(command, edit, said, capsys):

@@ -135,6 +135,17 @@ def did_you_mean(word: str, valid: Iterable[str], *, cutoff: float = 0.75, ignor
     return suggestion(match or next(iter(difflib.get_close_matches(word, names, n=1, cutoff=cutoff)), None))
 
 
+def key_hint(word: str, names: Iterable[str]) -> str:
+    """The hint for an unknown key: a near miss (did_you_mean), else the one valid key that ends
+    with it, for a key given by its last word(s) (count for nodeCount); else ''."""
+    names = list(names)
+    near = did_you_mean(word, names)
+    if near:
+        return near
+    ending = [name for name in names if len(word) >= 4 and name.lower() != word.lower() and name.lower().endswith(word.lower())]
+    return suggestion(ending[0]) if len(ending) == 1 else ""
+
+
 def _needs(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     """For a missing section: the keys it must have, e.g. "; an object with at least: image"."""
     model = _model_at(loc, root)
@@ -199,7 +210,7 @@ def describe_errors(items: Iterable[Mapping[str, Any]], data: Mapping[str, Any],
             model = _model_at(loc[:-1], root)
             names = [f.alias or n for n, f in model.model_fields.items()] if model else []
             valid = ", ".join(names) or "see the README"
-            problems.append(f"{prefix}: unknown key{did_you_mean(str(loc[-1]), names)}; valid keys here: {valid}")
+            problems.append(f"{prefix}: unknown key{key_hint(str(loc[-1]), names)}; valid keys here: {valid}")
             continue
         if item["type"] == "missing":
             problems.append(f"{prefix}: required key is missing{_needs(loc, root)}")

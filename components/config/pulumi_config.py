@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any, Callable, Mapping, Optional
 
-from .errors import did_you_mean
+from .errors import key_hint
 from .stack import PROJECT, StackSettings
 
 TOP_LEVEL_KEYS: dict[str, str] = {
@@ -77,7 +77,7 @@ def stack_data(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 unknown.append(key)
     valid = ", ".join(sorted([*TOP_LEVEL_KEYS, *SECRET_KEYS]))
     problems = [
-        f"{key}: unknown key{did_you_mean(key[len(prefix):], [*TOP_LEVEL_KEYS, *SECRET_KEYS])}; valid keys: {valid}"
+        f"{key}: unknown key{key_hint(key[len(prefix):], [*TOP_LEVEL_KEYS, *SECRET_KEYS])}; valid keys: {valid}"
         for key in sorted(unknown)
     ]
     problems += [problem for key in sorted(values) if (problem := foreign_project_key(key))]
@@ -168,7 +168,7 @@ def unknown_key_path(segments: list[Any]) -> Optional[str]:
         return None
     if top not in TOP_LEVEL_KEYS:
         valid = sorted([*TOP_LEVEL_KEYS, *SECRET_KEYS])
-        return f"{key_path(top)}: unknown key{did_you_mean(str(top), valid)}; valid keys: {', '.join(valid)}"
+        return f"{key_path(top)}: unknown key{key_hint(str(top), valid)}; valid keys: {', '.join(valid)}"
     annotation = StackSettings.model_fields[TOP_LEVEL_KEYS[top]].annotation
     for depth, segment in enumerate(segments[1:], start=1):
         model = _model_of(annotation)
@@ -192,7 +192,7 @@ def unknown_key_path(segments: list[Any]) -> Optional[str]:
         fields = {(f.alias or n): f for n, f in model.model_fields.items()}
         if segment not in fields:
             names = list(fields)
-            return (f"{key_path(*segments[: depth + 1])}: unknown key{did_you_mean(str(segment), names)}; "
+            return (f"{key_path(*segments[: depth + 1])}: unknown key{key_hint(str(segment), names)}; "
                     f"valid keys here: {', '.join(names)}")  # fmt: skip
         annotation = fields[segment].annotation
     return None
