@@ -78,6 +78,18 @@ def test_every_command_refuses_a_folder_of_other_files_and_an_empty_out(command,
     assert main([*argv, "--out", str(empty)]) == 0  # and so is the folder it wrote
 
 
+def test_a_dry_run_never_writes_into_a_plans_folder(tmp_path, capsys):
+    """Both hold manifests/: a dry run's objects there would mix with the plan's, the folder tools
+    read as the plan's public contract, and replace any of the same name."""
+    plan = tmp_path / "plan"
+    assert main(["plan", "vllm-rollout", "--quiet", "--out", str(plan)]) == 0
+    before = sorted((plan / "manifests").iterdir())
+    capsys.readouterr()
+    assert main(["verify", "vllm-rollout", "--dry-run", "--out", str(plan)]) == 2
+    assert _stderr(capsys) == [f"error: --out: {plan} is a plan's folder (plan.json): give verify a folder of its own"]
+    assert sorted((plan / "manifests").iterdir()) == before
+
+
 def test_a_report_in_its_default_folder_leaves_the_plans_default_folder_plannable(tmp_path, monkeypatch, capsys):
     """report's default folder is build/<stack>/report, inside plan's build/<stack>: a report made
     before the first plan must not make that folder one of "files plan did not write"."""

@@ -18,7 +18,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from types import MappingProxyType
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from .. import interrupts
 
@@ -31,12 +32,15 @@ class OutputError(ValueError):
     """An output folder the command cannot write: one line, exit 2."""
 
 
-def check_output(out: Path, *subfolders: str, command: str = "", ours: Sequence[str] = ()) -> None:
+def check_output(
+    out: Path, *subfolders: str, command: str = "", ours: Sequence[str] = (), theirs: Mapping[str, str] = MappingProxyType({})
+) -> None:
     """Raise OutputError unless ``out`` (with ``subfolders`` inside it) can be written, leaving no
     trace. With ``ours`` (the names, or fnmatch patterns, of what ``command`` writes at the top of its
     folder), an existing folder must be empty or hold one of them: the command writes
     among a user's own files (``--out .``, ``--out ~``) only by mistake, and would replace one of
-    the same name."""
+    the same name. ``theirs``: a name that makes the folder another command's (its value: whose),
+    though it holds one of ``ours`` too (a plan's folder has the manifests/ a dry run writes)."""
     for path in (out, *(out / name for name in subfolders)):
         if path.exists() and not path.is_dir():
             raise OutputError(f"{path} is a file, not a folder")
@@ -45,6 +49,9 @@ def check_output(out: Path, *subfolders: str, command: str = "", ours: Sequence[
             held = sorted(entry.name for entry in os.scandir(out))
         except OSError as err:
             raise OutputError(f"cannot read {out}: {err.strerror or err}") from None
+        other = next((f"{whose} ({name})" for pattern, whose in theirs.items() for name in held if fnmatch.fnmatchcase(name, pattern)), None)
+        if other:
+            raise OutputError(f"{out} is {other}: give {command} a folder of its own")
         if held and not any(fnmatch.fnmatchcase(name, pattern) for name in held for pattern in ours):
             shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
             raise OutputError(
@@ -63,11 +70,13 @@ def check_output(out: Path, *subfolders: str, command: str = "", ours: Sequence[
 
 
 @contextlib.contextmanager
-def staged(out: Path, *subfolders: str, command: str = "", ours: Sequence[str] = ()) -> Iterator[Path]:
+def staged(
+    out: Path, *subfolders: str, command: str = "", ours: Sequence[str] = (), theirs: Mapping[str, str] = MappingProxyType({})
+) -> Iterator[Path]:
     """A temporary folder beside ``out`` to write the output into (removed when the block fails or
-    the command is interrupted); :func:`commit` moves its files into ``out``. ``command``, ``ours``:
-    as :func:`check_output`'s."""
-    check_output(out, *subfolders, command=command, ours=ours)
+    the command is interrupted); :func:`commit` moves its files into ``out``. ``command``, ``ours``,
+    ``theirs``: as :func:`check_output`'s."""
+    check_output(out, *subfolders, command=command, ours=ours, theirs=theirs)
     try:
         with interrupts.held():
             parent = out.resolve().parent  # beside the folder itself (a symbolic link's target): one file system
