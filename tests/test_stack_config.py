@@ -51,6 +51,8 @@ def test_set_accepts_the_project_namespace_and_other_namespaces():
         # the CLI types nothing else: floats, versions, zero-padded numbers and huge integers stay strings
         ("0.5", "0.5"), ("1.30", "1.30"), ("0123", "0123"), (str(2**63), str(2**63)),
         ("True", "True"), ("null", "null"), ("p5.48xlarge", "p5.48xlarge"), ("", ""),
+        # Go's strconv reads ASCII digits only: other scripts' digits are text (Python's int() would take them)
+        ("\u0663", "\u0663"), ("\uff18", "\uff18"),
     ],
 )
 def test_set_values_are_typed_like_the_cli(raw, value):

@@ -93,14 +93,14 @@ def parse_scalar(raw: str) -> Any:
         return raw == "true"
     if len(raw) > 1 and raw[0] == "0":
         return raw  # "0123" keeps its zeros
-    if re.fullmatch(r"[+-]?\d+", raw) and -(2**63) <= int(raw) < 2**63:
+    if re.fullmatch(r"[+-]?[0-9]+", raw) and -(2**63) <= int(raw) < 2**63:
         return int(raw)
     return raw
 
 
 # Path segments as `pulumi config set --path` reads them: name, [index], or ["key.with.dots"].
 _NAME = re.compile(r'[^.\[\]"]+')
-_INDEX = re.compile(r"\[(\d+)\]")
+_INDEX = re.compile(r"\[([0-9]+)\]")
 _QUOTED = re.compile(r'\["((?:[^"\\]|\\.)*)"\]')
 
 
