@@ -17,9 +17,9 @@ import fnmatch
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping
 
 from .. import interrupts
 
@@ -32,30 +32,44 @@ class OutputError(ValueError):
     """An output folder the command cannot write: one line, exit 2."""
 
 
-def check_output(
-    out: Path, *subfolders: str, command: str = "", ours: Sequence[str] = (), theirs: Mapping[str, str] = MappingProxyType({})
-) -> None:
-    """Raise OutputError unless ``out`` (with ``subfolders`` inside it) can be written, leaving no
-    trace. With ``ours`` (the names, or fnmatch patterns, of what ``command`` writes at the top of its
-    folder), an existing folder must be empty or hold one of them: the command writes
-    among a user's own files (``--out .``, ``--out ~``) only by mistake, and would replace one of
-    the same name. ``theirs``: a name that makes the folder another command's (its value: whose),
-    though it holds one of ``ours`` too (a plan's folder has the manifests/ a dry run writes)."""
-    for path in (out, *(out / name for name in subfolders)):
+@dataclass(frozen=True)
+class OutputFolder:
+    """What a command writes into its output folder, for :func:`check_output` and :func:`staged`:
+    ``command`` names it in the lines; ``subfolders`` are the folders it writes inside; ``ours`` are
+    the names, or fnmatch patterns, at the folder's top of which an existing folder with files must
+    hold one (the command writes among a user's own files, ``--out .`` or ``--out ~``, only by
+    mistake, and would replace one of the same name); ``theirs`` are names that make the folder
+    another command's (the value: whose), though it holds one of ``ours`` too (a plan's folder has
+    the manifests/ a dry run writes)."""
+
+    command: str = ""
+    subfolders: tuple[str, ...] = ()
+    ours: tuple[str, ...] = ()
+    theirs: Mapping[str, str] = field(default_factory=dict)
+
+
+ANY_FOLDER = OutputFolder()
+"""A folder that need only be writable (verify --json's)."""
+
+
+def check_output(out: Path, kind: OutputFolder = ANY_FOLDER) -> None:
+    """Raise OutputError unless ``out`` (with ``kind``'s subfolders inside it) can be written, and
+    is ``kind``'s (above), leaving no trace."""
+    for path in (out, *(out / name for name in kind.subfolders)):
         if path.exists() and not path.is_dir():
             raise OutputError(f"{path} is a file, not a folder")
-    if ours and out.is_dir():
+    if kind.ours and out.is_dir():
         try:
             held = sorted(entry.name for entry in os.scandir(out))
         except OSError as err:
             raise OutputError(f"cannot read {out}: {err.strerror or err}") from None
-        other = next((f"{whose} ({name})" for pattern, whose in theirs.items() for name in held if fnmatch.fnmatchcase(name, pattern)), None)
+        other = next((f"{whose} ({name})" for pattern, whose in kind.theirs.items() for name in held if fnmatch.fnmatchcase(name, pattern)), None)
         if other:
-            raise OutputError(f"{out} is {other}: give {command} a folder of its own")
-        if held and not any(fnmatch.fnmatchcase(name, pattern) for name in held for pattern in ours):
+            raise OutputError(f"{out} is {other}: give {kind.command} a folder of its own")
+        if held and not any(fnmatch.fnmatchcase(name, pattern) for name in held for pattern in kind.ours):
             shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
             raise OutputError(
-                f"{out} holds files that {command} did not write ({shown}): give a new or empty folder, or one {command} wrote before"
+                f"{out} holds files that {kind.command} did not write ({shown}): give a new or empty folder, or one {kind.command} wrote before"
             )
     existing = next(folder for folder in (out, *out.absolute().parents) if folder.exists())
     if not existing.is_dir():
@@ -70,13 +84,11 @@ def check_output(
 
 
 @contextlib.contextmanager
-def staged(
-    out: Path, *subfolders: str, command: str = "", ours: Sequence[str] = (), theirs: Mapping[str, str] = MappingProxyType({})
-) -> Iterator[Path]:
+def staged(out: Path, kind: OutputFolder = ANY_FOLDER) -> Iterator[Path]:
     """A temporary folder beside ``out`` to write the output into (removed when the block fails or
-    the command is interrupted); :func:`commit` moves its files into ``out``. ``command``, ``ours``,
-    ``theirs``: as :func:`check_output`'s."""
-    check_output(out, *subfolders, command=command, ours=ours, theirs=theirs)
+    the command is interrupted), once :func:`check_output` passed; :func:`commit` moves its files
+    into ``out``."""
+    check_output(out, kind)
     try:
         with interrupts.held():
             parent = out.resolve().parent  # beside the folder itself (a symbolic link's target): one file system

@@ -18,7 +18,7 @@ import yaml
 from .. import config as config_mod
 from ..loading import settings_from_config
 from . import deployer_policy, engine
-from .output import REPORT_FOLDER, OutputError, check_output as _check_output, commit, staged
+from .output import REPORT_FOLDER, OutputError, OutputFolder, check_output as _check_output, commit, staged
 from .stack_config import StackConfig, StackConfigError
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
 
@@ -38,6 +38,7 @@ PLAN_OUTPUTS = (PLAN_FILE, WRITTEN_FILE, MANIFESTS, EFFICIENCY_FILE, EFFICIENCY_
                 deployer_policy.NOTES_FILE, deployer_policy.PART_FILES, REPORT_FOLDER)
 """What a plan writes at the top of its folder (names or patterns), and the report's default folder
 inside it: a folder with files must hold one of them to be planned into."""
+PLAN_FOLDER = OutputFolder("plan", (MANIFESTS,), PLAN_OUTPUTS)
 
 
 # Kubernetes types that are not objects in the cluster's API (Helm releases are in plan.json only).
@@ -289,7 +290,7 @@ def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = Non
 def check_output(out: Path) -> None:
     """Raise OutputError unless the plan can be written into ``out`` (rlinf_eks.offline.output, the
     check of every command's output folder): run before the plan, so a bad --out costs nothing."""
-    _check_output(out, MANIFESTS, command="plan", ours=PLAN_OUTPUTS)
+    _check_output(out, PLAN_FOLDER)
 
 
 def _cluster(data: dict[str, Any]) -> tuple[Any, Any]:
@@ -345,7 +346,7 @@ def write(plan: Plan, out: Path) -> list[str]:
     """
     files = plan.manifests()
     try:
-        with staged(out, MANIFESTS, command="plan", ours=PLAN_OUTPUTS) as folder:
+        with staged(out, PLAN_FOLDER) as folder:
             manifests = folder / MANIFESTS
             manifests.mkdir()
             (folder / PLAN_FILE).write_text(plan.dumps())

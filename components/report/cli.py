@@ -74,13 +74,15 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         return _error(args.stack, f"needs {', '.join(missing)} (the report extra): {INSTALL}")
     from ..config import ConfigError
-    from ..offline.output import REPORT_FOLDER, OutputError, check_output
+    from ..offline.output import REPORT_FOLDER, OutputError, OutputFolder, check_output
+
+    report_folder = OutputFolder("report", ("figures",), REPORT_OUTPUTS)
     from ..offline.stack_config import StackConfigError
     from ..workload.run import run_paths
 
     try:
         if args.out:
-            check_output(Path(args.out), "figures", command="report", ours=REPORT_OUTPUTS)  # before anything else, as every command checks its output folder
+            check_output(Path(args.out), report_folder)  # before anything else, as every command checks its output folder
         settings, root = _settings(args)
     except OutputError as err:
         return _error(args.stack, f"--out: {err}")
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     paths = run_paths(settings, args.stack, settings.shared_filesystem)
     out = Path(args.out) if args.out else root / "build" / args.stack / REPORT_FOLDER
     try:
-        check_output(out, "figures", command="report", ours=REPORT_OUTPUTS)
+        check_output(out, report_folder)
     except OutputError as err:
         return _error(args.stack, f"--out: {err}")
     if args.from_bucket:
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     step_offset = recipe_of(dialect).startup.logged_step.offset
     try:
         # written beside out and moved into place whole: an interrupted report leaves out as it was
-        with staged(out, "figures", command="report", ours=REPORT_OUTPUTS) as folder:
+        with staged(out, report_folder) as folder:
             result = make_report(
                 run_dir, out, title=f"{args.stack}: {settings.workload.run_name or 'default run'} ({dialect})",
                 backend=settings.observability_backend, meta=f"run {where}; dialect {dialect}; mode {settings.workload.mode}", into=folder,

@@ -28,8 +28,7 @@ from .model import LEVELS, CheckResult
 REMEDY_WIDTH = 100
 DRY_RUN_OUTPUTS = ("manifests",)
 """What a dry run writes into --out: a folder with files must hold it to be written into."""
-NOT_A_DRY_RUNS = {"plan.json": "a plan's folder", ".rlinf-eks-manifests": "a plan's folder"}
-"""A plan's folder holds manifests/ too: a dry run's objects must not mix with (or replace) the plan's."""
+
 
 
 def add_parser(commands: Any) -> None:
@@ -128,6 +127,15 @@ def _progress(line: str) -> None:
         sys.stderr.flush()
 
 
+def _dry_run_folder() -> Any:
+    """The dry run's --out (rlinf_eks.offline.output): its manifests/, never a plan's folder, which
+    holds manifests/ too (a dry run's objects must not mix with, or replace, the plan's)."""
+    from ..offline.output import OutputFolder
+    from ..offline.plan import PLAN_FILE, WRITTEN_FILE
+
+    return OutputFolder("verify", ("manifests",), DRY_RUN_OUTPUTS, {name: "a plan's folder" for name in (PLAN_FILE, WRITTEN_FILE)})
+
+
 def _dry_run(ladder: Any, out: Path) -> int:
     import dataclasses
 
@@ -136,7 +144,7 @@ def _dry_run(ladder: Any, out: Path) -> int:
     from .runner import DRY_RUN_ID, dry_run_objects
 
     objects = dry_run_objects(dataclasses.replace(ladder, run_id=DRY_RUN_ID))
-    with staged(out, "manifests", command="verify", ours=DRY_RUN_OUTPUTS, theirs=NOT_A_DRY_RUNS) as folder:
+    with staged(out, _dry_run_folder()) as folder:
         (folder / "manifests").mkdir()
         for obj in objects:
             (folder / "manifests" / manifest_file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
@@ -161,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.out:
-            check_output(Path(args.out), "manifests", command="verify", ours=DRY_RUN_OUTPUTS, theirs=NOT_A_DRY_RUNS)  # before anything else, as every command checks its output folder
+            check_output(Path(args.out), _dry_run_folder())  # before anything else, as every command checks its output folder
         settings, root = _settings(args)
         args.stack_file, args.stack = args.stack, stack_name(args.stack)  # the rest names the stack
         ladder = Ladder(settings, args.stack, expectation_of(settings, args.stack), new_run_id(), progress=_progress)
