@@ -67,7 +67,8 @@ def test_the_server_runs_only_the_modules_a_plan_runs(shims, tmp_path):
     """Its start-up is the plan's imports, no more: a package the SDKs hand out lazily that the plan
     never used stays unrun (running pulumi_aws's 270 such packages cost 6 CPU-s a session). Read
     from the session's own server, which records both once it has imported."""
-    _both(shims, "python -m rlinf_eks --help", tmp_path)  # the server imports on its first request
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["bash", "-c", "python -m rlinf_eks --help"], cwd=tmp_path, env=env, capture_output=True, timeout=120, check=True)  # the server imports on its first request
     record = json.loads((Path(os.environ[warm_cli.SESSION_ENV]) / warm_cli.MODULES_FILE).read_text())
     plan, server = dict(record["plan"]), dict(record["server"])
     assert len(plan) > 500  # the plan's modules
