@@ -230,6 +230,20 @@ class RestartSettings(SettingsModel):
         return value
 
 
+class CheckpointSettings(SettingsModel):
+    """How many checkpoints the run keeps, on the node and in the bucket (both launchers)."""
+
+    keep_local: Int = Field(2, ge=1, le=1000)
+    """Complete checkpoints kept in the run directory: once a checkpoint is complete (and, without the
+    shared filesystem, uploaded), older ones beyond this many are removed from the run directory.
+    The newest complete one, one being written and the one the run resumed from are never removed.
+    Defaults to 2: the resume point and the one before it."""
+    keep_in_bucket: Optional[Int] = Field(None, ge=1, le=100000)
+    """Complete checkpoints kept in the bucket under the run's prefix (the newest ones; older ones
+    are deleted after each upload, their noncurrent versions expire with the bucket's lifecycle).
+    Defaults to None: the bucket keeps every checkpoint."""
+
+
 EVAL_CHECKPOINT = re.compile(r"global_step_\d+|/[^\s]*/global_step_\d+/?")
 
 
@@ -305,6 +319,8 @@ class WorkloadSettings(SettingsModel):
     """Deadlines of the manual launcher's Job."""
     restart: RestartSettings = Field(default_factory=RestartSettings)
     """Automatic gang restart of a failed run."""
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    """How many checkpoints are kept on the node and in the bucket."""
     model: ModelSettings = Field(default_factory=ModelSettings)
     """Where the model comes from and how it is staged."""
     run_name: Optional[Annotated[str, dns_label("a DNS-1123 label such as qwen-7b-try2")]] = None

@@ -17,9 +17,9 @@ from .observability import ObservabilitySettings, PrometheusSettings
 from .platform import PlatformSettings
 from .queue import PriorityClassSettings, QueueSettings
 from .storage import SharedFilesystemSettings, StorageSettings
-from .workload import EvalSettings, ManualJobSettings, ModelSettings, RayJobSettings, RestartSettings, RolloutSettings, TrainerSettings, WorkloadSettings
+from .workload import CheckpointSettings, EvalSettings, ManualJobSettings, ModelSettings, RayJobSettings, RestartSettings, RolloutSettings, TrainerSettings, WorkloadSettings
 
-__all__ = ["AutoscalerSettings", "CapacityBlockSettings", "ClusterSettings", "DevicePluginSettings", "DevicePluginsArgs", "DockerHubCacheSettings", "EfaGpuNodeGroupArgs", "EvalSettings", "GpuNodeSettings", "ImageSettings", "InstanceOverrides", "KarpenterSettings", "KubeRayOperatorArgs", "KubeRaySettings", "ManualJobSettings", "ModelSettings", "NetworkSettings", "ObservabilitySettings", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings", "PrometheusSettings", "QueueSettings", "RayJobSettings", "RestartSettings", "RlinfStackArgs", "RlinfTrainingArgs", "RolloutSettings", "SharedFilesystemSettings", "StorageSettings", "SystemNodeSettings", "TrainerSettings", "WorkloadSettings"]  # fmt: skip
+__all__ = ["AutoscalerSettings", "CapacityBlockSettings", "CheckpointSettings", "ClusterSettings", "DevicePluginSettings", "DevicePluginsArgs", "DockerHubCacheSettings", "EfaGpuNodeGroupArgs", "EvalSettings", "GpuNodeSettings", "ImageSettings", "InstanceOverrides", "KarpenterSettings", "KubeRayOperatorArgs", "KubeRaySettings", "ManualJobSettings", "ModelSettings", "NetworkSettings", "ObservabilitySettings", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings", "PrometheusSettings", "QueueSettings", "RayJobSettings", "RestartSettings", "RlinfStackArgs", "RlinfTrainingArgs", "RolloutSettings", "SharedFilesystemSettings", "StorageSettings", "SystemNodeSettings", "TrainerSettings", "WorkloadSettings"]  # fmt: skip
 
 
 class EfaGpuNodeGroupArgs(TypedDict):

@@ -138,6 +138,23 @@ class RestartSettings(TypedDict):
     "Namespace of the JobSet controller release. Defaults to jobset-system."
 
 
+class CheckpointSettings(TypedDict):
+    "How many checkpoints the run keeps, on the node and in the bucket (both launchers)."
+    keep_local: NotRequired[int]
+    (
+        "Complete checkpoints kept in the run directory: once a checkpoint is complete (and, without the\n"
+        "shared filesystem, uploaded), older ones beyond this many are removed from the run directory.\n"
+        "The newest complete one, one being written and the one the run resumed from are never removed.\n"
+        "Defaults to 2: the resume point and the one before it."
+    )
+    keep_in_bucket: NotRequired[int]
+    (
+        "Complete checkpoints kept in the bucket under the run's prefix (the newest ones; older ones\n"
+        "are deleted after each upload, their noncurrent versions expire with the bucket's lifecycle).\n"
+        "Defaults to None: the bucket keeps every checkpoint."
+    )
+
+
 class ModelSettings(TypedDict):
     "Where the trainer's model comes from, staged into the pods before the trainer starts."
     source: NotRequired[str]
@@ -214,6 +231,8 @@ class WorkloadSettings(TypedDict):
     "Deadlines of the manual launcher's Job."
     restart: NotRequired[RestartSettings]
     "Automatic gang restart of a failed run."
+    checkpoints: NotRequired[CheckpointSettings]
+    "How many checkpoints are kept on the node and in the bucket."
     model: NotRequired[ModelSettings]
     "Where the model comes from and how it is staged."
     run_name: NotRequired[str]
