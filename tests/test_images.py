@@ -229,3 +229,102 @@ def test_the_simplevla_image_adds_openvla_oft_its_transformers_fork_and_libero_w
     assert "/opt/LIBERO" in entries(env_of(commands)["PYTHONPATH"])
     # the trainer's imports, in its order, checked in the build as the image contract checks them in the pod
     assert "import timm, json_numpy, tensorflow, libero.libero.benchmark, imageio_ffmpeg" in run
+
+
+# RLinf's DCP save fix (images/<family>/patches/dcp-save-gloo-coordinator.patch): torch 2.6's dcp.save
+# dies after the shards are written unless its finalization runs over gloo.
+DCP_PATCH = "patches/dcp-save-gloo-coordinator.patch"
+DCP_PATCHED_FILE = "rlinf/hybrid_engines/fsdp/strategy/base.py"
+
+
+def preimage(patch: str) -> dict[str, str]:
+    """The file each hunk of a unified diff expects, by the path it patches: the hunk's context and
+    removed lines at its line number, blank lines for the unchanged lines before it."""
+    files: dict[str, list[str]] = {}
+    current: list[str] = []
+    lines = patch.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("+++ "):
+            current = files.setdefault(line[4:].split("\t")[0].removeprefix("b/"), [])
+        hunk = re.match(r"@@ -(\d+),(\d+) ", line)
+        if not hunk:
+            continue
+        current += [""] * (int(hunk.group(1)) - 1 - len(current))
+        wanted = int(hunk.group(2))
+        for body in lines[i + 1 :]:
+            if wanted == 0:
+                break
+            if body[:1] in (" ", "-", ""):
+                current.append(body[1:])
+                wanted -= 1
+    return {path: "\n".join(text) + "\n" for path, text in files.items()}
+
+
+@pytest.mark.parametrize("path", RLINF)
+def test_the_rlinf_images_apply_the_dcp_save_fix_and_fail_the_build_when_it_does_not_apply(path):
+    family = Path(path).parent
+    patch = ROOT / family / DCP_PATCH
+    assert patch.is_file(), f"{family}/{DCP_PATCH}: not in the image's build context"
+    commands = parsed(path)
+    # in the build context: the packaged context holds it and the Dockerfile copies it from there
+    from rlinf_eks.image_build.context import copied_sources, package
+
+    assert DCP_PATCH in copied_sources((ROOT / path).read_text())
+    assert DCP_PATCH in package(ROOT / "images", family.name).files
+    copy = next(c for c in commands if c.cmd == "COPY" and c.value[0] == DCP_PATCH)
+    target = copy.value[-1]
+    # applied to the checkout in the layer that clones it, before its .git goes; nothing lets a
+    # failed apply pass (git apply applies all hunks exactly or none and exits non-zero)
+    clone = next(c for c in commands if c.cmd == "RUN" and "git clone" in " ".join(c.value))
+    run = " ".join(clone.value)
+    assert commands.index(copy) < commands.index(clone)
+    apply = re.search(rf'git -C "\$\{{WORKDIR\}}" apply (--verbose )?{re.escape(target)}', run)
+    assert apply, run
+    assert run.index("git clone") < apply.start() < run.index('rm -rf "${WORKDIR}/.git"')
+    assert "--reject" not in run and "--3way" not in run and "|| true" not in run and ";" not in run, run
+    text = patch.read_text()
+    assert f"+++ b/{DCP_PATCHED_FILE}" in text and "process_group=gloo_pg" in text
+
+
+def test_the_dcp_patch_is_one_file_with_its_provenance_and_applies_to_what_it_expects(tmp_path):
+    texts = {path: (ROOT / Path(path).parent / DCP_PATCH).read_text() for path in RLINF}
+    assert len(set(texts.values())) == 1, "the RLinf images carry different copies of the DCP patch"
+    text = next(iter(texts.values()))
+    from rlinf_eks.trainers import recipe_of
+
+    header = text[: text.index("--- a/")]
+    for needed in (
+        "https://github.com/aws-samples/sample-rlinf-on-eks",
+        "examples/scripts/patches/dcp-save-gloo-coordinator.patch",
+        "c8b5e3a39d89de783b5eb97eaa57dc30a6307f33",
+        "MIT No Attribution (MIT-0)",
+        "Apache-2.0",
+        recipe_of("rlinf-embodied").commit,
+        recipe_of("rlinf-reasoning").commit,
+    ):
+        assert needed in header, needed
+    # a well-formed diff: git apply takes it on the file its hunks expect, and refuses it twice
+    (tmp_path / "patch").write_text(text)
+    for rel, body in preimage(text).items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(body)
+    git = ["git", "-c", "safe.directory=*", "apply"]
+    done = subprocess.run([*git, "--check", "patch"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    subprocess.run([*git, "patch"], cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    again = subprocess.run([*git, "--check", "patch"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert again.returncode != 0 and "patch does not apply" in again.stderr
+
+
+@pytest.mark.parametrize("dialect", ["rlinf-embodied", "rlinf-reasoning", "verl-ppo"])
+def test_the_recipe_names_every_patch_its_image_applies(dialect):
+    """The recipe's image.patches (its provenance) and what the Dockerfile COPYs from patches/ agree."""
+    from rlinf_eks.trainers import recipe_of
+
+    recipe = recipe_of(dialect)
+    folder = Path(recipe.dockerfile).parent
+    copied = {str(folder / c.value[0]) for c in parsed(recipe.dockerfile) if c.cmd == "COPY" and c.value[0].startswith("patches/")}
+    assert {p.file for p in recipe.image_patches} == copied
+    for p in recipe.image_patches:
+        assert f"+++ b/{p.patches.split()[0]}" in (ROOT / p.file).read_text()
+        assert p.fixes and p.source

@@ -41,7 +41,7 @@ import yaml
 
 from .startup import StartupFacts, parse_startup
 
-__all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "RecipeInput", "recipe_of", "PLACEHOLDER"]
+__all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "ImagePatch", "RecipeInput", "recipe_of", "PLACEHOLDER"]
 
 PLACEHOLDER = re.compile(r"^(/path/to/|/dataset/|~/|/home/|/data/public/)")
 """The shapes of upstream's example paths, to find them in a composed config (the tests walk every
@@ -133,6 +133,18 @@ class EvalRecipe:
 
 
 @dataclass(frozen=True)
+class ImagePatch:
+    """A change the dialect's image makes to the trainer's checkout (``image.patches``): the patch
+    ``file`` (in the image's build context), the upstream file it ``patches``, what it ``fixes`` and
+    its ``source``. The Dockerfile applies it so that the build fails when it no longer applies."""
+
+    file: str
+    patches: str
+    fixes: str
+    source: str
+
+
+@dataclass(frozen=True)
 class DialectRecipe:
     dialect: str
     repository: str
@@ -144,6 +156,8 @@ class DialectRecipe:
     """What the trainer does when it starts (``startup`` of the recipe, :mod:`.startup`)."""
     configs: Mapping[str, ConfigRecipe] = field(default_factory=dict)
     evaluation: EvalRecipe = field(default_factory=EvalRecipe)
+    image_patches: tuple[ImagePatch, ...] = ()
+    """What the image changes in the checkout at ``commit`` (``image.patches``)."""
 
     def model_input(self, source: str = "") -> RecipeInput:
         """The model of a config this recipe does not know (an image's own config)."""
@@ -197,6 +211,10 @@ def recipe_of(dialect: str) -> DialectRecipe:
         startup=parse_startup(dialect, data["startup"]),
         configs={name: _config(name, spec, model_keys) for name, spec in data["configs"].items()},
         evaluation=_evaluation(data.get("evaluation") or {}),
+        image_patches=tuple(
+            ImagePatch(str(p["file"]), str(p["patches"]), " ".join(str(p["fixes"]).split()), " ".join(str(p["source"]).split()))
+            for p in data["image"].get("patches") or ()
+        ),
     )
 
 
