@@ -246,12 +246,30 @@ def test_given_p5_when_rendered_then_the_seed_env_efa_rdma_and_socket_interface_
     env = env_of(ray_container(pod_spec(render(multi_node()))))
     assert env["NCCL_DEBUG"] == "WARN"
     assert env["TORCH_NCCL_AVOID_RECORD_STREAMS"] == "1"
-    assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"  # verl-ppo: its run script's
     assert env["FI_PROVIDER"] == "efa"
     assert env["FI_EFA_FORK_SAFE"] == "1"
     assert env["FI_EFA_USE_DEVICE_RDMA"] == "1"
     assert env["NCCL_SOCKET_IFNAME"] == env["RLINF_COMM_NET_DEVICES"] == "eth0"
     assert "MLFLOW_TRACKING_URI" not in env
+
+
+@pytest.mark.parametrize("dialect", ["rlinf-embodied", "rlinf-reasoning", "verl-ppo"])
+def test_given_any_dialect_when_rendered_then_python_is_unbuffered_and_the_allocator_is_upstreams(dialect):
+    """Buffered output reads as silence to the progress supervisor (workload.progressTimeoutSeconds):
+    PYTHONUNBUFFERED covers the trainer, the Ray workers it starts and upstream's lost `python -u`."""
+    backend = "vllm" if dialect == "rlinf-reasoning" else "hf"
+    s = settings(workload={"image": "x/y:1", "trainer": {"dialect": dialect}, "rollout": {"backend": backend, "tensorParallelSize": 1}})
+    spec = pod_spec(render(s))
+    env = env_of(ray_container(spec))
+    assert env["PYTHONUNBUFFERED"] == "1"
+    # the allocator setting only where upstream's run script sets it: SimpleVLA-RL's does, RLinf's
+    # do not (and RLinf's same-GPU CUDA IPC with expandable segments needs CAP_SYS_PTRACE)
+    assert ("PYTORCH_CUDA_ALLOC_CONF" in env) == (dialect == "verl-ppo")
+    checks = [c for c in spec.get("initContainers", []) if c["name"].endswith("-check")]
+    assert checks
+    for container in checks:  # the checks run the trainer's imports with the pod's environment
+        assert env_of(container)["PYTHONUNBUFFERED"] == "1", container["name"]
 
 
 def test_given_a_type_without_gpudirect_rdma_when_rendered_then_device_rdma_is_not_set():

@@ -31,8 +31,18 @@ SEED_ENV = {
     "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
 }
 """The seed's variables for every pod. Its allocator setting (PYTORCH_CUDA_ALLOC_CONF) is not
-here: right for a HuggingFace rollout, fatal to a vLLM one in sleep mode, it is a fact of the
-dialect and its rollout backend (the recipe's ``startup.environment``, :func:`startup_env`)."""
+here: it is a fact of the dialect and its rollout backend (the recipe's ``startup.environment``,
+:func:`startup_env`), set only where upstream's run script sets it. Fatal to RLinf's vLLM rollout
+in sleep mode, and, with RLinf's same-GPU CUDA IPC between Ray workers, a ``pidfd_getfd`` that pods
+without CAP_SYS_PTRACE are refused (recipes/rlinf-embodied.yaml says why it is left out there
+rather than the capability added)."""
+UNBUFFERED_ENV = {"PYTHONUNBUFFERED": "1"}
+"""Every Python process of the pod (the trainer, its Ray workers, the checks) writes stdout and
+stderr as it goes. Piped, Python buffers its output in blocks; the progress supervisor
+(:mod:`.progress`) counts a trainer silent for ``workload.progressTimeoutSeconds`` as hung, and a
+block that never fills reads as that silence. Upstream's veRL command runs ``python -u`` for this;
+the variable does the same for every dialect's command and for each Ray worker, which inherits the
+pod's environment (and the RayJob's runtime env, built from the same variables)."""
 SOCKET_INTERFACE = "eth0"  # the VPC CNI's pod interface
 NCCL_NET = "AWS Libfabric"
 
@@ -76,12 +86,12 @@ def network_env(settings: StackSettings) -> dict[str, str]:
 
 
 def plain_env(settings: StackSettings, trainer_env: Mapping[str, str], paths: RunPaths) -> dict[str, str]:
-    """Every plain (non-secret) variable of the Ray pods, in precedence order: the seed's, the
-    trainer's startup environment for its rollout backend (its recipe's), the network's, the
-    trainer dialect's, then ``workload.env`` (the user wins; one the trainer refuses is refused
-    when the stack loads). PYTHONPATH is left out: the launchers prepend the trainer's checkout to
-    the image's own PYTHONPATH."""
-    env: dict[str, str] = {**SEED_ENV, **startup_env(settings), **network_env(settings)}
+    """Every plain (non-secret) variable of the Ray pods, in precedence order: the seed's, unbuffered
+    Python (:data:`UNBUFFERED_ENV`), the trainer's startup environment for its rollout backend (its
+    recipe's), the network's, the trainer dialect's, then ``workload.env`` (the user wins; one the
+    trainer refuses is refused when the stack loads). PYTHONPATH is left out: the launchers prepend
+    the trainer's checkout to the image's own PYTHONPATH."""
+    env: dict[str, str] = {**SEED_ENV, **UNBUFFERED_ENV, **startup_env(settings), **network_env(settings)}
     if settings.workload.mlflow_tracking_uri:
         env["MLFLOW_TRACKING_URI"] = settings.workload.mlflow_tracking_uri
     env["RLINF_RUN_DIR"] = paths.root
