@@ -1368,6 +1368,19 @@ def _services_by_prefix() -> dict[str, str]:
     return index
 
 
+@functools.lru_cache(maxsize=None)
+def _operations_signed_as(prefix: str) -> frozenset[str]:
+    """The operations of every model that signs as ``prefix``: S3 Control's (TagResource,
+    ListTagsForResource, the bucket tagging the AWS provider uses since v6.23.0) are s3: actions too."""
+    loader = _session().get_component("data_loader")
+    out: set[str] = set()
+    for name in loader.list_available_services("service-2"):
+        meta = service_model(name).metadata
+        if (meta.get("signingName") or meta.get("endpointPrefix") or name) == prefix:
+            out.update(service_model(name).operation_names)
+    return frozenset(out)
+
+
 def _service_for(prefix: str) -> str | None:
     try:
         meta = service_model(prefix).metadata  # the common case: the prefix is the model's name
@@ -1389,6 +1402,8 @@ def action_problem(action: str) -> str | None:
     if service is None:
         return f"action {action!r}: no AWS service signs as {prefix!r}"
     operations = set(service_model(service).operation_names)
+    if name.lower() not in {op.lower() for op in operations} and action not in ACTION_EXCEPTIONS:
+        operations |= _operations_signed_as(prefix)
     if "*" in name or "?" in name:
         pattern = re.compile(re.escape(name).replace(r"\*", ".*").replace(r"\?", "."), re.IGNORECASE)
         if not any(pattern.fullmatch(op) for op in operations | {a.split(":", 1)[1] for a in ACTION_EXCEPTIONS if a.startswith(prefix + ":")}):

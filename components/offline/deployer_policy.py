@@ -102,20 +102,30 @@ def _ec2(create: str, describe: tuple[str, ...], change: tuple[str, ...], in_vpc
     return Grants(scopes)
 
 
+# a role's read lists its inline policies and reads each (iam:GetRolePolicy); its delete lists the
+# instance profiles that hold it
 _ROLE_CHANGE = (
-    "iam:GetRole", "iam:DeleteRole", "iam:TagRole", "iam:UntagRole", "iam:ListRolePolicies", "iam:ListAttachedRolePolicies",
-    "iam:ListInstanceProfilesForRole",
+    "iam:GetRole", "iam:DeleteRole", "iam:TagRole", "iam:UntagRole", "iam:ListRolePolicies", "iam:GetRolePolicy",
+    "iam:ListAttachedRolePolicies", "iam:ListInstanceProfilesForRole",
 )  # fmt: skip
 
 # type -> its actions by scope (create, read, update, delete, tag) of the AWS provider for that type
 ACTIONS: dict[str, Grants] = {
-    "aws:ec2/vpc:Vpc": _ec2("ec2:CreateVpc", ("ec2:DescribeVpcs", "ec2:DescribeVpcAttribute"), ("ec2:ModifyVpcAttribute", "ec2:DeleteVpc")),
+    # the VPC's read also looks up its default network ACL, main route table and default security group
+    # (the provider only logs a warning when denied: allowed, so that no preview carries the noise)
+    "aws:ec2/vpc:Vpc": _ec2(
+        "ec2:CreateVpc", ("ec2:DescribeVpcs", "ec2:DescribeVpcAttribute", "ec2:DescribeNetworkAcls", "ec2:DescribeRouteTables", "ec2:DescribeSecurityGroups"),
+        ("ec2:ModifyVpcAttribute", "ec2:DeleteVpc"),
+    ),
     "aws:ec2/subnet:Subnet": _ec2("ec2:CreateSubnet", ("ec2:DescribeSubnets",), ("ec2:ModifySubnetAttribute", "ec2:DeleteSubnet"), in_vpc=True),
     "aws:ec2/internetGateway:InternetGateway": _ec2(
         "ec2:CreateInternetGateway", ("ec2:DescribeInternetGateways",),
         ("ec2:AttachInternetGateway", "ec2:DetachInternetGateway", "ec2:DeleteInternetGateway"),
     ),
-    "aws:ec2/eip:Eip": _ec2("ec2:AllocateAddress", ("ec2:DescribeAddresses", "ec2:DescribeAddressesAttribute"), ("ec2:ReleaseAddress",)),
+    # a refreshed address holds the NAT gateway's association id: its delete disassociates it first
+    "aws:ec2/eip:Eip": _ec2(
+        "ec2:AllocateAddress", ("ec2:DescribeAddresses", "ec2:DescribeAddressesAttribute"), ("ec2:DisassociateAddress", "ec2:ReleaseAddress"),
+    ),
     "aws:ec2/natGateway:NatGateway": _ec2(
         # the NAT gateway goes in the stack's public subnet with the stack's address (both tagged)
         "ec2:CreateNatGateway", ("ec2:DescribeNatGateways",), ("ec2:CreateNatGateway", "ec2:DeleteNatGateway"),
@@ -150,8 +160,9 @@ ACTIONS: dict[str, Grants] = {
     ),
     "aws:eks/nodeGroup:NodeGroup": Grants(
         {
+            # eks:DescribeUpdate: the waiter of every update (scaling, a version bump) polls it
             EKS: ("eks:CreateNodegroup", "eks:DescribeNodegroup", "eks:UpdateNodegroupConfig", "eks:UpdateNodegroupVersion",
-                  "eks:DeleteNodegroup", "eks:TagResource", "eks:UntagResource"),
+                  "eks:DescribeUpdate", "eks:DeleteNodegroup", "eks:TagResource", "eks:UntagResource"),
             IAM_PASS: ("iam:PassRole",), IAM_CHANGE: ("iam:GetRole",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
             # a managed node group with a launch template: EKS checks the caller may launch from it
             EC2_LAUNCH: ("ec2:RunInstances",), **_reads("ec2:DescribeLaunchTemplateVersions", "ec2:DescribeSubnets"),
@@ -159,7 +170,8 @@ ACTIONS: dict[str, Grants] = {
         pass_to=("eks.amazonaws.com",), service_linked=("eks-nodegroup.amazonaws.com",),
     ),
     "aws:eks/addon:Addon": Grants({
-        EKS: ("eks:CreateAddon", "eks:DescribeAddon", "eks:UpdateAddon", "eks:DeleteAddon", "eks:TagResource", "eks:UntagResource"),
+        EKS: ("eks:CreateAddon", "eks:DescribeAddon", "eks:UpdateAddon", "eks:DescribeUpdate", "eks:DeleteAddon", "eks:TagResource",
+              "eks:UntagResource"),
         EKS_CATALOG: ("eks:DescribeAddonVersions",),
     }),
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": Grants(
@@ -176,15 +188,17 @@ ACTIONS: dict[str, Grants] = {
             # pulumi-eks: the EKS cluster, its IAM role, OIDC provider, security groups and access entries
             # eks:CreateCluster has no resource type: Resource "*", with the stack's tag on the request
             EKS_CREATE: ("eks:CreateCluster",),
-            EKS: ("eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DeleteCluster",
+            EKS: ("eks:DescribeCluster", "eks:UpdateClusterConfig", "eks:UpdateClusterVersion", "eks:DescribeUpdate", "eks:DeleteCluster",
                   "eks:CreateAccessEntry", "eks:DescribeAccessEntry", "eks:DeleteAccessEntry", "eks:AssociateAccessPolicy",
                   "eks:DisassociateAccessPolicy", "eks:ListAssociatedAccessPolicies", "eks:TagResource", "eks:UntagResource",
-                  "eks:CreateAddon", "eks:DescribeAddon", "eks:DeleteAddon"),
+                  "eks:CreateAddon", "eks:DescribeAddon", "eks:UpdateAddon", "eks:DeleteAddon"),
             EKS_CATALOG: ("eks:DescribeAddonVersions",),
             IAM_CREATE: ("iam:CreateRole", "iam:TagRole"),
             IAM_CHANGE: _ROLE_CHANGE, IAM_ATTACH: ("iam:AttachRolePolicy", "iam:DetachRolePolicy"),
             IAM_PASS: ("iam:PassRole",), IAM_LINKED: ("iam:CreateServiceLinkedRole",),
-            IAM_OIDC: ("iam:CreateOpenIDConnectProvider", "iam:GetOpenIDConnectProvider", "iam:DeleteOpenIDConnectProvider", "iam:TagOpenIDConnectProvider"),
+            # pulumi-eks reads the issuer's CA thumbprint on every run: a new one is an in-place update
+            IAM_OIDC: ("iam:CreateOpenIDConnectProvider", "iam:GetOpenIDConnectProvider", "iam:UpdateOpenIDConnectProviderThumbprint",
+                       "iam:DeleteOpenIDConnectProvider", "iam:TagOpenIDConnectProvider"),
             EC2_CREATE: ("ec2:CreateSecurityGroup",), EC2_IN_VPC: ("ec2:CreateSecurityGroup",), EC2_TAG: ("ec2:CreateTags",),
             EC2_CHANGE: ("ec2:AuthorizeSecurityGroupIngress", "ec2:AuthorizeSecurityGroupEgress", "ec2:RevokeSecurityGroupIngress",
                          "ec2:RevokeSecurityGroupEgress", "ec2:DeleteSecurityGroup", "ec2:CreateTags", "ec2:DeleteTags"),
@@ -195,7 +209,9 @@ ACTIONS: dict[str, Grants] = {
         pass_to=("eks.amazonaws.com",), service_linked=("eks.amazonaws.com",),
     ),
     "aws:iam/role:Role": Grants(
-        {IAM_CREATE: ("iam:CreateRole", "iam:TagRole"), IAM_CHANGE: (*_ROLE_CHANGE, "iam:UpdateAssumeRolePolicy", "iam:UpdateRole")},
+        # a new description is iam:UpdateRoleDescription
+        {IAM_CREATE: ("iam:CreateRole", "iam:TagRole"),
+         IAM_CHANGE: (*_ROLE_CHANGE, "iam:UpdateAssumeRolePolicy", "iam:UpdateRole", "iam:UpdateRoleDescription")},
         names=("roles", "name"),
     ),
     "aws:iam/rolePolicy:RolePolicy": Grants({IAM_CHANGE: ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy")}),
@@ -213,7 +229,9 @@ ACTIONS: dict[str, Grants] = {
               "s3:GetBucketAcl", "s3:GetBucketCORS", "s3:GetBucketWebsite", "s3:GetBucketLogging", "s3:GetLifecycleConfiguration",
               "s3:GetReplicationConfiguration", "s3:GetBucketRequestPayment", "s3:GetBucketObjectLockConfiguration",
               "s3:GetAccelerateConfiguration", "s3:GetBucketPolicy", "s3:GetBucketVersioning", "s3:GetEncryptionConfiguration",
-              "s3:DeleteBucket")},
+              # the bucket's tags through S3 Control since provider v6.23.0 (a denial falls back to the Put/GetBucketTagging
+              # above, logged: allowed, so that the fallback and its noise never happen)
+              "s3:TagResource", "s3:UntagResource", "s3:ListTagsForResource", "s3:DeleteBucket")},
         names=("buckets", "bucket"),
     ),
     # DeleteBucketOwnershipControls and DeletePublicAccessBlock are authorized by the Put actions (the
@@ -237,7 +255,7 @@ ACTIONS: dict[str, Grants] = {
             # the association is created (request tag) on the stack's file system (resource tag)
             FSX_CREATE: ("fsx:CreateDataRepositoryAssociation", "fsx:TagResource"),
             FSX: ("fsx:CreateDataRepositoryAssociation", "fsx:UpdateDataRepositoryAssociation", "fsx:DeleteDataRepositoryAssociation",
-                  "fsx:TagResource", "fsx:ListTagsForResource"),
+                  "fsx:TagResource", "fsx:UntagResource", "fsx:ListTagsForResource"),
             **_reads("fsx:DescribeDataRepositoryAssociations"),
             # FSx checks the caller may use the bucket it links
             S3: ("s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:GetBucketNotification", "s3:PutBucketNotification"),
