@@ -320,11 +320,14 @@ def test_report_of_a_platform_says_why_there_is_no_run(monkeypatch, capsys):
     assert "a platform (platform.role: platform) runs no training, so it has no run to report" in err and "Traceback" not in err
 
 
-def test_a_karpenter_stack_says_its_ami_alias_is_not_checked():
+def test_a_karpenter_stack_says_its_ami_alias_is_not_checked_only_past_the_release_data():
+    """An alias up to the release data's newest is checked by the plan (tests/test_karpenter_ami.py);
+    a newer one cannot be, and says so."""
     from rlinf_eks.config.unchecked import unchecked
     from tests.conftest import TEST_NOW
     from tests.harness import settings
 
-    lines = unchecked(settings(gpuNodes={"provisioner": "karpenter"}), TEST_NOW)
-    assert any(line.startswith("gpuNodes.karpenter.amiAlias='al2023@") for line in lines), lines
+    newer = settings(gpuNodes={"provisioner": "karpenter", "karpenter": {"amiAlias": "al2023@v20990101"}})
+    assert any(line.startswith("gpuNodes.karpenter.amiAlias='al2023@v20990101'") for line in unchecked(newer, TEST_NOW))
+    assert not any("amiAlias" in line for line in unchecked(settings(gpuNodes={"provisioner": "karpenter"}), TEST_NOW))
     assert not any("amiAlias" in line for line in unchecked(settings(), TEST_NOW))

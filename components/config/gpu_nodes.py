@@ -148,10 +148,11 @@ class KarpenterSettings(SettingsModel):
     version: ChartVersion = "1.14.1"
     """Karpenter chart version (oci://public.ecr.aws/karpenter/karpenter), pinned; its CRDs are the ones
     the NodePool and EC2NodeClass are checked against. Defaults to 1.14.1."""
-    ami_alias: str = "al2023@v20251120"
+    ami_alias: str = "al2023@v20260318"
     """The EKS AL2023 AMI release the nodes boot (EC2NodeClass amiSelectorTerms alias, al2023@vYYYYMMDD; the
     NVIDIA variant is chosen by instance type). Pinned, never @latest: a new AMI would replace idle nodes
-    under a run. Defaults to al2023@v20251120."""
+    under a run. The release must ship the cluster's Kubernetes version (amazon-eks-ami's CHANGELOG, checked
+    by the plan). Defaults to al2023@v20260318, the newest release with Kubernetes 1.29 to 1.35."""
     consolidate_after_minutes: Int = Field(5, ge=0, le=1440)
     """How long an empty GPU node stays before Karpenter removes it (disruption.consolidateAfter). Defaults to 5."""
 
@@ -159,7 +160,7 @@ class KarpenterSettings(SettingsModel):
     @classmethod
     def _alias(cls, value: str) -> str:
         if not re.fullmatch(r"al2023@v\d{8}", value):
-            raise PydanticCustomError("alias", "a pinned AL2023 AMI release such as al2023@v20251120 (not @latest)")
+            raise PydanticCustomError("alias", "a pinned AL2023 AMI release such as al2023@v20260318 (not @latest)")
         return value
 
 

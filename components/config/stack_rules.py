@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
+from .ami_releases import alias_problem
 from .aws_rules import az_problem, cluster_name_problem, tag_problem
 from .errors import ConfigError, problem_line
 from .no_effect import no_effect_problems
@@ -207,6 +208,16 @@ def _karpenter_cluster(s: StackSettings, stack: Optional[str]) -> list[str]:
     ]
 
 
+def _karpenter_ami(s: StackSettings, stack: Optional[str]) -> list[str]:
+    """The AMI release Karpenter's alias names ships the cluster's Kubernetes version
+    (config/ami_releases.py: amazon-eks-ami's CHANGELOG); else no GPU node ever launches."""
+    gpu = s.gpu_nodes
+    if gpu.provisioner != "karpenter" or s.platform.role == "experiment":
+        return []
+    problem = alias_problem(gpu.karpenter.ami_alias, s.cluster.kubernetes_version)
+    return [problem_line("gpuNodes.karpenter.amiAlias", gpu.karpenter.ami_alias, problem)] if problem else []
+
+
 def _multi_node_checkpoints(s: StackSettings, stack: Optional[str]) -> list[str]:
     nodes = s.gpu_nodes.node_count
     if s.storage.shared_filesystem.enabled is False and nodes > 1 and s.workload.enabled:
@@ -273,6 +284,7 @@ NODE_RULES: tuple[StackRule, ...] = (
     StackRule(("gpuNodes", "autoscaler"), _scale_to_zero),
     StackRule(("gpuNodes", "autoscaler", "queue", "workload"), _karpenter),
     StackRule(("gpuNodes", "cluster"), _karpenter_cluster),
+    StackRule(("gpuNodes", "cluster", "platform"), _karpenter_ami),
     StackRule(("gpuNodes", "storage", "workload"), _multi_node_checkpoints),
     StackRule(("gpuNodes", "storage", "workload"), _node_local_model),
     StackRule(("platform", "workload", "gpuNodes", "autoscaler", "kuberay", "preflight", "queue", "observability", "cluster"), no_effect_problems),

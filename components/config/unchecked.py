@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from . import ami_releases
 from .aws_zones import unchecked_zone
 from .eks_versions import unchecked as unchecked_version
 from .stack import StackSettings
@@ -40,10 +41,12 @@ def unchecked(settings: StackSettings, now: datetime) -> list[str]:
             "VPC, subnets and add-ons (verify level 0 checks them on the cluster)"
         )
     gpu = settings.gpu_nodes
-    if gpu.provisioner == "karpenter" and settings.platform.role != "experiment":
+    if gpu.provisioner == "karpenter" and settings.platform.role != "experiment" and gpu.karpenter.ami_alias.partition("@")[2] > ami_releases.newest():
+        # releases up to the data's newest are checked (config/stack_rules.py _karpenter_ami)
         lines.append(
-            f"gpuNodes.karpenter.amiAlias={gpu.karpenter.ami_alias!r}: that this AL2023 release exists "
-            f"(Karpenter resolves the alias to an AMI in {settings.region} when it launches a node)"
+            f"gpuNodes.karpenter.amiAlias={gpu.karpenter.ami_alias!r}: that this AL2023 release exists and ships Kubernetes "
+            f"{settings.cluster.kubernetes_version} (newer than the release data, {ami_releases.source()}; Karpenter resolves "
+            f"the alias to an AMI in {settings.region} when it launches a node)"
         )
     if gpu.capacity_reservation_id:
         lines.append(
