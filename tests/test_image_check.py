@@ -159,6 +159,27 @@ def test_given_an_image_without_a_module_the_trainer_imports_when_checked_then_i
     assert took < 5
 
 
+@pytest.mark.parametrize("module", ["torch", "mani_skill"])
+def test_given_a_quickstart_image_without_its_trainers_first_import_when_checked_then_it_fails_naming_it(tmp_path, module):
+    """maniskill_ppo_mlp stages nothing, so the recipe knows it in otherConfigs: its first imports
+    are checked as the other embodied configs' are (no EFA on the quickstart's g5.2xlarge)."""
+    done, took = run_check(tmp_path, contract("quickstart"), missing=(module,), fi_info=False, plugin=False)
+    assert done.returncode == exit_codes.IMAGE_BROKEN, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert f"python3 cannot import {module}, which the rlinf-embodied trainer imports (maniskill_ppo_mlp)" in line
+    assert "build the image from images/rlinf-embodied/Dockerfile" in line and took < 5
+
+
+def test_the_quickstarts_contract_names_its_trainers_first_imports_as_the_other_embodied_stacks_do():
+    quickstart, multi_node = contract("quickstart"), contract("multi-node")
+    assert quickstart.config_name == "maniskill_ppo_mlp"
+    assert quickstart.trainer_modules == ("torch", "mani_skill")
+    assert multi_node.trainer_modules[:2] == quickstart.trainer_modules
+    assert "trainer imports (maniskill_ppo_mlp, checked first): torch mani_skill" in quickstart.render()
+    # a config neither the recipe nor its otherConfigs know: nothing guessed
+    assert contract("quickstart", "workload.trainer.configName=my_own_config").trainer_modules == ()
+
+
 def test_the_reasoning_contract_imports_the_rollout_backend_the_stack_runs():
     assert contract("vllm-rollout").trainer_modules == ("torch", "vllm")
     sglang = contract("vllm-rollout", "workload.rollout.backend=sglang")

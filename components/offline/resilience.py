@@ -3,8 +3,9 @@
 
 Topics: :func:`checkpoint_lines` (which checkpoints count, where resume comes from),
 :func:`restart_lines` (who restarts a failed run, how often), :func:`deadline_lines` (runs that never start or never end), :func:`image_lines` (a broken training image), :func:`config_lines` (a config the trainer would refuse), :func:`fabric_lines` (no fallback to
-sockets), :func:`hang_lines` (the progress watchdog), :func:`reservation_lines` (a Capacity Block's
-end) and :func:`node_health_lines` (node auto repair). Printed only, never in plan.json: the time
+sockets), :func:`render_lines` (a simulator that cannot render), :func:`hang_lines` (the progress
+watchdog), :func:`reservation_lines` (a Capacity Block's end), :func:`spot_lines` (a Spot
+interruption) and :func:`node_health_lines` (node auto repair). Printed only, never in plan.json: the time
 left before a Capacity Block ends depends on the day the plan runs, and plan.json is
 byte-for-byte deterministic.
 """
@@ -16,7 +17,7 @@ from typing import Optional
 
 from ..config import CapacityBlockSettings, StackSettings
 from ..trainers.base import COMPLETE_MARKER
-from ..workload import exit_codes, fabric, manual, progress, scripts
+from ..workload import exit_codes, fabric, manual, progress, render_check, scripts
 from ..workload.env import NCCL_NET
 from ..workload.run import efa_enabled, resolve_run
 
@@ -246,6 +247,72 @@ def reservation_lines(settings: StackSettings, now: Optional[datetime] = None) -
     return lines
 
 
+SPOT_NOTICE_SECONDS = 120
+"""EC2 stops or terminates a Spot Instance two minutes after its interruption notice (EC2 User
+Guide, "Spot Instance interruption notices")."""
+
+
+def spot_lines(settings: StackSettings, stack: str) -> list[str]:
+    """Spot GPU nodes (gpuNodes.capacityType SPOT): what an interruption does to the run, what is
+    lost and what resumes it; a warning where nothing restarts the run."""
+    gpu, wl = settings.gpu_nodes, settings.workload
+    if gpu.capacity_type != "SPOT":
+        return []
+    drain = (
+        "Karpenter reads the notice from its interruption queue and drains the node"
+        if gpu.provisioner == "karpenter"
+        else "the managed node group drains the node (EKS Capacity Rebalancing for Spot)"
+    )
+    lines = [f"spot: EC2 reclaims a Spot node with a {SPOT_NOTICE_SECONDS // 60}-minute notice; {drain}, and the instance stops {SPOT_NOTICE_SECONDS}s after the notice"]
+    if not wl.enabled:
+        return lines
+    grace = wl.termination_grace_period_seconds
+    cut = (
+        f"the pods' terminationGracePeriodSeconds ({grace}s) outlasts the notice: the trainer is told to stop at the drain, and "
+        f"a checkpoint still being written at {SPOT_NOTICE_SECONDS}s is cut off (never marked complete, never resumed from)"
+        if grace > SPOT_NOTICE_SECONDS
+        else f"the pods' terminationGracePeriodSeconds ({grace}s) fits in the notice"
+    )
+    run = resolve_run(settings, stack)
+    kept = (
+        "the newest complete checkpoint on FSx"
+        if run.paths.shared
+        else f"the newest complete checkpoint already in S3 (uploaded every {wl.checkpoint_sync_interval_seconds}s and when the "
+        f"pod ends, an upload the {SPOT_NOTICE_SECONDS}s may cut short; the node's local copies go with it)"
+    )
+    lines.append(f"spot: {cut}; lost: every step after {kept}")
+    resume = "from the newest complete checkpoint (resume as above)" if run.launch.resume is not None else "from step 0 (the dialect cannot resume)"
+    if wl.launcher == "manual" and wl.uses_jobset:
+        lines.append(
+            f"spot: resumes: the JobSet restarts the gang on a new node {resume}, without counting the interruption against "
+            f"maxRestarts={wl.restart.max_restarts} (rule NodeFault)"
+        )
+    elif wl.launcher == "kuberay" and wl.rayjob.cluster == "embedded" and wl.rayjob_backoff_limit:
+        lines.append(f"spot: resumes: KubeRay retries the RayJob {resume}; each interruption counts against backoffLimit={wl.rayjob_backoff_limit}")
+    else:
+        lines.append(
+            "spot: warning: workload.restart.maxRestarts is 0: an interruption ends the run and nothing restarts it; set it "
+            f"(e.g. workload.restart.maxRestarts=3) so that a reclaimed node's run restarts {resume}"
+        )
+    return lines
+
+
+def render_lines(settings: StackSettings) -> list[str]:
+    """The simulator's render check (workload/render_check.py), for the configs that render."""
+    if not settings.workload.enabled:
+        return []
+    renderer = render_check.renderer_for(settings)
+    if renderer is None:
+        return []
+    video = ", and writes it as the trainer writes its videos (imageio, MP4)" if render_check.saves_videos(settings) else ""
+    return [
+        f"render: a render-check init container renders one {renderer.name} frame ({renderer.backend}) with the pod's "
+        f"environment on one of its GPUs{video}, before anything is staged or Ray starts; a node or image that cannot "
+        f"fails the pod within minutes (exit {exit_codes.RENDER_FAILED}, one line naming the remedy), and the restart policy "
+        "counts it as any pod failure (a driver without its graphics libraries is as often the node's fault as the image's)"
+    ]
+
+
 def node_health_lines(settings: StackSettings) -> list[str]:
     if not settings.gpu_nodes.auto_repair:
         return ["node health: auto repair off (gpuNodes.autoRepair: false): a node with a failed GPU or EFA stays in the group"]
@@ -269,8 +336,10 @@ def fault_lines(settings: StackSettings, stack: str, now: Optional[datetime] = N
         *image_lines(settings),
         *config_lines(settings),
         *fabric_lines(settings),
+        *render_lines(settings),
         *hang_lines(settings),
         *reservation_lines(settings, now),
+        *spot_lines(settings, stack),
         *node_health_lines(settings),
     ]
 

@@ -10,6 +10,8 @@ For each config the dialect knows:
   ``modelKeys``;
 - ``imports``: the Python modules the trainer imports first, in its order (``rolloutImports``: per
   rollout backend), which the image check imports before anything else runs;
+- ``renders``: the simulator whose renderer the config uses (the dialect's ``renderers``: backend,
+  probe, source and remedy), which the render check renders one frame with in the run's pod;
 - ``prepare``: commands the upstream run script runs before the trainer (``{name}``: an input's path);
 - ``env`` and ``settings``: the variables and Hydra overrides the upstream run script sets, passed
   as they are; ``generated``: the keys the stack derives from its own settings instead (``upstream
@@ -41,7 +43,7 @@ import yaml
 
 from .startup import StartupFacts, parse_startup
 
-__all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "ImagePatch", "RecipeInput", "recipe_of", "PLACEHOLDER"]
+__all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "ImagePatch", "OtherConfig", "RecipeInput", "Renderer", "recipe_of", "PLACEHOLDER"]
 
 PLACEHOLDER = re.compile(r"^(/path/to/|/dataset/|~/|/home/|/data/public/)")
 """The shapes of upstream's example paths, to find them in a composed config (the tests walk every
@@ -96,6 +98,8 @@ class ConfigRecipe:
     unread: Mapping[str, str]
     placeholders: tuple[str, ...] = ()
     """Every placeholder path of the composed upstream config (a test compares it with the config)."""
+    renders: str = ""
+    """The simulator whose renderer the config uses (a key of the dialect's ``renderers``), if any."""
 
     def input(self, name: str) -> Optional[RecipeInput]:
         return next((i for i in self.inputs if i.name == name), None)
@@ -133,6 +137,31 @@ class EvalRecipe:
 
 
 @dataclass(frozen=True)
+class Renderer:
+    """How one simulator renders (``renderers.<name>``): its ``backend``, the render check's
+    ``probe`` (``maniskill``: a ManiSkill task's frame through SAPIEN; ``mujoco``: a MuJoCo frame
+    with the pod's MUJOCO_GL), why, the upstream ``source`` and the ``remedy`` a failure names."""
+
+    name: str
+    backend: str
+    probe: str
+    why: str
+    source: str
+    remedy: str
+
+
+@dataclass(frozen=True)
+class OtherConfig:
+    """An upstream config a stack may run that the recipe does not describe in full
+    (``otherConfigs.<name>``: nothing to stage): what the trainer imports first and renders with."""
+
+    name: str
+    imports: tuple[str, ...]
+    renders: str
+    source: str
+
+
+@dataclass(frozen=True)
 class ImagePatch:
     """A change the dialect's image makes to the trainer's checkout (``image.patches``): the patch
     ``file`` (in the image's build context), the upstream file it ``patches``, what it ``fixes`` and
@@ -158,6 +187,26 @@ class DialectRecipe:
     evaluation: EvalRecipe = field(default_factory=EvalRecipe)
     image_patches: tuple[ImagePatch, ...] = ()
     """What the image changes in the checkout at ``commit`` (``image.patches``)."""
+    renderers: Mapping[str, Renderer] = field(default_factory=dict)
+    other_configs: Mapping[str, OtherConfig] = field(default_factory=dict)
+    video_writer: str = ""
+    """Where the configs write their videos (``videoWriter.source``): the render check writes its
+    frame the same way; empty: no config saves videos."""
+
+    def imports_of(self, config_name: str, backend: str) -> tuple[str, ...]:
+        """What the trainer imports first with ``config_name``: its recipe's, else its
+        ``otherConfigs`` entry's, else nothing known."""
+        if config_name in self.configs:
+            return self.configs[config_name].imports_for(backend)
+        other = self.other_configs.get(config_name)
+        return other.imports if other is not None else ()
+
+    def renderer_of(self, config_name: str) -> Optional[Renderer]:
+        """The renderer ``config_name`` uses, None when it renders nothing (or is unknown)."""
+        config = self.configs.get(config_name)
+        other = self.other_configs.get(config_name)
+        name = config.renders if config is not None else other.renders if other is not None else ""
+        return self.renderers[name] if name else None
 
     def model_input(self, source: str = "") -> RecipeInput:
         """The model of a config this recipe does not know (an image's own config)."""
@@ -190,6 +239,7 @@ def _config(name: str, data: Mapping, model_keys: tuple[str, ...]) -> ConfigReci
         override_count=int(data["overrideCount"]),
         unread=_strings(data.get("unread")),
         placeholders=tuple(data.get("placeholders") or ()),
+        renders=str(data.get("renders") or ""),
     )
 
 
@@ -201,6 +251,18 @@ def recipe_of(dialect: str) -> DialectRecipe:
     if data["dialect"] != dialect:
         raise ValueError(f"recipes/{dialect}.yaml is the recipe of {data['dialect']}")
     model_keys = tuple(data["modelKeys"])
+    renderers = {
+        str(name): Renderer(str(name), str(spec["backend"]), str(spec["probe"]), *(" ".join(str(spec[k]).split()) for k in ("why", "source", "remedy")))
+        for name, spec in (data.get("renderers") or {}).items()
+    }
+    other_configs = {
+        str(name): OtherConfig(str(name), tuple(spec.get("imports") or ()), str(spec.get("renders") or ""), " ".join(str(spec.get("source") or "").split()))
+        for name, spec in (data.get("otherConfigs") or {}).items()
+    }
+    configs = {name: _config(name, spec, model_keys) for name, spec in data["configs"].items()}
+    unknown = sorted({c.renders for c in (*configs.values(), *other_configs.values()) if c.renders} - set(renderers))
+    if unknown:
+        raise ValueError(f"recipes/{dialect}.yaml: renders {', '.join(unknown)}, which renderers does not describe")
     return DialectRecipe(
         dialect=dialect,
         repository=data["repository"],
@@ -209,12 +271,15 @@ def recipe_of(dialect: str) -> DialectRecipe:
         family=data["image"]["family"],
         model_keys=model_keys,
         startup=parse_startup(dialect, data["startup"]),
-        configs={name: _config(name, spec, model_keys) for name, spec in data["configs"].items()},
+        configs=configs,
         evaluation=_evaluation(data.get("evaluation") or {}),
         image_patches=tuple(
             ImagePatch(str(p["file"]), str(p["patches"]), " ".join(str(p["fixes"]).split()), " ".join(str(p["source"]).split()))
             for p in data["image"].get("patches") or ()
         ),
+        renderers=renderers,
+        other_configs=other_configs,
+        video_writer=" ".join(str((data.get("videoWriter") or {}).get("source") or "").split()),
     )
 
 

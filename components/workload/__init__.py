@@ -35,7 +35,7 @@ from ..kuberay import KubeRayOperator
 from ..kueue import pod_annotations, run_labels
 from ..loading import parse
 from ..scheduling import DO_NOT_DISRUPT_ANNOTATION
-from . import config_check, fabric, image_check, manual, network_policy, progress, rayjob, scripts, watchdog
+from . import config_check, fabric, image_check, manual, network_policy, progress, rayjob, render_check, scripts, watchdog
 from .image_contract import contract_for
 from .env import SECRET_ENV, plain_env, trainer_pythonpath
 from .kube import APP_LABELS, RAY_CONTAINER, SCRIPTS_DIR, STATE_DIR, meta, to_manifest
@@ -113,6 +113,8 @@ def launch_scripts(run: Run) -> dict[str, str]:
     files[config_check.CONFIG_CHECK_SCRIPT] = config_check.config_check_script(run)
     if shape.efa:
         files[fabric.FABRIC_CHECK_SCRIPT] = fabric.fabric_check_script(settings, shape=shape)
+    if render_check.renderer_for(settings) is not None:
+        files[render_check.RENDER_CHECK_SCRIPT] = render_check.render_check_script(settings)
     if settings.preflight.enabled:
         multi_node = settings.workload.launcher == "manual" and nnodes > 1 and run.shared
         files[PREFLIGHT_SCRIPT] = preflight_script(

@@ -61,6 +61,13 @@ checkpoint nor the model the run trained from, to copy it from. The pod stops be
 starts, which would fail on it (an OSError in transformers) after loading the model; a restart
 finds the same files."""
 
+RENDER_FAILED = 98
+"""The simulator cannot render on this node with this image: the ``render-check`` init container
+(:mod:`.render_check`) rendered no frame with the trainer's renderer (SAPIEN's Vulkan for ManiSkill,
+MuJoCo with MUJOCO_GL for LIBERO), or imageio could not write it as the trainer writes its videos.
+Checked before anything is staged or Ray starts. A driver without the graphics libraries is a node
+fault as often as an image's: the restart policy counts it as any other failure."""
+
 ALL = {
     "STOPPED": STOPPED,
     "CLUSTER_DID_NOT_FORM": CLUSTER_DID_NOT_FORM,
@@ -72,6 +79,7 @@ ALL = {
     "CONFIG_INVALID": CONFIG_INVALID,
     "NO_CHECKPOINT": NO_CHECKPOINT,
     "MODEL_FILE_MISSING": MODEL_FILE_MISSING,
+    "RENDER_FAILED": RENDER_FAILED,
 }
 
 

@@ -9,9 +9,10 @@ the scripts are rendered from:
   (read back from that command line, so they cannot disagree);
 - on EFA nodes: libfabric with the EFA provider (``fi_info``, in ``/opt/amazon/efa/bin`` where the
   AWS EFA installer puts it) and the aws-ofi-nccl plugin in one of :data:`.fabric.PLUGIN_DIRS`;
-- the Python modules the trainer imports first, in its order (the dialect's recipe: e.g. embodied
-  ManiSkill ``torch`` and ``mani_skill``; reasoning ``vllm`` or ``sglang`` per rollout backend;
-  verl-ppo ``timm``, ``tensorflow`` and ``libero``), checked before anything else;
+- the Python modules the trainer imports first, in its order (the dialect's recipe, its config's
+  or, for an upstream config it knows without staging anything, its ``otherConfigs`` entry's: e.g.
+  embodied ManiSkill ``torch`` and ``mani_skill``; reasoning ``vllm`` or ``sglang`` per rollout
+  backend; verl-ppo ``timm``, ``tensorflow`` and ``libero``), checked before anything else;
 - with Hugging Face staging: ``huggingface_hub`` (the staging program imports it);
 - no environment the trainer refuses at startup with the run's rollout backend (its recipe's
   ``startup.environment``: RLinf's vLLM rollout and ``PYTORCH_CUDA_ALLOC_CONF`` with expandable
@@ -32,7 +33,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..trainers import DIALECTS, config_name_of, config_recipe, recipe_of
+from ..trainers import DIALECTS, config_name_of, recipe_of
 from .fabric import PLUGIN_DIRS
 from .kube import SCRIPTS_DIR, STATE_DIR
 from .run import Run
@@ -188,7 +189,6 @@ def contract_for(run: Run) -> ImageContract:
     script, config = _entry(wl.trainer.workdir, run.launch.argv)
     efa = bool(run.shape.efa)
     hf = run.staging is not None and "hf" in run.staging.kinds
-    recipe = config_recipe(settings)
     mounts = [SCRIPTS_DIR, STATE_DIR, "/dev/shm", run.paths.root]
     if run.shared:
         mounts.append(settings.storage.shared_filesystem.mount_path)
@@ -207,7 +207,8 @@ def contract_for(run: Run) -> ImageContract:
         efa=efa,
         plugin_dirs=tuple(PLUGIN_DIRS.split()) if efa else (),
         mounts=tuple(dict.fromkeys(m.rstrip("/") for m in mounts)),
-        trainer_modules=recipe.imports_for(wl.rollout.backend) if recipe is not None else (),
+        # the config's recipe, else the recipe's otherConfigs (maniskill_ppo_mlp: torch, mani_skill)
+        trainer_modules=recipe_of(wl.trainer.dialect).imports_of(config_name_of(wl.trainer), wl.rollout.backend),
         config_name=config_name_of(wl.trainer),
         refused_env=tuple(
             (item.name, item.contains, item.source) for item in recipe_of(wl.trainer.dialect).startup.env_refused(wl.rollout.backend)

@@ -16,6 +16,7 @@ from .fabric import fabric_check_container
 from .image_check import image_check_container
 from .kube import PROGRESS_METRICS_PORT, PROGRESS_METRICS_PORT_NAME, RAY_METRICS_PORT, RAY_METRICS_PORT_NAME, SCRIPTS_DIR, STATE_DIR, core, cpu, guaranteed, meta, mi, scheduling, security_context
 from .preflight import preflight_container
+from .render_check import render_check_container, renderer_for
 from .run import RayPodShape, Run, RunPaths
 from .staging import models_volume, stage_containers
 
@@ -147,6 +148,11 @@ def ray_pod_template(
                 mounts=vols.mounts,
                 env=env_vars(inputs.plain_env, None, []),
             )
+        )
+    if renderer_for(settings) is not None:
+        # then: a node or image whose simulator cannot render one frame fails here (render_check.py)
+        init_containers.append(
+            render_check_container(settings.workload.image, shape=run.shape, env=env_vars(inputs.plain_env, None, []))
         )
     if settings.preflight.enabled:
         init_containers.append(preflight_container(settings, resources=ray_resources(run.shape), mounts=vols.mounts))
