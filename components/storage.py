@@ -22,9 +22,19 @@ from .plan_reader import CHECKPOINT_STORAGE
 LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 SHARED_CLAIM = "shared-fs"
-# S3 events the data repository association mirrors both ways: a file written on FSx (a
-# checkpoint shard) reaches the bucket, an object put in the bucket appears on FSx.
-DRA_EVENTS = ["NEW", "CHANGED", "DELETED"]
+# S3 events the data repository association mirrors: a file written on FSx (a checkpoint shard)
+# reaches the bucket, an object put in (or deleted from) the bucket appears on (leaves) FSx. A
+# deletion on FSx is not exported: the launcher removes older checkpoints from FSx
+# (workload.checkpoints.keepLocal) and the bucket keeps them.
+DRA_IMPORT_EVENTS = ["NEW", "CHANGED", "DELETED"]
+DRA_EXPORT_EVENTS = ["NEW", "CHANGED"]
+NONCURRENT_VERSION_DAYS = 30
+"""The checkpoint bucket's lifecycle: an overwritten or deleted object's older version stays this
+many days, then expires. The sync sidecar overwrites the run's logs on every upload (a version each
+time, for days), keepInBucket deletes old checkpoints (tens of GB each); 30 days is the window to
+recover one by hand."""
+MULTIPART_ABORT_DAYS = 7
+"""An upload cut off midway (a killed sync) leaves its parts, billed, until this many days pass."""
 
 # Data stores are both protected and retained, for two different failure modes:
 # - protect: `pulumi destroy` (or a diff that would replace the resource) fails instead of
@@ -102,9 +112,35 @@ def private_bucket(prefix: str, bucket: aws.s3.Bucket, *, parent: pulumi.Resourc
     )
 
 
+def checkpoint_lifecycle(prefix: str, bucket: aws.s3.Bucket, *, parent: pulumi.Resource) -> aws.s3.BucketLifecycleConfiguration:
+    """The checkpoint bucket's lifecycle rule ``<prefix>-lifecycle``: noncurrent versions expire
+    after NONCURRENT_VERSION_DAYS, incomplete multipart uploads are aborted after
+    MULTIPART_ABORT_DAYS; current objects never expire (the run's checkpoints stay until
+    workload.checkpoints.keepInBucket or a person deletes them)."""
+    return aws.s3.BucketLifecycleConfiguration(
+        f"{prefix}-lifecycle",
+        bucket=bucket.id,
+        rules=[
+            aws.s3.BucketLifecycleConfigurationRuleArgs(
+                id="expire-noncurrent-versions",
+                status="Enabled",
+                filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                    noncurrent_days=NONCURRENT_VERSION_DAYS
+                ),
+                abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                    days_after_initiation=MULTIPART_ABORT_DAYS
+                ),
+            )
+        ],
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 class CheckpointStorage(pulumi.ComponentResource):
-    """The S3 bucket for checkpoints and logs: versioned, SSE-S3 encrypted, public access blocked,
-    bucket-owner-enforced, TLS only, protected and retained.
+    """The S3 bucket for checkpoints and logs: versioned (noncurrent versions expire after
+    NONCURRENT_VERSION_DAYS), SSE-S3 encrypted, public access blocked, bucket-owner-enforced, TLS
+    only, protected and retained.
 
     Args:
         bucket_name: a fixed name. Defaults to None (a generated unique name).
@@ -135,6 +171,7 @@ class CheckpointStorage(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, _DATA_STORE),
         )
         private_bucket(name, bucket, parent=self)
+        checkpoint_lifecycle(name, bucket, parent=self)
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
         self.register_outputs({"bucketName": self.bucket_name, "bucketArn": self.bucket_arn})
@@ -330,7 +367,8 @@ def _lustre_filesystem(
 def _link_bucket(
     name: str, filesystem: aws.fsx.LustreFileSystem, bucket_name: pulumi.Input[str], tags: dict[str, str], child: pulumi.ResourceOptions
 ) -> None:
-    """The data repository association: the whole filesystem mirrors the whole bucket, both ways."""
+    """The data repository association: the whole filesystem mirrors the whole bucket, both ways,
+    except that a deletion on the filesystem stays there (DRA_EXPORT_EVENTS)."""
     aws.fsx.DataRepositoryAssociation(
         f"{name}-bucket-link",
         file_system_id=filesystem.id,
@@ -341,8 +379,8 @@ def _link_bucket(
         # unlinking never deletes files from the filesystem
         delete_data_in_filesystem=False,
         s3=aws.fsx.DataRepositoryAssociationS3Args(
-            auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(DRA_EVENTS)),
-            auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(DRA_EVENTS)),
+            auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(DRA_EXPORT_EVENTS)),
+            auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(DRA_IMPORT_EVENTS)),
         ),
         tags=tags,
         opts=child,

@@ -63,7 +63,8 @@ def test_verl_eval_runs_validation_only_and_never_points_the_trainer_at_the_chec
     keys = dict(launch.runtime_keys)
     assert keys["trainer.default_local_dir"] == "{eval_dir}"
     assert keys["actor_rollout_ref.model.path"] == "{checkpoint}"
-    assert launch.checkpoint_globs == ("/fsx/s/checkpoints/*/global_step_*",)
+    # each attempt's own directory, and where a run trained before attempts were kept apart wrote
+    assert launch.checkpoint_globs == ("/fsx/s/checkpoints/attempt-*/*/global_step_*", "/fsx/s/checkpoints/*/global_step_*")
     assert launch.checkpoint_patterns == ()  # the launcher marks nothing in eval mode
     assert launch.videos == "rollouts/exp1"
 
@@ -137,6 +138,28 @@ def test_the_eval_script_takes_the_newest_complete_checkpoint_and_leaves_the_che
     assert summary["step"] == 20 and summary["status"] == 0 and summary["checkpoint"] == newest
     assert summary["metrics"]["val/test_score/all"] == 0.75
     assert summary["videos"] == ["videos/step=0--task=t--success=True--ran=1.mp4"]
+
+
+@pytest.mark.skipif(BASH is None, reason="bash runs the rendered script")
+def test_the_eval_script_takes_the_newest_attempts_newest_checkpoint_not_a_higher_step_of_an_earlier_attempt(tmp_path):
+    run = tmp_path / "run"
+    (tmp_path / "work").mkdir()
+    (tmp_path / "sft").mkdir()
+    (tmp_path / "sft" / "preprocessor_config.json").write_text("{}")
+    for folder in ("actor/global_step_75", "attempt-1/actor/global_step_50", "attempt-2/actor/global_step_25", "attempt-2/actor/global_step_30"):
+        d = run / "checkpoints" / folder
+        d.mkdir(parents=True)
+        (d / COMPLETE_MARKER).write_text("x")
+    (run / "checkpoints" / "attempt-2" / "actor" / "global_step_30" / COMPLETE_MARKER).unlink()  # cut off
+    launch = _verl_eval(run_dir=str(run), model=str(tmp_path / "sft"))
+    result = _run(EvalLaunch(**{**launch.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((run / "eval" / "step-25" / "eval.json").read_text())["checkpoint"] == f"{run}/checkpoints/attempt-2/actor/global_step_25"
+    # a name: that step of the newest attempt holding it (here the one trained before attempts)
+    named = _verl_eval("global_step_75", run_dir=str(run), model=str(tmp_path / "sft"))
+    result = _run(EvalLaunch(**{**named.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((run / "eval" / "step-75" / "eval.json").read_text())["checkpoint"] == f"{run}/checkpoints/actor/global_step_75"
 
 
 @pytest.mark.skipif(BASH is None, reason="bash runs the rendered script")

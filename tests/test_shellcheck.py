@@ -24,6 +24,7 @@ PROGRAMS = resources.files("rlinf_eks.workload").joinpath("programs")
 # driver.sh, and the restart backoff is an init container's `bash -c` command.
 NOT_A_FILE = {
     "checkpoints.sh": ("launch.sh", "driver.sh"), "run-identity.sh": ("launch.sh", "driver.sh"), "backoff.sh": (),
+    "s3-checkpoints.sh": ("restore.sh", "sync.sh"),
     # the image check of a run whose trainer refuses some environment (the vLLM stacks)
     "image-check-env.sh": (),
 }  # fmt: skip

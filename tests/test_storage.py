@@ -94,10 +94,11 @@ def test_given_shared_filesystem_when_built_then_lustre_ports_are_open_from_the_
     assert all(r["inputs"]["ipProtocol"] == "tcp" and r["inputs"]["securityGroupId"] == group["id"] for r in rules)
 
 
-def test_given_shared_filesystem_when_built_then_it_is_linked_to_the_bucket_both_ways():
+def test_given_shared_filesystem_when_built_then_it_is_linked_to_the_bucket_both_ways_but_a_deletion_on_fsx_stays_there():
+    # the launcher removes older checkpoints from FSx (workload.checkpoints.keepLocal): exporting
+    # that deletion would delete the bucket's copy too
     resources = _shared()
     link = one(resources, "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
-    events = ["NEW", "CHANGED", "DELETED"]
     assert has_inputs(
         link,
         {
@@ -105,9 +106,20 @@ def test_given_shared_filesystem_when_built_then_it_is_linked_to_the_bucket_both
             "dataRepositoryPath": "s3://ckpt-bucket",
             "fileSystemPath": "/",
             "deleteDataInFilesystem": False,
-            "s3": {"autoExportPolicy": {"events": events}, "autoImportPolicy": {"events": events}},
+            "s3": {"autoExportPolicy": {"events": ["NEW", "CHANGED"]}, "autoImportPolicy": {"events": ["NEW", "CHANGED", "DELETED"]}},
         },
     )
+
+
+def test_given_checkpoint_storage_when_built_then_noncurrent_versions_and_cut_off_uploads_expire_and_current_objects_stay():
+    resources = _bucket()
+    lifecycle = one(resources, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")
+    (rule,) = lifecycle["inputs"]["rules"]
+    assert lifecycle["inputs"]["bucket"] == one(resources, "aws:s3/bucket:Bucket")["id"]
+    assert rule["status"] == "Enabled" and rule["filter"] == {"prefix": ""}
+    assert rule["noncurrentVersionExpiration"] == {"noncurrentDays": 30}
+    assert rule["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 7}
+    assert "expiration" not in rule
 
 
 def test_given_shared_filesystem_when_built_then_a_static_pv_and_rwx_claim_mount_it_through_the_fsx_csi_driver():

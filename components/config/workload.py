@@ -234,14 +234,33 @@ class CheckpointSettings(SettingsModel):
     """How many checkpoints the run keeps, on the node and in the bucket (both launchers)."""
 
     keep_local: Int = Field(2, ge=1, le=1000)
-    """Complete checkpoints kept in the run directory: once a checkpoint is complete (and, without the
-    shared filesystem, uploaded), older ones beyond this many are removed from the run directory.
-    The newest complete one, one being written and the one the run resumed from are never removed.
-    Defaults to 2: the resume point and the one before it."""
+    """Checkpoints kept in the run directory, counting the one being written: once a checkpoint is
+    complete and S3 holds it (without the shared filesystem: the sync sidecar uploaded it; on FSx:
+    15 minutes after it was marked complete, FSx's export being asynchronous), the launcher removes
+    older ones beyond this many from the run directory. The newest complete one is never removed
+    (nor the one the run resumed from while nothing newer is complete), so the directory holds at
+    most max(keepLocal, 2) + 1 saves while the uploads keep pace with the saves. A dialect that
+    cannot resume (verl-ppo) writes each attempt below its own attempt-<K>: an earlier attempt's
+    checkpoints count as older than the current one's. Defaults to 2: the resume point and the one
+    being written."""
     keep_in_bucket: Optional[Int] = Field(None, ge=1, le=100000)
-    """Complete checkpoints kept in the bucket under the run's prefix (the newest ones; older ones
-    are deleted after each upload, their noncurrent versions expire with the bucket's lifecycle).
-    Defaults to None: the bucket keeps every checkpoint."""
+    """Without the shared filesystem: complete checkpoints kept in the bucket under the run's prefix
+    (the newest ones of each checkpoint directory, an earlier attempt's older than any of the
+    current one's); the sync sidecar deletes older ones after each upload, and their noncurrent
+    versions expire with the bucket's lifecycle rule (30 days). At least keepLocal (the node's
+    would be uploaded again). With the shared filesystem nothing deletes from the bucket (FSx
+    exports new and changed files, never a deletion). Defaults to None: the bucket keeps every
+    checkpoint."""
+
+    @model_validator(mode="after")
+    def _bucket_keeps_the_nodes(self) -> "CheckpointSettings":
+        if self.keep_in_bucket is not None and self.keep_in_bucket < self.keep_local:
+            raise rule_error(
+                "keepInBucket",
+                self.keep_in_bucket,
+                f"at least keepLocal ({self.keep_local}): the sync would upload again the checkpoints the node keeps, then delete them",
+            )
+        return self
 
 
 EVAL_CHECKPOINT = re.compile(r"global_step_\d+|/[^\s]*/global_step_\d+/?")

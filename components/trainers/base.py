@@ -62,10 +62,36 @@ class TrainerLaunch:
     node_rank_env: str = ""
     """A variable each node of a multi-node run sets to its rank (0 = the head) before ``ray
     start``: RLinf's RLINF_NODE_RANK; empty for none."""
+    attempt_keys: tuple[str, ...] = ()
+    """A dialect that cannot resume (:func:`attempt_keys`): the keys whose value (the checkpoint
+    directory) the script extends with ``/attempt-<K>``, K chosen when it starts."""
 
     def shell(self) -> str:
         """The command line, quoted for a POSIX shell."""
         return shlex.join(self.argv)
+
+    def _attempt(self) -> tuple[list[str], str]:
+        """The lines that pick this attempt's directory, and the command line writing into it."""
+        values = final_values(self.argv)
+        last = {key: max(i for i, item in enumerate(self.argv) if "=" in item and item.lstrip("+").split("=", 1)[0] == key) for key in self.attempt_keys}
+        base = values[self.attempt_keys[0]].rstrip("/")
+        lines = [
+            # one more than any attempt there (on the shared filesystem, or restored from S3)
+            f"attempts={shlex.quote(base)}",
+            "attempt=1",
+            'for d in "$attempts/' + ATTEMPT_PREFIX + '"*; do n="${d##*/' + ATTEMPT_PREFIX + '}"; case "$n" in ""|*[!0-9]*) ;;'
+            ' *) if [ "$n" -ge "$attempt" ]; then attempt=$((n + 1)); fi ;; esac; done',
+            f'mkdir -p "$attempts/{ATTEMPT_PREFIX}$attempt" && echo "$attempt" > "$attempts/{ATTEMPT_PREFIX}$attempt/.rlinf-eks-attempt" || exit',
+            f'echo "rlinf-eks: attempt $attempt: this trainer cannot resume; it writes its checkpoints below $attempts/{ATTEMPT_PREFIX}$attempt"',
+        ]
+        words = []
+        for i, item in enumerate(self.argv):
+            key = next((k for k, at in last.items() if at == i), None)
+            if key is None:
+                words.append(shlex.quote(item))
+            else:
+                words.append(shlex.quote(f"{item.rstrip('/')}/{ATTEMPT_PREFIX}") + '"$attempt"')
+        return lines, " ".join(words)
 
     def script(self) -> str:
         """POSIX sh that runs the trainer from ``workdir``, resuming from the newest complete
@@ -75,6 +101,9 @@ class TrainerLaunch:
         # a workdir missing from the image must fail the run, not start the trainer elsewhere
         lines = [f"cd {shlex.quote(self.workdir)} || exit"]
         lines += [f"{command} || exit" for command in self.prepare]
+        if self.resume is None and self.attempt_keys:
+            attempt, command = self._attempt()
+            return "\n".join([*lines, *attempt, f"exec {command}", ""])
         if self.resume is None:
             return "\n".join([*lines, f"exec {self.shell()}", ""])
         globs = " ".join(self.resume.checkpoint_globs)
@@ -108,6 +137,22 @@ def final_values(argv: Sequence[str]) -> dict[str, str]:
     return values
 
 
+ATTEMPT_PREFIX = "attempt-"
+"""A dialect that cannot resume trains again from step 0 after a failure: each attempt writes
+below ``<checkpoint directory>/attempt-<K>`` (K one more than any there), so a new attempt's
+``global_step_<N>`` is never taken for an earlier attempt's, nor the other way round."""
+
+
+def attempt_keys(settings: StackSettings) -> tuple[str, ...]:
+    """The Hydra keys that take the checkpoint directory of a dialect that cannot resume (its
+    recipe's ``startup.sets`` to ``checkpoints``), each attempt below its own attempt-<K>; none for
+    a dialect that resumes (one directory, whose newest complete checkpoint it resumes from)."""
+    facts = recipe_of(settings.workload.trainer.dialect).startup
+    if facts.resume is not None:
+        return ()
+    return tuple(key for key, what in facts.sets.items() if what == "checkpoints" and key in facts.checkpoints.keys)
+
+
 def checkpoint_layout(settings: StackSettings, argv: Sequence[str]) -> tuple[tuple[str, ...], Optional[Resume]]:
     """Where the trainer of ``argv`` writes its checkpoints (its recipe's ``startup.checkpoints``,
     with the values the command line gives its keys), as Python glob patterns for the launcher's
@@ -118,7 +163,9 @@ def checkpoint_layout(settings: StackSettings, argv: Sequence[str]) -> tuple[tup
     missing = [key for key in facts.checkpoints.keys if key not in values]
     if missing:  # the launch sets every key of startup.sets (a test holds it): a dialect's bug
         raise ValueError(f"the {settings.workload.trainer.dialect} launch leaves {missing} to the config: its checkpoints would land anywhere")
-    pattern = facts.checkpoints.resolve(values, glob.escape)
+    # a dialect that cannot resume writes each attempt below its own attempt-<K> (trainer.sh)
+    suffixes = {key: f"/{ATTEMPT_PREFIX}*" for key in attempt_keys(settings)}
+    pattern = facts.checkpoints.resolve(values, glob.escape, suffixes=suffixes)
     if facts.resume is None or overridden(settings, facts.resume.key):
         return (pattern,), None
     return (pattern,), Resume(checkpoint_globs=(facts.checkpoints.resolve(values, shlex.quote),), key=facts.resume.key)

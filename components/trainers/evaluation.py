@@ -6,7 +6,8 @@ The training launch of the stack is turned into an evaluation launch by the dial
 keys that take the checkpoint, and the keys that take the evaluation's directory. The checkpoint
 is chosen when the pod starts, as resume chooses it: the newest ``global_step_<N>`` holding the
 launcher's completeness marker (or the one ``workload.eval.checkpoint`` names), found with the
-training run's own patterns, read only. Everything the trainer writes goes to
+training run's own patterns, read only; for a dialect that cannot resume, of the newest attempt
+(``attempt-<K>``) that has one. Everything the trainer writes goes to
 ``<run dir>/eval/step-<N>/`` (its log directory, its checkpoint directory, its videos): the
 overrides that pointed at the training run's log or checkpoint directory are dropped, and the
 trainer's saving is turned off. The evaluated model is the trained one: where the evaluation
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from ..config import ConfigError, StackSettings
 from ..config.errors import problem_line
-from .base import COMPLETE_MARKER, TrainerLaunch
+from .base import ATTEMPT_PREFIX, COMPLETE_MARKER, TrainerLaunch
 from .inputs import config_recipe, input_paths
 from .recipe import EvalRecipe, recipe_of
 from .startup import EvalModel
@@ -101,10 +102,12 @@ class EvalLaunch(TrainerLaunch):
             f"named={shlex.quote(self.named)}",
             'case "$named" in',
             '  /*) ckpt="${named%/}"; [ -d "$ckpt" ] || ckpt="" ;;',
-            # newest by step number among the complete ones (named: only that one)
+            # newest by attempt (a dialect that cannot resume writes each below attempt-<K>), then by
+            # step number, among the complete ones (named: that step of the newest attempt holding it)
             f"  *) ckpt=$(for d in {globs}; do [ -f \"$d/{COMPLETE_MARKER}\" ] && echo \"$d\"; done"
-            ' | awk -F\'global_step_\' -v want="$named" \'want == "" || "global_step_" $NF == want {print $NF "\\t" $0}\''
-            " | sort -n | tail -n 1 | cut -f2-) ;;",
+            ' | awk -F\'global_step_\' -v want="$named" \'want == "" || "global_step_" $NF == want'
+            ' {a = 0; if (match($0, /\\/attempt-[0-9]+\\//)) a = substr($0, RSTART + 9, RLENGTH - 10); print a "\\t" $NF "\\t" $0}\''
+            " | sort -k1,1n -k2,2n | tail -n 1 | cut -f3-) ;;",
             "esac",
             'if [ -z "$ckpt" ]; then',
             f'  echo "rlinf-eks: FAILED: no complete checkpoint${{named:+ named $named}} to evaluate ({globs}): train first, or name one'
@@ -264,7 +267,9 @@ def evaluation_launch(
     unsafe = [p for p in training.checkpoint_patterns if not _SHELL_GLOB.fullmatch(p)]
     if unsafe:
         raise ConfigError([problem_line("workload.mode", "eval", f"checkpoint path {unsafe[0]!r} has characters a shell glob cannot hold")])
-    globs = training.checkpoint_patterns
+    # a dialect that cannot resume writes each attempt below attempt-<K>; a run trained before
+    # attempts were kept apart wrote beside them (read as attempt 0, older than any attempt)
+    globs = training.checkpoint_patterns + tuple(p.replace(f"/{ATTEMPT_PREFIX}*/", "/") for p in training.checkpoint_patterns if f"/{ATTEMPT_PREFIX}*/" in p)
     checkpoint = f"{{checkpoint}}/{recipe.checkpoint_file}" if recipe.checkpoint_file else "{checkpoint}"
     runtime = [(key, checkpoint) for key in recipe.checkpoint_keys]
     runtime += [(key, "{eval_dir}") for key in recipe.dir_keys]

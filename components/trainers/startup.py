@@ -58,14 +58,16 @@ class WrittenPath:
         """The Hydra keys the path is made of, in order."""
         return tuple(name for name in _FIELD.findall(self.path) if "." in name)
 
-    def resolve(self, values: Mapping[str, str], escape: Callable[[str], str] = str, wildcard: str = "*") -> str:
+    def resolve(
+        self, values: Mapping[str, str], escape: Callable[[str], str] = str, wildcard: str = "*", suffixes: Mapping[str, str] = {}
+    ) -> str:
         """The path with each key's value (passed through ``escape``: ``glob.escape`` for a Python
-        glob, ``shlex.quote`` for a shell one) and each wildcard replaced by ``wildcard``. Raises
-        KeyError for a key ``values`` lacks."""
+        glob, ``shlex.quote`` for a shell one, then ``suffixes[key]`` appended as it is) and each
+        wildcard replaced by ``wildcard``. Raises KeyError for a key ``values`` lacks."""
 
         def one(match: re.Match) -> str:
             name = match.group(1)
-            return escape(values[name].rstrip("/")) if "." in name else wildcard
+            return escape(values[name].rstrip("/")) + suffixes.get(name, "") if "." in name else wildcard
 
         return _FIELD.sub(one, self.path)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..config import StackSettings
 from .inputs import input_overrides, prepare_commands, recipe_env, recipe_overrides
 from .recipe import recipe_of
-from .base import TrainerDialect, TrainerLaunch, Value, World, batch_overrides, checkpoint_layout, config_name_of, effective_sizes, problem, register
+from .base import TrainerDialect, TrainerLaunch, Value, World, attempt_keys, batch_overrides, checkpoint_layout, config_name_of, effective_sizes, problem, register
 
 DIALECT = "verl-ppo"
 MODULE = "verl.trainer.main_ppo"
@@ -96,6 +96,7 @@ def launch(
         workdir=trainer.workdir,
         warnings=warnings,
         checkpoint_patterns=checkpoint_layout(settings, argv)[0],
+        attempt_keys=attempt_keys(settings),
         resume_note=recipe_of(DIALECT).startup.cannot_resume,
         prepare=prepare_commands(settings, inputs_root),
     )

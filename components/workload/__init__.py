@@ -82,6 +82,8 @@ def launch_scripts(run: Run) -> dict[str, str]:
     # eval mode: the launcher's own state (run identity, last failure) beside the evaluations, never
     # in the training run's .rlinf-eks (trainer.sh checks the training run's identity, read only)
     launcher_dir = paths.eval_dir if settings.workload.mode == "eval" else paths.root
+    # the launcher's retention of older checkpoints (eval mode writes none)
+    keep_local = settings.workload.checkpoints.keep_local if settings.workload.mode != "eval" else 0
     if settings.workload.launcher == "manual":
         files["launch.sh"] = scripts.manual_launch(
             nnodes=nnodes,
@@ -99,6 +101,8 @@ def launch_scripts(run: Run) -> dict[str, str]:
             checkpoint_patterns=launch.checkpoint_patterns,
             node_rank_env=launch.node_rank_env,
             run_identity=run.identity,
+            keep_local=keep_local,
+            shared=run.shared,
         )
     else:
         files["driver.sh"] = scripts.kuberay_driver(
@@ -107,6 +111,9 @@ def launch_scripts(run: Run) -> dict[str, str]:
             checkpoint_patterns=launch.checkpoint_patterns,
             run_dir=launcher_dir,
             run_identity=run.identity,
+            state_dir=STATE_DIR,
+            keep_local=keep_local,
+            shared=run.shared,
         )
     files[progress.PROGRESS_SCRIPT] = progress.for_stack(settings, paths.root)
     files[image_check.IMAGE_CHECK_SCRIPT] = image_check.image_check_script(contract_for(run))
@@ -136,8 +143,9 @@ def launch_scripts(run: Run) -> dict[str, str]:
     if run.staging is not None:
         files[STAGE_SCRIPT] = stage_script()
     if not run.shared:
-        files["restore.sh"] = scripts.restore()
-        files["sync.sh"] = scripts.sync()
+        files["restore.sh"] = scripts.restore(settings.workload.eval.checkpoint if settings.workload.mode == "eval" else None)
+        keep_in_bucket = settings.workload.checkpoints.keep_in_bucket if settings.workload.mode != "eval" else None
+        files["sync.sh"] = scripts.sync(keep_in_bucket)
     return files
 
 

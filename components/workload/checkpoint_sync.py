@@ -54,7 +54,10 @@ def native_sidecars(kubernetes_version: str) -> bool:
 
 def sync_container(settings: StackSettings, bucket_name: pulumi.Input[str], paths: RunPaths) -> core.ContainerArgs:
     """Beside the trainer: upload the run directory every interval, and once more when the trainer
-    ends (its exit code appears in STATE_DIR) or the container is stopped (SIGTERM).
+    ends (its exit code appears in STATE_DIR) or the container is stopped (SIGTERM). After each
+    upload it records the checkpoints S3 holds in STATE_DIR (the launcher removes older ones from
+    the node only then) and, with ``workload.checkpoints.keepInBucket``, deletes older ones from
+    the bucket.
 
     From Kubernetes 1.29 it is a native sidecar (an init container with ``restartPolicy:
     Always``): the kubelet stops it only after the trainer's container has exited, so on eviction
@@ -72,7 +75,9 @@ def sync_container(settings: StackSettings, bucket_name: pulumi.Input[str], path
         volume_mounts=[
             core.VolumeMountArgs(name="launch", mount_path=SCRIPTS_DIR, read_only=True),
             core.VolumeMountArgs(name="run", mount_path=paths.root, read_only=True),
-            core.VolumeMountArgs(name="state", mount_path=STATE_DIR, read_only=True),
+            # writable: it records there what S3 holds (scripts.UPLOAD_RECORD), which the launcher
+            # reads before it removes a checkpoint from the node
+            core.VolumeMountArgs(name="state", mount_path=STATE_DIR),
         ],
         security_context=core.SecurityContextArgs(
             privileged=False, allow_privilege_escalation=False, capabilities=core.CapabilitiesArgs(drop=["ALL"])

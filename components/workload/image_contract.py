@@ -92,7 +92,7 @@ OTHER_IMAGES: tuple[OtherImage, ...] = (
         "checkpoint restore, sync and S3 model staging (the AWS CLI)",
         "workload.checkpointSyncImage",
         ("restore.sh", "sync.sh", "stage-model.sh"),
-        ("bash", "aws", "rm", "sleep", "mkdir", "cat", "mv", "touch", "date", "stat", "dirname"),
+        ("bash", "aws", "rm", "sleep", "mkdir", "cat", "mv", "touch", "date", "stat", "dirname", "sort"),
     ),
     OtherImage(
         "the pre-running watchdog (kubectl)",

@@ -13,7 +13,7 @@ import functools
 import re
 import shlex
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from ..trainers.base import COMPLETE_MARKER
 from .exit_codes import RUN_MISMATCH
@@ -66,6 +66,28 @@ REPEATED_FAILURE = 86
 """The head's status when the trainer failed twice from the same complete checkpoint (no new one in
 between): a trainer bug, not a fault that a restart cures."""
 
+UPLOAD_RECORD = "uploaded"
+"""In the pod's state directory: the complete checkpoints (absolute paths, one a line) whose files
+and marker the sync sidecar's last upload put in S3 (sync.sh writes it, the launcher's retention
+reads it: a checkpoint leaves the node only once S3 holds it)."""
+EXPORT_SETTLE_SECONDS = 900
+"""On the shared filesystem: how long after its marker a checkpoint counts as exported to S3. FSx
+exports a file asynchronously once it is closed (FSx for Lustre user guide, "Automatically export
+updates to your S3 bucket") and a pod cannot read the export state (``lfs hsm_state`` needs the
+Lustre client tools, in no image): 15 minutes is many times a save's own write time."""
+
+
+def retention_values(*, keep_local: int, state_dir: str, shared: bool) -> dict[str, Any]:
+    """The variables of the launcher's local retention (checkpoints.sh): ``keep_local``
+    (workload.checkpoints.keepLocal, 0: none); without the shared filesystem, the sync sidecar's
+    record in ``state_dir``."""
+    return {
+        "KEEP_LOCAL": keep_local,
+        "UPLOAD_RECORD": "" if shared else f"{state_dir.rstrip('/')}/{UPLOAD_RECORD}",
+        "EXPORT_SETTLE_SECONDS": EXPORT_SETTLE_SECONDS,
+    }
+
+
 # Bash functions of launch.sh and driver.sh, on every pod that runs Ray. CHECKPOINT_PATTERNS:
 # Python glob patterns (one a line) of the trainer's global_step_<N> directories.
 CHECKPOINTS = body("checkpoints.sh")
@@ -94,12 +116,16 @@ def manual_launch(
     checkpoint_patterns: tuple[str, ...] = (),
     node_rank_env: str = "",
     run_identity: str = "",
+    keep_local: int = 0,
+    shared: bool = True,
 ) -> str:
     """launch.sh of the Indexed Job: pod 0 starts the Ray head, waits until ``nnodes`` nodes and
     ``nnodes * gpus_per_node`` GPUs joined (failing with a clear message after the timeout), then
     runs the trainer and exits with its status; pods 1..N-1 join the head and block.
     ``node_rank_env``: a variable set to the pod's index before ``ray start`` (RLinf's
-    RLINF_NODE_RANK), empty for none."""
+    RLINF_NODE_RANK), empty for none. ``keep_local``: the head's retention
+    (:func:`retention_values`; 0: none); ``shared``: the run directory is on the shared
+    filesystem (else the sync sidecar's record says what S3 holds)."""
     return render(
         {
             "NNODES": nnodes,
@@ -121,6 +147,7 @@ def manual_launch(
             "NODE_RANK_ENV": node_rank_env,
             "RUN_IDENTITY": run_identity,
             "EXIT_RUN_MISMATCH": RUN_MISMATCH,
+            **retention_values(keep_local=keep_local, state_dir=state_dir, shared=shared),
         },
         CHECKPOINTS + RUN_IDENTITY + MANUAL_LAUNCH,
     )
@@ -132,11 +159,19 @@ KUBERAY_DRIVER = body("driver.sh")
 
 
 def kuberay_driver(
-    *, trainer_pythonpath: str, trainer_script: str, checkpoint_patterns: tuple[str, ...] = (), run_dir: str = "", run_identity: str = ""
+    *,
+    trainer_pythonpath: str,
+    trainer_script: str,
+    checkpoint_patterns: tuple[str, ...] = (),
+    run_dir: str = "",
+    run_identity: str = "",
+    state_dir: str = "",
+    keep_local: int = 0,
+    shared: bool = True,
 ) -> str:
     """driver.sh: the RayJob entrypoint, run by the job supervisor on the head pod. It marks the
-    trainer's complete checkpoints as launch.sh does; a retried RayJob (``backoffLimit``) resumes
-    from the newest marked one."""
+    trainer's complete checkpoints and retains as launch.sh does; a retried RayJob
+    (``backoffLimit``) resumes from the newest marked one."""
     return render(
         {
             "TRAINER_PYTHONPATH": trainer_pythonpath,
@@ -146,6 +181,8 @@ def kuberay_driver(
             "RUN_DIR": run_dir,
             "RUN_IDENTITY": run_identity,
             "EXIT_RUN_MISMATCH": RUN_MISMATCH,
+            "STATE_DIR": state_dir,
+            **retention_values(keep_local=keep_local, state_dir=state_dir, shared=shared),
         },
         CHECKPOINTS + RUN_IDENTITY + KUBERAY_DRIVER,
     )
@@ -153,14 +190,28 @@ def kuberay_driver(
 
 # --- checkpoints without the shared filesystem --------------------------------------------------------
 
+# The bash function list_complete_checkpoints of restore.sh and sync.sh: S3_URI, COMPLETE_MARKER.
+S3_CHECKPOINTS = body("s3-checkpoints.sh")
+
 RESTORE = body("restore.sh")
 
 SYNC = body("sync.sh")
 
 
-def restore() -> str:
-    return render({"COMPLETE_MARKER": COMPLETE_MARKER}, RESTORE)
+REMOVING = ".rlinf-eks-removing"
+"""Beside a checkpoint directory's global_step_<N>: where the launcher's retention moves a
+checkpoint before deleting it (programs/checkpoints.py), never uploaded."""
 
 
-def sync() -> str:
-    return render({"COMPLETE_MARKER": COMPLETE_MARKER}, SYNC)
+def restore(checkpoint: Optional[str] = None) -> str:
+    """restore.sh: the run's files and the newest complete checkpoint of each checkpoint directory;
+    ``checkpoint`` (workload.mode eval's workload.eval.checkpoint): that one instead."""
+    return render({"COMPLETE_MARKER": COMPLETE_MARKER, "RESTORE_CHECKPOINT": (checkpoint or "").rstrip("/")}, S3_CHECKPOINTS + RESTORE)
+
+
+def sync(keep_in_bucket: Optional[int] = None) -> str:
+    """sync.sh: uploads the run directory's complete checkpoints and records them in
+    :data:`UPLOAD_RECORD`; ``keep_in_bucket`` (workload.checkpoints.keepInBucket): then deletes
+    older complete checkpoints beyond it from the bucket (None: keeps every one)."""
+    values = {"COMPLETE_MARKER": COMPLETE_MARKER, "UPLOAD_RECORD": UPLOAD_RECORD, "REMOVING": REMOVING, "KEEP_IN_BUCKET": keep_in_bucket or ""}
+    return render(values, S3_CHECKPOINTS + SYNC)

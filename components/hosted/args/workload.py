@@ -142,16 +142,25 @@ class CheckpointSettings(TypedDict):
     "How many checkpoints the run keeps, on the node and in the bucket (both launchers)."
     keep_local: NotRequired[int]
     (
-        "Complete checkpoints kept in the run directory: once a checkpoint is complete (and, without the\n"
-        "shared filesystem, uploaded), older ones beyond this many are removed from the run directory.\n"
-        "The newest complete one, one being written and the one the run resumed from are never removed.\n"
-        "Defaults to 2: the resume point and the one before it."
+        "Checkpoints kept in the run directory, counting the one being written: once a checkpoint is\n"
+        "complete and S3 holds it (without the shared filesystem: the sync sidecar uploaded it; on FSx:\n"
+        "15 minutes after it was marked complete, FSx's export being asynchronous), the launcher removes\n"
+        "older ones beyond this many from the run directory. The newest complete one is never removed\n"
+        "(nor the one the run resumed from while nothing newer is complete), so the directory holds at\n"
+        "most max(keepLocal, 2) + 1 saves while the uploads keep pace with the saves. A dialect that\n"
+        "cannot resume (verl-ppo) writes each attempt below its own attempt-<K>: an earlier attempt's\n"
+        "checkpoints count as older than the current one's. Defaults to 2: the resume point and the one\n"
+        "being written."
     )
     keep_in_bucket: NotRequired[int]
     (
-        "Complete checkpoints kept in the bucket under the run's prefix (the newest ones; older ones\n"
-        "are deleted after each upload, their noncurrent versions expire with the bucket's lifecycle).\n"
-        "Defaults to None: the bucket keeps every checkpoint."
+        "Without the shared filesystem: complete checkpoints kept in the bucket under the run's prefix\n"
+        "(the newest ones of each checkpoint directory, an earlier attempt's older than any of the\n"
+        "current one's); the sync sidecar deletes older ones after each upload, and their noncurrent\n"
+        "versions expire with the bucket's lifecycle rule (30 days). At least keepLocal (the node's\n"
+        "would be uploaded again). With the shared filesystem nothing deletes from the bucket (FSx\n"
+        "exports new and changed files, never a deletion). Defaults to None: the bucket keeps every\n"
+        "checkpoint."
     )
 
 

@@ -1,47 +1,150 @@
-import glob, os, re, socket, sys, time
+import glob, os, re, shutil, socket, sys, time
 
 mode, patterns, marker = sys.argv[1], sys.argv[2].split("\n"), sys.argv[3]
+# Retention (0: none, as on the pods that do not retain): keep this many checkpoints of each
+# checkpoint directory; the sync sidecar's record of what S3 holds (empty: the shared filesystem,
+# which FSx exports by itself); the resume point recorded at start; on the shared filesystem, how
+# long after its marker a checkpoint counts as exported.
+keep, record, resumed, settle = int(sys.argv[4] or 0), sys.argv[5], sys.argv[6], float(sys.argv[7] or 0)
+STEP = re.compile(r"global_step_(\d+)")
+ATTEMPT = re.compile(r"attempt-(\d+)")
+REMOVING = ".rlinf-eks-removing"
+
+
+def attempt_of(parent):
+    """A non-resuming dialect writes each attempt below attempt-<K> (trainer.sh picks K): its number, 0 for none."""
+    found = [int(m.group(1)) for m in map(ATTEMPT.fullmatch, parent.split(os.sep)) if m]
+    return found[-1] if found else 0
+
+
+def family_of(parent):
+    """The checkpoint directory across attempts: attempt-<K> read as any attempt."""
+    return os.sep.join("attempt-*" if ATTEMPT.fullmatch(part) else part for part in parent.split(os.sep))
+
+
+def mark(path, step):
+    # every pod marks (each node's own run directory without the shared filesystem): a
+    # per-process temporary name, so two pods never rename each other's file
+    tmp = os.path.join(path, f"{marker}.{socket.gethostname()}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as out:
+            out.write(f"{step}\n")
+        os.replace(tmp, os.path.join(path, marker))
+    except OSError as err:
+        print(f"rlinf-eks: could not mark {path} complete: {err}", file=sys.stderr)
+        return False
+    print(f"rlinf-eks: checkpoint {path} is complete", file=sys.stderr)
+    return True
 
 
 def scan(mode):
+    """Marks the complete checkpoints; returns {family: [(attempt, step, path, complete)]}."""
     by_parent = {}
     for pattern in filter(None, patterns):
         for path in glob.glob(pattern):
-            match = re.fullmatch(r"global_step_(\d+)", os.path.basename(path))
+            match = STEP.fullmatch(os.path.basename(path))
             if match and os.path.isdir(path):
                 by_parent.setdefault(os.path.dirname(path), {})[int(match.group(1))] = path
-    complete = []
+    current = {}
+    for parent in by_parent:
+        family = family_of(parent)
+        current[family] = max(current.get(family, 0), attempt_of(parent))
+    found = {}
     for parent, steps in by_parent.items():
         try:
             tracked = int(open(os.path.join(parent, "latest_checkpointed_iteration.txt")).read().strip())
         except (OSError, ValueError):
             tracked = -1
-        newest = max(steps)
+        newest, attempt, family = max(steps), attempt_of(parent), family_of(parent)
+        # the trainer exited 0: every step of its own attempt is complete, never an earlier
+        # attempt's step that was cut off (step numbers start again in each attempt's directory)
+        final = mode == "final" and attempt == current[family]
         for step, path in steps.items():
             done = os.path.exists(os.path.join(path, marker))
-            if not done and mode != "newest" and (mode == "final" or step < newest or step <= tracked):
-                # every pod marks (each node's own run directory without the shared filesystem):
-                # a per-process temporary name, so two pods never rename each other's file
-                tmp = os.path.join(path, f"{marker}.{socket.gethostname()}.{os.getpid()}.tmp")
-                try:
-                    with open(tmp, "w") as out:
-                        out.write(f"{step}\n")
-                    os.replace(tmp, os.path.join(path, marker))
-                except OSError as err:
-                    print(f"rlinf-eks: could not mark {path} complete: {err}", file=sys.stderr)
-                    continue
-                print(f"rlinf-eks: checkpoint {path} is complete", file=sys.stderr)
-                done = True
-            if done:
-                complete.append((step, path))
-    return max(complete)[1] if complete else "none"
+            if not done and mode != "newest" and (final or step < newest or step <= tracked):
+                done = mark(path, step)
+            found.setdefault(family, []).append((attempt, step, path, done))
+    return found
+
+
+def newest(found):
+    complete = [(attempt, step, path) for items in found.values() for attempt, step, path, done in items if done]
+    return max(complete)[2] if complete else "none"
+
+
+def uploaded(path, copies):
+    """S3 holds the checkpoint: the sync sidecar listed it after its marker reached S3 or, on the
+    shared filesystem, its marker is older than the export settle time."""
+    if record:
+        return os.path.normpath(path) in copies
+    try:
+        return time.time() - os.stat(os.path.join(path, marker)).st_mtime >= settle
+    except OSError:
+        return False
+
+
+def remove(path, why):
+    # out of every checkpoint glob first (a rename): a removal cut off midway never leaves a
+    # marked step with files missing
+    trash = os.path.join(os.path.dirname(path), REMOVING)
+    try:
+        os.makedirs(trash, exist_ok=True)
+        target = os.path.join(trash, f"{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}")
+        os.rename(path, target)
+    except OSError as err:
+        print(f"rlinf-eks: could not remove {path}: {err}", file=sys.stderr)
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    try:
+        os.rmdir(trash)
+    except OSError:
+        pass
+    print(f"rlinf-eks: removed {path} from the run directory ({why})", file=sys.stderr)
+
+
+def retain(found):
+    """Keeps the `keep` newest checkpoints of each checkpoint directory (an earlier attempt's older
+    than any of the current one's), counting the one being written (the newest step, unmarked), and
+    always the newest complete one and the resume point while nothing newer is complete; removes
+    the others once S3 holds them. An earlier attempt's unmarked step was cut off: removed."""
+    try:
+        copies = {os.path.normpath(line) for line in open(record).read().split("\n") if line} if record else set()
+    except OSError:
+        copies = set()
+    try:
+        start = open(resumed).read().strip() if resumed else ""
+    except OSError:
+        start = ""
+    for family, items in found.items():
+        items.sort(reverse=True)
+        current = items[0][0]
+        complete = [item for item in items if item[3]]
+        # the newest complete one; the resume point while nothing newer is complete
+        protected = {complete[0][2]} if complete else set()
+        protected |= {path for attempt, step, path, done in complete if path == start and not any(o[:2] > (attempt, step) for o in complete)}
+        for parent in {os.path.dirname(item[2]) for item in items}:
+            # what a removal cut off midway left
+            shutil.rmtree(os.path.join(parent, REMOVING), ignore_errors=True)
+        kept = 0
+        for attempt, step, path, done in items:
+            if path in protected:
+                kept += 1
+            elif not done and attempt < current:
+                remove(path, "cut off in an earlier attempt, never complete")
+            elif not done or kept < keep:
+                # not done: being written, or written and not yet known complete; it counts
+                kept += 1
+            elif uploaded(path, copies):
+                remove(path, f"workload.checkpoints.keepLocal={keep}; a copy is in S3")
 
 
 if mode == "loop":
     # a glob of the checkpoint parents: a few directory listings, no file stats
     while True:
-        scan("mark")
+        found = scan("mark")
+        if keep:
+            retain(found)
         time.sleep(10)
-result = scan(mode)
+found = scan(mode)
 if mode == "newest":
-    print(result)
+    print(newest(found))

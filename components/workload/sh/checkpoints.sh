@@ -5,10 +5,14 @@
 # starts. So global_step_N is complete once a newer global_step_M (M > N) exists beside it, once
 # upstream veRL's latest_checkpointed_iteration.txt beside it names N or later, or once the
 # trainer exited 0. The marker is written by rename: its presence is never partial.
-# checkpoints mark|final|newest|loop: mark the complete ones (final: all, the trainer exited 0),
-# print the newest complete one ("none"), or mark every 10 s until killed.
+# checkpoints mark|final|newest|loop: mark the complete ones (final: all of the trainer's own
+# attempt, it exited 0), print the newest complete one ("none"), or mark every 10 s until killed.
+# With RETAIN_LOCAL > 0 (the pod that retains) the loop also removes older checkpoints beyond it
+# from the run directory once S3 holds them: UPLOAD_RECORD, the sync sidecar's list of what it
+# uploaded (empty on the shared filesystem: EXPORT_SETTLE_SECONDS after its marker, FSx has
+# exported it); RESUME_RECORD holds the resume point, kept while nothing newer is complete.
 checkpoints() {
-  ${CHECKPOINTS_EXEC:-command} python3 - "$1" "${CHECKPOINT_PATTERNS}" "${COMPLETE_MARKER}" <<'PY'
+  ${CHECKPOINTS_EXEC:-command} python3 - "$1" "${CHECKPOINT_PATTERNS}" "${COMPLETE_MARKER}" "${RETAIN_LOCAL:-0}" "${UPLOAD_RECORD}" "${RESUME_RECORD:-}" "${EXPORT_SETTLE_SECONDS}" <<'PY'
 #include programs/checkpoints.py
 PY
 }

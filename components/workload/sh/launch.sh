@@ -10,6 +10,7 @@ ray_node_flags=(--num-gpus="${GPUS_PER_NODE}" --num-cpus="${CPUS_PER_NODE}" --ob
 # the trainer or Ray did when told to stop, so a stopped run never reads as a finished one.
 STOPPED=143
 FAILURE_FILE="${RUN_DIR}/.rlinf-eks/last-failure"
+RESUME_RECORD="${STATE_DIR}/resumed-from"
 
 finish() {
   [ -n "${marker_loop:-}" ] && kill "${marker_loop}" 2>/dev/null
@@ -147,6 +148,12 @@ stop_trainer() {
 
 run_head() {
   check_run_identity || finish "${EXIT_RUN_MISMATCH}"
+  # Only the head retains (one pod removes, also on the shared filesystem), and only once the run
+  # directory is known to be this run's; the resume point it records is never removed while it is
+  # the newest complete checkpoint.
+  checkpoints newest 2>/dev/null > "${RESUME_RECORD}" || rm -f "${RESUME_RECORD}" 2>/dev/null
+  RETAIN_LOCAL=${KEEP_LOCAL} mark_checkpoints_loop &
+  marker_loop=$!
   ray start --head --port="${RAY_PORT}" --dashboard-host=0.0.0.0 "${ray_node_flags[@]}" || { log "ray start --head failed"; finish 1; }
   [ "${stop_signals}" = 0 ] || stop_at_once
   wait_for_cluster &
@@ -257,6 +264,10 @@ run_worker() {
   finish 0
 }
 
-mark_checkpoints_loop &
-marker_loop=$!
-if [ "${index}" = 0 ]; then run_head; else run_worker; fi
+if [ "${index}" = 0 ]; then
+  run_head
+else
+  mark_checkpoints_loop &
+  marker_loop=$!
+  run_worker
+fi
