@@ -30,7 +30,9 @@ def _plan(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else stack.root / "build" / stack.name
         plan_mod.check_output(out)
         plan = plan_mod.make_plan(stack.config, stack.platform)
-        refused = plan_mod.downgrade_problems(plan, out)
+        from .gpu_memory import gpu_memory_problems
+
+        refused = plan_mod.downgrade_problems(plan, out) + (gpu_memory_problems(plan.settings) if plan.settings is not None else [])
         if refused:
             raise ConfigError(refused)
         written = plan_mod.write(plan, out)
@@ -51,6 +53,14 @@ def _plan(args: argparse.Namespace) -> int:
 
         print(render_efficiency(report))
         print()
+    from .gpu_memory import render as render_gpu_memory
+    from .storage_budget import render as render_storage_budget
+
+    data = plan.to_json()
+    for section in (render_storage_budget(data.get(plan_mod.STORAGE_BUDGET)), render_gpu_memory(data.get(plan_mod.GPU_MEMORY))):
+        if section:
+            print(section)
+            print()
     from .offline.inputs import render as render_inputs
     from .offline.resilience import render as render_faults
 

@@ -68,6 +68,52 @@ _ROWS: tuple[InstanceType, ...] = (
 
 CATALOG: Mapping[str, InstanceType] = {row.name: row for row in _ROWS}
 
+
+@dataclass(frozen=True)
+class InstanceStore:
+    """The instance-store NVMe disks of a type: ``disks`` x ``disk_gb`` (decimal GB, as EC2 gives
+    them). nodeadm's ``localStorage: RAID0`` (and Karpenter's ``instanceStorePolicy: RAID0``)
+    stripes them into one array that holds the kubelet's and containerd's directories."""
+
+    disks: int
+    disk_gb: int
+
+    @property
+    def total_gb(self) -> int:
+        return self.disks * self.disk_gb
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_gb * 1e9 / 2**30
+
+
+# fmt: off
+INSTANCE_STORE: Mapping[str, InstanceStore] = {
+    # DescribeInstanceTypes InstanceStorageInfo (disks x size, TotalSizeInGB), as
+    # aws/karpenter-provider-aws website/content/en/docs/reference/instance-types.md lists it
+    # (karpenter.k8s.aws/instance-local-nvme, GB); the EC2 pages round p5's 3800 GB disks to 3.84 TB
+    "p4d.24xlarge":     InstanceStore(8, 1000),
+    "p4de.24xlarge":    InstanceStore(8, 1000),
+    "p5.48xlarge":      InstanceStore(8, 3800),
+    "p5e.48xlarge":     InstanceStore(8, 3800),
+    "p5en.48xlarge":    InstanceStore(8, 3800),
+    "p6-b200.48xlarge": InstanceStore(8, 3800),
+    "g6e.48xlarge":     InstanceStore(4, 1900),
+    "g5.48xlarge":      InstanceStore(2, 3800),
+    "g6.48xlarge":      InstanceStore(8, 940),
+    "g5.8xlarge":       InstanceStore(1, 900),
+    "g6e.8xlarge":      InstanceStore(1, 900),
+    "g5.2xlarge":       InstanceStore(1, 450),
+}
+# fmt: on
+"""Instance-store NVMe per catalog type; a type missing here (one given by instanceOverrides) is
+taken to have none."""
+
+
+def instance_store(name: str) -> InstanceStore | None:
+    """The instance-store disks of ``name``, or None when it has none (or the catalog does not know)."""
+    return INSTANCE_STORE.get(name)
+
 # The instance types sold as Capacity Blocks for ML: p4d, p5, p5e, p5en, trn1 and trn2 from the
 # EC2 User Guide ("Capacity Blocks for ML"); p4de, p5.4xlarge, p6-b200 and the p6e-gb200
 # UltraServer from SageMaker's ReservedCapacityInstanceType (the same reservations); P6-B300 from
@@ -230,6 +276,19 @@ def allocatable(instance: InstanceType, hugepages_2mi_mib: int = 0) -> tuple[int
         - hugepages_2mi_mib
     )
     return millicpu, memory
+
+
+# The kubelet's ephemeral-storage allocatable: its filesystem's capacity less kube-reserved
+# ephemeral-storage (1Gi, the EKS AMIs' and Karpenter's default: karpenter-provider-aws
+# pkg/providers/instancetype/types.go kubeReservedResources) and the hard eviction threshold
+# nodefs.available 10% (the kubelet's default; the same file's evictionThreshold).
+KUBE_RESERVED_EPHEMERAL_GIB = 1.0
+NODEFS_EVICTION_FRACTION = 0.10
+
+
+def ephemeral_allocatable_gib(capacity_gib: float) -> float:
+    """What pods may request of a node filesystem of ``capacity_gib`` (``ephemeral-storage``)."""
+    return capacity_gib - KUBE_RESERVED_EPHEMERAL_GIB - capacity_gib * NODEFS_EVICTION_FRACTION
 
 
 def pod_shape_for(instance: InstanceType, hugepages_2mi_mib: int, shm_fraction: float, backend: str = "none") -> PodShape:

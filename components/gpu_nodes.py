@@ -175,7 +175,7 @@ def al2023_user_data(settings: GpuNodeSettings) -> str:
       advertises ``hugepages-2Mi`` from its first status.
     """
     parts: list[tuple[str, str]] = []
-    if settings.local_nvme_raid0:
+    if settings.nvme_raid0:
         node_config = {
             "apiVersion": "node.eks.aws/v1alpha1",
             "kind": "NodeConfig",

@@ -139,7 +139,7 @@ def node_class_spec(
         spec["placementGroupSelector"] = {"name": placement_group}
     if settings.capacity_reservation_id:
         spec["capacityReservationSelectorTerms"] = [{"id": settings.capacity_reservation_id}]
-    if settings.local_nvme_raid0:
+    if settings.nvme_raid0:
         spec["instanceStorePolicy"] = "RAID0"
     user_data = node_class_user_data(settings)
     if user_data:

@@ -5,7 +5,8 @@ It sits above config and trainers (both below it, neither imports it):
 1. validate every section of the stack by itself (rlinf_eks.config.validate_sections);
 2. run the rule table, skipping each rule that reads a section which failed: config's stack
    rules, the trainers' rules (rollout backend, world sizes), config's GPU node rules, then the
-   queue's (rlinf_eks.quota: a run that can never fit the pool);
+   queue's (rlinf_eks.quota: a run that can never fit the pool), then the storage budget's
+   (rlinf_eks.storage_budget: a run whose checkpoints cannot fit its run directory's storage);
 3. compare the times that must lie ahead (a Capacity Block's) with ``clock()`` or ``now``;
 4. raise one ConfigError with every problem, or return StackSettings.
 """
@@ -28,9 +29,10 @@ from .config import (
 )
 from .config.eks_versions import version_problems
 from .quota import QUEUE_RULES
+from .storage_budget import STORAGE_RULES
 from .trainers import TRAINER_RULES
 
-RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES, *QUEUE_RULES)
+RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES, *QUEUE_RULES, *STORAGE_RULES)
 """Every cross-section rule, in the order its problems are reported."""
 
 

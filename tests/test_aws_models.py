@@ -30,7 +30,8 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("single-node", ("gpuNodes.capacityReservationId=cr-0123456789abcdef0",)),
     ("single-node", ("gpuNodes.placementGroup.strategy=none",)),
     ("single-node", ("gpuNodes.placementGroup.strategy=existing", "gpuNodes.placementGroup.name=rlinf-training-pg")),
-    ("single-node", ("gpuNodes.amiType=BOTTLEROCKET_x86_64_NVIDIA",)),
+    # Bottlerocket's data volume holds the run directory (no NVMe RAID0): the storage budget's size
+    ("single-node", ("gpuNodes.amiType=BOTTLEROCKET_x86_64_NVIDIA", "gpuNodes.rootVolumeGib=400")),
     ("single-node", ("gpuNodes.localNvmeRaid0=true", "gpuNodes.hugepagesGib=0")),
     ("single-node", ("storage.sharedFilesystem.enabled=true",)),
     ("single-node", ("storage.bucketName=rlinf-checkpoints-0123",)),

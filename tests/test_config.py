@@ -46,7 +46,8 @@ def test_placement_group_unless_capacity_is_reserved(gpu, expected):
 def test_unknown_type_with_every_figure_given_is_accepted():
     figures = {"gpus": 8, "gpuModel": "X", "gpuMemoryGib": 96, "vcpu": 192, "memoryGib": 2048,
                "networkCards": 16, "maxEfa": 16, "bandwidthGbps": 3200, "gpudirectRdma": True}
-    s = settings(gpuNodes={"instanceType": "p6-b300.48xlarge", "instanceOverrides": figures})
+    # no instance store the catalog knows: the run directory is on the root volume (the storage budget)
+    s = settings(gpuNodes={"instanceType": "p6-b300.48xlarge", "instanceOverrides": figures, "rootVolumeGib": 400})
     assert s.gpu_nodes.instance.max_efa == 16 and s.gpu_nodes.instance.source == "stack config"
 
 

@@ -321,8 +321,11 @@ def test_given_a_plan_with_settings_when_written_then_efficiency_json_sits_besid
     written = json.loads((tmp_path / plan_mod.EFFICIENCY_FILE).read_text())
     assert written == json.loads(json.dumps(efficiency.efficiency_report(plan, stack_settings)))
     assert written["stack"] == "test" and written["gpus"]["fraction"] == 1.0
-    # the efficiency report stays out of plan.json; firstStep (issue 35) is plan.json's own for a stack that trains
-    assert set(json.loads((tmp_path / plan_mod.PLAN_FILE).read_text())) == {"project", "stack", "resources", "outputs", "notPlanned", "firstStep"}
+    # the efficiency report stays out of plan.json; firstStep (issue 35), the storage budget and the GPU
+    # memory (issue 52) are plan.json's own for a stack that trains
+    assert set(json.loads((tmp_path / plan_mod.PLAN_FILE).read_text())) == {
+        "project", "stack", "resources", "outputs", "notPlanned", "firstStep", "storageBudget", "gpuMemory",
+    }
 
 
 def test_given_a_plan_without_settings_when_written_then_no_efficiency_json(tmp_path):

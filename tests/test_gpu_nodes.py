@@ -347,14 +347,21 @@ def test_given_al2023_with_raid0_when_built_then_mime_nodeconfig_and_hugepages_s
 
 
 def test_given_al2023_without_raid0_then_no_nodeconfig_part():
-    parts = _mime_parts(one(run_group(), LT)["inputs"])
+    parts = _mime_parts(one(run_group(localNvmeRaid0=False, rootVolumeGib=400), LT)["inputs"])
     assert "application/node.eks.aws" not in parts
     assert "text/x-shellscript" in parts
 
 
 def test_given_nothing_to_add_when_built_then_no_user_data_at_all():
-    assert "userData" not in one(run_group(hugepagesGib=0), LT)["inputs"]
-    assert "userData" not in one(run_group(hugepagesGib=0, amiType="BOTTLEROCKET_x86_64_NVIDIA"), LT)["inputs"]
+    assert "userData" not in one(run_group(hugepagesGib=0, localNvmeRaid0=False, rootVolumeGib=400), LT)["inputs"]
+    assert "userData" not in one(run_group(hugepagesGib=0, amiType="BOTTLEROCKET_x86_64_NVIDIA", rootVolumeGib=400), LT)["inputs"]
+
+
+def test_given_a_type_with_instance_storage_then_its_nvme_is_a_raid0_by_default():
+    # p5.48xlarge: 8 x 3800 GB of instance-store NVMe (catalog.INSTANCE_STORE); the run directory,
+    # the staged inputs and containerd's root then live on the array, not the root volume
+    parts = _mime_parts(one(run_group(), LT)["inputs"])
+    assert '"strategy": "RAID0"' in parts["application/node.eks.aws"]
 
 
 def test_hugepages_count_is_gib_times_512():

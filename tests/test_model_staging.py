@@ -97,10 +97,11 @@ def test_given_a_source_and_a_model_path_when_validated_then_one_must_go():
 
 
 def test_given_a_node_local_model_too_big_for_the_root_volume_when_validated_then_it_says_what_fits():
-    with pytest.raises(ConfigError, match=r"workload\.model\.sizeGib=150: .*200 GiB root volume.*at most 100"):
-        settings(workload={"image": "x/y:1", "model": {"source": HF, "sizeGib": 150}})
-    # on the NVMe RAID0 or on FSx the root volume does not hold it
-    settings(gpuNodes={"localNvmeRaid0": True}, workload={"image": "x/y:1", "model": {"source": HF, "sizeGib": 150}})
+    # the storage budget counts the staged inputs beside the image and the kept checkpoints
+    with pytest.raises(ConfigError, match=r"gpuNodes\.rootVolumeGib=200: .*staged inputs \(workload\.model\.sizeGib\) 150 GiB.*raise gpuNodes\.rootVolumeGib"):
+        settings(gpuNodes={"localNvmeRaid0": False}, workload={"image": "x/y:1", "model": {"source": HF, "sizeGib": 150}})
+    # on the NVMe RAID0 (p5.48xlarge's default) or on FSx the root volume does not hold it
+    settings(workload={"image": "x/y:1", "model": {"source": HF, "sizeGib": 150}})
     settings(storage={"sharedFilesystem": {"enabled": True}}, workload={"image": "x/y:1", "model": {"source": HF, "sizeGib": 150}})
 
 

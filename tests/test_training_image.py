@@ -197,8 +197,9 @@ def test_the_pull_is_size_over_throughput_and_fsx_throughput_follows_the_storage
 
 
 def test_the_nvme_raid_moves_containerds_root_and_drops_that_advice():
-    plain = first_step(settings(), "test")
-    raid = first_step(settings(gpuNodes={"localNvmeRaid0": True}), "test")
+    # p5.48xlarge has instance-store NVMe: the RAID0 is its default (the storage budget needs a larger root volume without it)
+    plain = first_step(settings(gpuNodes={"localNvmeRaid0": False, "rootVolumeGib": 400}), "test")
+    raid = first_step(settings(), "test")
     assert "gp3 root volume" in plain["imagePull"]["containerdRoot"] and any("localNvmeRaid0" in c for c in plain["cuts"])
     assert "NVMe RAID0" in raid["imagePull"]["containerdRoot"] and not any("localNvmeRaid0" in c for c in raid["cuts"])
 
@@ -248,5 +249,5 @@ def test_the_buildspec_is_yaml_whose_commands_pass_shellcheck(tmp_path):
 
 
 def test_on_bottlerocket_the_layers_go_to_the_data_volume_and_no_al2023_advice_is_given():
-    estimate = first_step(settings(gpuNodes={"amiType": "BOTTLEROCKET_x86_64_NVIDIA"}), "test")
+    estimate = first_step(settings(gpuNodes={"amiType": "BOTTLEROCKET_x86_64_NVIDIA", "rootVolumeGib": 400}), "test")
     assert "gp3 data volume" in estimate["imagePull"]["containerdRoot"] and estimate["cuts"] == []

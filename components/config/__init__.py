@@ -55,7 +55,7 @@ from .platform import PLATFORM_SECTIONS, PlatformSettings, Role
 from .observability import ObservabilitySettings, PrometheusSettings
 from .pulumi_config import PROVIDER_NAMESPACES, SECRET_KEY_DESCRIPTIONS, SECRET_KEYS, TOP_LEVEL_KEYS, foreign_project_key
 from .stack import PROJECT, Sections, StackSettings, validate_sections
-from .stack_rules import NODE_RULES, ROOT_VOLUME_RESERVE_GIB, STACK_RULES, StackRule, broken_rules, validate
+from .stack_rules import NODE_RULES, STACK_RULES, StackRule, broken_rules, validate
 from .storage import SharedFilesystemSettings, StorageSettings
 from .types import AbsolutePath, Bool, ChartVersion, Ec2InstanceType, Float, Int, Namespace, SettingsModel, SubnetId, VpcId
 from .workload import (
@@ -77,7 +77,7 @@ __all__ = [
     "GpuNodeSettings", "IMAGE_FAMILIES", "ImageSettings", "DockerHubCacheSettings", "PULL_THROUGH_SECRET_PREFIX", "secret_arn_problem", "InstanceOverrides", "Int", "KarpenterSettings", "KubeRaySettings", "MAX_USER_TAGS", "MODEL_SOURCE_FORMS",
     "ManualJobSettings", "ModelSettings", "ModelSource", "NODE_RULES", "Namespace", "NetworkSettings", "ObservabilitySettings", "PROJECT",
     "PLATFORM_SECTIONS", "PROVIDER_NAMESPACES", "PlacementGroupSettings", "PlatformSettings", "PreflightSettings", "PriorityClassSettings",
-    "PrometheusSettings", "QueueSettings", "ROOT_VOLUME_RESERVE_GIB", "RayJobSettings",
+    "PrometheusSettings", "QueueSettings", "RayJobSettings",
     "RestartSettings", "Role", "RolloutBackend", "RolloutSettings", "SECRET_KEYS", "SECRET_KEY_DESCRIPTIONS",
     "STACK_RULES", "SYSTEM_NODEGROUP_SUFFIX", "Sections", "SettingsModel", "SharedFilesystemSettings", "StackRule",
     "StackSettings", "StorageSettings", "SubnetId", "SystemNodeSettings", "TOP_LEVEL_KEYS", "TrainerSettings", "VpcId",

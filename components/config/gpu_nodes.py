@@ -197,8 +197,11 @@ class GpuNodeSettings(SettingsModel):
     BOTTLEROCKET_x86_64_NVIDIA (ships its own NVIDIA device plugin, so the chart is not installed)."""
     root_volume_gib: Int = Field(200, ge=100, le=16384)
     """Encrypted gp3 root volume. Defaults to 200 GiB."""
-    local_nvme_raid0: Bool = False
-    """Stripe the instance-store NVMe disks as RAID0 for kubelet and containerd (AL2023 only)."""
+    local_nvme_raid0: Optional[Bool] = None
+    """Stripe the instance-store NVMe disks as RAID0 for kubelet and containerd (AL2023 only): the
+    run directory, the staged inputs and the images then live on the array, not the root volume.
+    Defaults to true where the instance type has instance-store NVMe (p4d, p5, p5en, g5, ...) and the
+    AMI is AL2023, else false; false keeps them on the root volume."""
     hugepages_gib: Int = Field(5, ge=0, le=64)
     """2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."""
     labels: dict[str, str] = Field(default_factory=dict)
@@ -237,6 +240,14 @@ class GpuNodeSettings(SettingsModel):
     def instance(self) -> catalog.InstanceType:
         overrides = self.instance_overrides.given() if self.instance_overrides else None
         return catalog.lookup(self.instance_type, overrides)
+
+    @property
+    def nvme_raid0(self) -> bool:
+        """Whether the nodes stripe their instance-store NVMe as RAID0: ``localNvmeRaid0`` as
+        given, else on where the type has instance storage (catalog.INSTANCE_STORE) and the AMI is AL2023."""
+        if self.local_nvme_raid0 is not None:
+            return self.local_nvme_raid0
+        return self.ami_type == "AL2023_x86_64_NVIDIA" and catalog.instance_store(self.instance_type) is not None
 
     @property
     def gpu_model(self) -> str:

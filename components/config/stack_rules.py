@@ -231,32 +231,6 @@ def _multi_node_checkpoints(s: StackSettings, stack: Optional[str]) -> list[str]
     return []
 
 
-# Root volume space kept for the container images (training images are tens of GB) and the run
-# directory when a node-local model is staged beside them.
-ROOT_VOLUME_RESERVE_GIB = 100
-
-
-def _node_local_model(s: StackSettings, stack: Optional[str]) -> list[str]:
-    """Node-local inputs (the model, and the recipe's adapters, datasets and assets, staged whether
-    or not the stack names a source) must fit beside the images on the root volume (without the
-    NVMe RAID0, emptyDirs live in the kubelet's directory on the root volume)."""
-    gpu, model = s.gpu_nodes, s.workload.model
-    if not s.workload.enabled or s.shared_filesystem or gpu.local_nvme_raid0:
-        return []
-    room = gpu.root_volume_gib - ROOT_VOLUME_RESERVE_GIB
-    if model.size_gib <= room:
-        return []
-    return [
-        problem_line(
-            "workload.model.sizeGib",
-            model.size_gib,
-            f"the node-local inputs (model, adapters, datasets) live on the {gpu.root_volume_gib} GiB root volume, which keeps {ROOT_VOLUME_RESERVE_GIB} GiB "
-            f"for images and the run directory: at most {room}, or raise gpuNodes.rootVolumeGib, set gpuNodes.localNvmeRaid0: true, "
-            "or use the shared filesystem",
-        )
-    ]
-
-
 def _image_families(s: StackSettings, stack: Optional[str]) -> list[str]:
     """A platform runs no trainer, so it has no family of its own to build by default."""
     if s.images.build and s.images.families is None and s.platform.role == "platform":
@@ -286,7 +260,6 @@ NODE_RULES: tuple[StackRule, ...] = (
     StackRule(("gpuNodes", "cluster"), _karpenter_cluster),
     StackRule(("gpuNodes", "cluster", "platform"), _karpenter_ami),
     StackRule(("gpuNodes", "storage", "workload"), _multi_node_checkpoints),
-    StackRule(("gpuNodes", "storage", "workload"), _node_local_model),
     StackRule(("platform", "workload", "gpuNodes", "autoscaler", "kuberay", "preflight", "queue", "observability", "cluster"), no_effect_problems),
 )
 """Config's rules of the GPU nodes with the other sections, after the trainers' rules."""

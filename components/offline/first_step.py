@@ -66,7 +66,7 @@ def _pull(settings: StackSettings, family: Optional[str]) -> dict[str, Any]:
         "throughputSource": PULL_SOURCE,
         "seconds": {"low": round(low * 1000 / PULL_MB_PER_S), "high": round(high * 1000 / PULL_MB_PER_S)},
         "formula": "compressed image size (MB) / pull throughput (MB/s)",
-        "containerdRoot": "instance-store NVMe RAID0 (gpuNodes.localNvmeRaid0)" if settings.gpu_nodes.local_nvme_raid0
+        "containerdRoot": "instance-store NVMe RAID0 (gpuNodes.localNvmeRaid0)" if settings.gpu_nodes.nvme_raid0
         else f"the gp3 {_volume(settings)} (baseline {GP3_BASELINE_MB_PER_S:.0f} MB/s for the unpacked layers)",
     }  # fmt: skip
 
@@ -82,7 +82,7 @@ def _staging(settings: StackSettings, stack: str) -> dict[str, Any]:
         target, target_mb = f"FSx for Lustre ({fsx_throughput_mb_per_s(settings)} MB/s)", fsx_throughput_mb_per_s(settings)
         note = "staged once for every pod and every later run (a later run waits 0 s)"
     else:
-        target_mb = GP3_BASELINE_MB_PER_S if not settings.gpu_nodes.local_nvme_raid0 else None
+        target_mb = GP3_BASELINE_MB_PER_S if not settings.gpu_nodes.nvme_raid0 else None
         target = "the node-local volume " + (f"(gp3 {_volume(settings)}, {GP3_BASELINE_MB_PER_S:.0f} MB/s baseline)" if target_mb else "(NVMe RAID0)")
         note = "staged on every node, on every run"
     return {
@@ -110,7 +110,7 @@ def first_step(settings: Optional[StackSettings], stack: str) -> Optional[dict[s
     start = {"seconds": {"low": TRAINER_START_SECONDS[0], "high": TRAINER_START_SECONDS[1]}, "source": ESTIMATE}
     total = {k: pull["seconds"][k] + join["seconds"][k] + start["seconds"][k] for k in ("low", "high")}
     cuts = []
-    if not settings.gpu_nodes.local_nvme_raid0 and settings.gpu_nodes.ami_type == "AL2023_x86_64_NVIDIA":
+    if not settings.gpu_nodes.nvme_raid0 and settings.gpu_nodes.ami_type == "AL2023_x86_64_NVIDIA":
         cuts.append("gpuNodes.localNvmeRaid0: true puts containerd's root (the unpacked layers) on the instance-store NVMe RAID0 "
                     "instead of the gp3 root volume")  # fmt: skip
     if settings.gpu_nodes.ami_type == "AL2023_x86_64_NVIDIA":

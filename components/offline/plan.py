@@ -18,6 +18,7 @@ import yaml
 from .. import config as config_mod
 from ..loading import settings_from_config
 from . import deployer_policy, engine
+from .destroy import destroy_lines
 from .output import REPORT_FOLDER, OutputError, OutputFolder, check_output as _check_output, commit, staged
 from .stack_config import StackConfig, StackConfigError
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 PLAN_FILE = "plan.json"
 FIRST_STEP = "firstStep"
+STORAGE_BUDGET = "storageBudget"
+GPU_MEMORY = "gpuMemory"
 MANIFESTS = "manifests"
 EFFICIENCY_FILE = "efficiency.json"
 EFFICIENCY_PICTURE = "efficiency.svg"
@@ -83,6 +86,15 @@ class Plan:
         if estimate is not None:
             # the wait from node Ready to the first step, on paper (offline/first_step.py)
             data[FIRST_STEP] = estimate
+        if self.settings is not None:
+            # checkpoints, inputs and image against the run directory's storage (rlinf_eks.storage_budget);
+            # the trainer's per-GPU memory against the GPU type's (rlinf_eks.gpu_memory)
+            from ..gpu_memory import gpu_memory
+            from ..storage_budget import storage_budget
+
+            for key, section in ((STORAGE_BUDGET, storage_budget), (GPU_MEMORY, gpu_memory)):
+                if (value := section(self.settings)) is not None:
+                    data[key] = value
         return data
 
     @property
@@ -279,10 +291,13 @@ def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = Non
     from ..config.unchecked import unchecked
     from ..placeholders import find_placeholders
 
+    from ..storage_budget import storage_warnings
+
     resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
     placeholders = find_placeholders(settings) if settings is not None else []
+    budget_warnings = storage_warnings(settings) if settings is not None else []
     return Plan(
-        run.project, run.stack, resources, dict(sorted(run.outputs.items())), [*notes, *run.warnings], settings, placeholders, run.region,
+        run.project, run.stack, resources, dict(sorted(run.outputs.items())), [*notes, *run.warnings, *budget_warnings], settings, placeholders, run.region,
         unchecked(settings, loading.clock()) if settings is not None else [],
     )
 
@@ -475,6 +490,7 @@ def render_tree(plan: Plan) -> str:
             f"  plus {len(plan.not_planned)} created by pulumi-eks inside eks:index:Cluster (marked '.'; not planned here:"
             " not in this count, the manifests or the policy checks; plan.json notPlanned)"
         )
+    lines.extend(destroy_lines(plan.resources))
     return "\n".join(lines)
 
 

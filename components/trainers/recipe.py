@@ -174,6 +174,64 @@ class ImagePatch:
 
 
 @dataclass(frozen=True)
+class LayoutPart:
+    """One part of a checkpoint save (``checkpointLayout``): ``values`` per weight, ``parameters``
+    (every weight) or ``2 x trainable`` (Adam's two moments of each trainable weight)."""
+
+    part: str
+    values: str
+    source: str
+
+    def count(self, model: "ModelFacts") -> float:
+        """How many values of the model's precision this part holds."""
+        factor, _, what = self.values.rpartition(" x ")
+        base = model.trainable if what == "trainable" else model.parameters
+        return base * (float(factor) if factor else 1.0)
+
+
+@dataclass(frozen=True)
+class KeyDefault:
+    """A Hydra key the rules read and the config's default (``models.<config>.seqLength`` ...)."""
+
+    key: str
+    default: object
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """How many steps a run takes and how often it saves: ``epochs`` x ``steps_per_epoch`` (None:
+    the dataset's size decides, unknown offline), capped by ``max_steps`` >= 0; a save every
+    ``save_every`` steps (<= 0: none)."""
+
+    epochs_key: str
+    epochs: int
+    max_steps_key: str
+    max_steps: int
+    steps_per_epoch: Optional[int]
+    save_key: str
+    save_every: int
+    source: str
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The model a config trains (``models`` of the recipe): its size, precision and the keys the
+    storage budget and the GPU memory rule read."""
+
+    parameters: int
+    trainable: int
+    bytes_per_value: int
+    source: str
+    steps: Optional[StepFacts] = None
+    seq_length: Optional[KeyDefault] = None
+    micro_batch: Optional[KeyDefault] = None
+    gradient_checkpointing: Optional[KeyDefault] = None
+    actor_shards: str = ""
+    """``gpus``: the actor is sharded (FSDP full_shard) over every GPU of the run."""
+
+
+@dataclass(frozen=True)
 class DialectRecipe:
     dialect: str
     repository: str
@@ -185,6 +243,10 @@ class DialectRecipe:
     """What the trainer does when it starts (``startup`` of the recipe, :mod:`.startup`)."""
     configs: Mapping[str, ConfigRecipe] = field(default_factory=dict)
     evaluation: EvalRecipe = field(default_factory=EvalRecipe)
+    checkpoint_layout: tuple[LayoutPart, ...] = ()
+    """What one checkpoint save writes (``checkpointLayout``)."""
+    models: Mapping[str, ModelFacts] = field(default_factory=dict)
+    """The model of each config name the recipe knows (``models``), by config name."""
     image_patches: tuple[ImagePatch, ...] = ()
     """What the image changes in the checkout at ``commit`` (``image.patches``)."""
     renderers: Mapping[str, Renderer] = field(default_factory=dict)
@@ -273,6 +335,8 @@ def recipe_of(dialect: str) -> DialectRecipe:
         startup=parse_startup(dialect, data["startup"]),
         configs=configs,
         evaluation=_evaluation(data.get("evaluation") or {}),
+        checkpoint_layout=tuple(LayoutPart(str(p["part"]), str(p["values"]), str(p["source"])) for p in data.get("checkpointLayout") or ()),
+        models={str(name): _model(spec) for name, spec in (data.get("models") or {}).items()},
         image_patches=tuple(
             ImagePatch(str(p["file"]), str(p["patches"]), " ".join(str(p["fixes"]).split()), " ".join(str(p["source"]).split()))
             for p in data["image"].get("patches") or ()
@@ -280,6 +344,31 @@ def recipe_of(dialect: str) -> DialectRecipe:
         renderers=renderers,
         other_configs=other_configs,
         video_writer=" ".join(str((data.get("videoWriter") or {}).get("source") or "").split()),
+    )
+
+
+def _key_default(data: Optional[Mapping]) -> Optional[KeyDefault]:
+    return KeyDefault(str(data["key"]), data["default"], str(data.get("source") or "")) if data else None
+
+
+def _model(data: Mapping) -> ModelFacts:
+    parameters = int(data["parameters"])
+    trainable = parameters if data.get("trainable") == "all" else int(data["trainable"])
+    steps = data.get("steps")
+    return ModelFacts(
+        parameters=parameters,
+        trainable=trainable,
+        bytes_per_value=int(data["bytesPerValue"]),
+        source="; ".join(str(data[k]) for k in ("parametersSource", "trainableSource", "bytesSource") if data.get(k)),
+        steps=StepFacts(
+            str(steps["epochsKey"]), int(steps["epochs"]), str(steps["maxStepsKey"]), int(steps["maxSteps"]),
+            None if steps.get("stepsPerEpoch") is None else int(steps["stepsPerEpoch"]),
+            str(steps["saveKey"]), int(steps["saveEvery"]), str(steps["source"]),
+        ) if steps else None,
+        seq_length=_key_default(data.get("seqLength")),
+        micro_batch=_key_default(data.get("microBatch")),
+        gradient_checkpointing=_key_default(data.get("gradientCheckpointing")),
+        actor_shards=str(data.get("actorShards") or ""),
     )
 
 

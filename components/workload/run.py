@@ -15,6 +15,7 @@ from typing import Optional
 
 from .. import catalog
 from ..config import StackSettings
+from ..storage_budget import run_directory_gib
 from ..trainers import ChosenInput, TrainerLaunch, chosen_inputs, config_name_of, launch_for
 from .manual import PodNames, pod_names
 
@@ -170,6 +171,10 @@ class Run:
     launch: TrainerLaunch
     inputs: tuple[ChosenInput, ...] = ()
     """Every input of the run (its recipe's), staged or already in the pod."""
+    run_dir_gib: Optional[int] = None
+    """Without the shared filesystem: the node-local run directory's size limit, the storage
+    budget's (rlinf_eks.storage_budget.run_directory_gib: keepLocal complete saves, the one being
+    written and the logs); None: no limit (on FSx, or a save size the recipe does not know)."""
 
     @functools.cached_property
     def identity(self) -> str:
@@ -211,4 +216,4 @@ def resolve_run(settings: StackSettings, stack: str, *, wandb: bool = False) -> 
         identity=run_identity(settings, inputs),
     )
     names = pod_names(settings.workload.uses_jobset, evaluation=settings.workload.mode == "eval")
-    return Run(settings, paths, shape, staging, names, launch, inputs)
+    return Run(settings, paths, shape, staging, names, launch, inputs, None if shared else run_directory_gib(settings))

@@ -68,6 +68,7 @@ def ray_volumes(
     claim_name: Optional[pulumi.Input[str]],
     shared_mount_path: str,
     paths: RunPaths,
+    run_dir_gib: Optional[int] = None,
 ) -> Volumes:
     volumes = [
         # Ray's object store; a memory-backed emptyDir is charged to the pod's memory limit
@@ -84,7 +85,12 @@ def ray_volumes(
         volumes.append(core.VolumeArgs(name="shared", persistent_volume_claim=core.PersistentVolumeClaimVolumeSourceArgs(claim_name=claim_name)))
         mounts.append(core.VolumeMountArgs(name="shared", mount_path=shared_mount_path))
     if not paths.shared:
-        volumes.append(core.VolumeArgs(name="run", empty_dir=core.EmptyDirVolumeSourceArgs()))
+        # sized by the storage budget: a run that writes more than its kept checkpoints is evicted
+        # (its newest complete checkpoint is in S3) before it fills the node's disk; no
+        # ephemeral-storage request, which Kueue would refuse to admit as a resource its
+        # ClusterQueue does not cover (kubernetes-sigs/kueue#4848): the plan's budget checks the fit
+        limit = f"{run_dir_gib}Gi" if run_dir_gib else None
+        volumes.append(core.VolumeArgs(name="run", empty_dir=core.EmptyDirVolumeSourceArgs(size_limit=limit)))
         mounts.append(core.VolumeMountArgs(name="run", mount_path=paths.root))
     return Volumes(volumes, mounts)
 
@@ -126,6 +132,7 @@ def ray_pod_template(
         claim_name=inputs.claim_name,
         shared_mount_path=settings.storage.shared_filesystem.mount_path,
         paths=run.paths,
+        run_dir_gib=run.run_dir_gib,
     )
     staging = run.staging
     local_models = models_volume(staging) if staging is not None else None
