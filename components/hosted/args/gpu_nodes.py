@@ -114,7 +114,12 @@ class GpuNodeSettings(TypedDict):
     root_volume_gib: NotRequired[int]
     "Encrypted gp3 root volume. Defaults to 200 GiB."
     local_nvme_raid0: NotRequired[bool]
-    "Stripe the instance-store NVMe disks as RAID0 for kubelet and containerd (AL2023 only)."
+    (
+        "Stripe the instance-store NVMe disks as RAID0 for kubelet and containerd (AL2023 only): the\n"
+        "run directory, the staged inputs and the images then live on the array, not the root volume.\n"
+        "Defaults to true where the instance type has instance-store NVMe (p4d, p5, p5en, g5, ...) and the\n"
+        "AMI is AL2023, else false; false keeps them on the root volume."
+    )
     hugepages_gib: NotRequired[int]
     "2 MiB hugepages per node for libfabric (EFA). Defaults to 5 GiB (awsome-distributed-training)."
     labels: NotRequired[dict[str, str]]
