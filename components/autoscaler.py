@@ -18,6 +18,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from . import identity
+from .helm_releases import RELEASE_OPTIONS
 from .scheduling import SYSTEM_NODE_LABELS
 from .config import AutoscalerSettings
 
@@ -168,6 +169,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 values=pulumi.Output.all(cluster_name, region, role.arn).apply(
                     lambda args: helm_values(settings, args[0], args[1], args[2])
                 ),
+                **RELEASE_OPTIONS,
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[role, policy]),
         )

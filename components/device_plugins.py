@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from .config import DevicePluginSettings, GpuNodeSettings
 from .gpu_nodes import is_bottlerocket
+from .helm_releases import RELEASE_OPTIONS
 from .scheduling import EFA_LABEL, GPU_NODE_LABELS, gpu_toleration
 
 NAMESPACE = "kube-system"
@@ -136,6 +137,7 @@ class DevicePlugins(pulumi.ComponentResource):
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
                 namespace=NAMESPACE,
                 values=values,
+                **RELEASE_OPTIONS,
             ),
             opts=opts,
         )

@@ -18,6 +18,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .helm_releases import RELEASE_OPTIONS
 from .scheduling import SYSTEM_NODE_LABELS
 from .config import RestartSettings
 
@@ -69,6 +70,7 @@ class JobSetController(pulumi.ComponentResource):
             namespace=settings.jobset_namespace,
             create_namespace=True,
             values=controller_values(),
+            **RELEASE_OPTIONS,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({"release": self.release.id})

@@ -30,6 +30,7 @@ import pulumi_kubernetes as k8s
 from . import karpenter_specs as specs
 from .config import GpuNodeSettings
 from .gpu_nodes import efa_security_group, placement_mode
+from .helm_releases import RELEASE_OPTIONS
 from .identity import pod_identity_trust_policy
 from .node_role import SSM_POLICY, WORKER_NODE_POLICIES, eks_node_role
 from .scheduling import node_taints
@@ -158,6 +159,7 @@ class KarpenterGpuNodes(pulumi.ComponentResource):
                         node_repair=settings.auto_repair,
                     )
                 ),
+                **RELEASE_OPTIONS,
             ),
             # the controller starts with its credentials, and its nodes can join
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, association, access, *node_role.attachments]),

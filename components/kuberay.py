@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .helm_releases import RELEASE_OPTIONS
 from .scheduling import SYSTEM_NODE_LABELS
 from .config import KubeRaySettings
 
@@ -70,6 +71,7 @@ class KubeRayOperator(pulumi.ComponentResource):
             namespace=settings.namespace,
             create_namespace=True,
             values=operator_values(),
+            **RELEASE_OPTIONS,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.namespace = self.release.namespace

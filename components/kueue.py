@@ -39,6 +39,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from .config import AutoscalerSettings, GpuNodeSettings, KubeRaySettings, QueueSettings, SettingsModel, StackSettings, WorkloadSettings
+from .helm_releases import RELEASE_OPTIONS
 from .quota import HOSTNAME_LABEL, NETWORK_LAYER_LABELS, QueuePlan, Resources, queue_plan
 from .scheduling import INSTANCE_TYPE_LABEL, KARPENTER_NODE_POOL, NODE_POOL_LABEL, SYSTEM_NODE_LABELS, node_labels, node_taints
 
@@ -289,6 +290,7 @@ class KueueQueue(pulumi.ComponentResource):
             namespace=q.namespace,
             create_namespace=True,
             values=chart_values(settings),
+            **RELEASE_OPTIONS,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on or [])),
         )
         after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])

@@ -170,9 +170,10 @@ class TrainingImage(pulumi.ComponentResource):
                 image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
                 # a tag names one build for good: workload.image pins the digest, a tag is never moved
                 image_tag_mutability="IMMUTABLE",
-                # never delete a repository that holds images: rebuilding them takes a build per
-                # family, and a running stack's workload.image points into it
-                force_delete=False,
+                # destroy deletes the repository with its images (docs/deploying.md): they are
+                # build-image's output, built again from the repository's images/ folder, and a
+                # repository kept would block the stack's next deploy (its name is the stack's)
+                force_delete=True,
                 tags=tags,
                 opts=child,
             )
@@ -252,8 +253,9 @@ class TrainingImage(pulumi.ComponentResource):
     def _context_bucket(self, name: str, settings: ImageSettings, tags: dict[str, str], child: pulumi.ResourceOptions) -> aws.s3.Bucket:
         """The build contexts' bucket: versioned, SSE-S3, public access blocked, TLS only, old
         contexts expired. Not a data store (a context is the repository's images/ folder, uploaded
-        again by every build-image), so not protected; force_destroy stays off all the same."""
-        bucket = aws.s3.Bucket(f"{name}-contexts", force_destroy=False, tags=tags, opts=child)
+        again by every build-image), so not protected, and destroy empties it, every version
+        (force_destroy): a versioned bucket keeps its old versions, and would stop the destroy."""
+        bucket = aws.s3.Bucket(f"{name}-contexts", force_destroy=True, tags=tags, opts=child)
         private_bucket(f"{name}-contexts", bucket, parent=self)
         days = settings.context_expire_days
         aws.s3.BucketLifecycleConfiguration(

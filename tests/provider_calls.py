@@ -76,8 +76,8 @@ _LINGERING_ENIS = (
     "(VPC CNI, EFA) go with their instances"
 )
 _FORCE_DESTROY = (
-    "only with force_destroy: no bucket of the plans sets it (the checkpoint bucket is protected and retained; the build "
-    "contexts' bucket is emptied by the user: docs/deploying.md)"
+    "only with force_destroy: on the path for the build contexts' bucket, which destroy empties; the checkpoint bucket "
+    "never sets it (protected and retained: docs/deploying.md)"
 )
 
 # (type, IAM action) -> why the plans never make the call
@@ -156,7 +156,10 @@ OFF_PATH: dict[tuple[str, str], Off] = {
                  "s3:PutBucketLogging", "s3:PutBucketPolicy", "s3:PutBucketRequestPayment", "s3:PutBucketVersioning",
                  "s3:PutBucketWebsite", "s3:PutBucketObjectLockConfiguration")},
     **{("aws:s3/bucket:Bucket", a): Off(_FORCE_DESTROY, _set("forceDestroy"))
-       for a in ("s3:DeleteObject", "s3:ListBucketVersions", "s3:PutObjectLegalHold")},
+       for a in ("s3:DeleteObject", "s3:ListBucketVersions")},
+    ("aws:s3/bucket:Bucket", "s3:PutObjectLegalHold"): Off(
+        "only when emptying the bucket is denied an object under an Object Lock legal hold: no bucket of the plans has "
+        "Object Lock", _set("objectLockEnabled", "objectLockConfiguration")),
 }  # fmt: skip
 
 # the service-linked role a type's first creation in an account makes (iam:AWSServiceName)

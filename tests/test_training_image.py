@@ -92,13 +92,13 @@ def test_a_platform_that_builds_must_name_its_families():
 # --- the component under mocks -------------------------------------------------------------------
 
 
-def test_each_family_gets_a_scanned_immutable_kms_repository_that_is_never_force_deleted():
+def test_each_family_gets_a_scanned_immutable_kms_repository_that_destroy_deletes_with_its_images():
     resources = _component(("rlinf-embodied", "rlinf-reasoning"), keepImages=4, untaggedExpireDays=2)
     repos = [r for r in resources if r["type"] == "aws:ecr/repository:Repository"]
     assert sorted(r["inputs"]["name"] for r in repos) == ["rlinf-eks/platform/rlinf-embodied", "rlinf-eks/platform/rlinf-reasoning"]
     for repo in repos:
         assert has_inputs(repo, {"imageTagMutability": "IMMUTABLE", "imageScanningConfiguration": {"scanOnPush": True},
-                                 "encryptionConfigurations": [{"encryptionType": "KMS"}], "forceDelete": False})  # fmt: skip
+                                 "encryptionConfigurations": [{"encryptionType": "KMS"}], "forceDelete": True})  # fmt: skip
     policy = one(resources, "aws:ecr/lifecyclePolicy:LifecyclePolicy", "training-image-rlinf-embodied-lifecycle")
     assert json.loads(policy["inputs"]["policy"]) == lifecycle_policy(4, 2)
 
@@ -123,7 +123,7 @@ def test_the_project_builds_privileged_on_the_x86_image_and_logs_to_its_own_grou
 def test_the_context_bucket_is_versioned_encrypted_private_tls_only_and_expires_old_contexts():
     resources = _component(contextExpireDays=9)
     bucket = one(resources, "aws:s3/bucket:Bucket")
-    assert has_inputs(bucket, {"forceDestroy": False})
+    assert has_inputs(bucket, {"forceDestroy": True})  # destroy empties it (tests/test_destroy_and_releases.py)
     bucket_id = bucket["id"]
     assert has_inputs(one(resources, "aws:s3/bucketVersioning:BucketVersioning"), {"bucket": bucket_id, "versioningConfiguration": {"status": "Enabled"}})
     assert has_inputs(one(resources, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"), {"restrictPublicBuckets": True})

