@@ -5,9 +5,10 @@ holds its run directory, against what that storage offers, as pure functions of 
   recipe's ``models`` and ``checkpointLayout``, each fact with its upstream file:line);
 - saves per run: the trainer's steps over its save interval, as the rendered command sets them
   (the config's default, the recipe's run-script value, ``workload.trainer.batch``, an override);
-- what stays in the run directory: ``workload.checkpoints.keepLocal`` complete saves and the one
-  being written (the launcher removes older complete ones once a newer one is complete, and a
-  restore brings back only the newest), plus the logs;
+- what stays in the run directory: at most max(``workload.checkpoints.keepLocal``, 2) + 1 saves,
+  the bound of the launcher's retention (it removes an older complete save only once S3 holds it,
+  never the newest complete one; the one being written counts; a restore brings back only the
+  newest complete one: docs/what-a-stack-deploys.md), plus the logs;
 - where the run directory lives: on FSx (``storage.sharedFilesystem``), else on the node, on the
   instance-store NVMe RAID0 (``gpuNodes.localNvmeRaid0``) or the root volume
   (``gpuNodes.rootVolumeGib``), beside the training image and the staged inputs
@@ -157,9 +158,10 @@ def _staged_inputs(settings: StackSettings) -> bool:
 
 
 def kept_saves(settings: StackSettings, saves: SavesPerRun) -> int:
-    """Saves in the run directory at most: keepLocal complete ones and the one being written (no
-    more than the run makes)."""
-    kept = settings.workload.checkpoints.keep_local + 1
+    """Saves in the run directory at most: max(keepLocal, 2) + 1, the retention's bound (the newest
+    complete one, the one before it until S3 holds the newest, and the one being written), no more
+    than the run makes."""
+    kept = max(settings.workload.checkpoints.keep_local, 2) + 1
     return kept if saves.count is None else min(kept, saves.count)
 
 
@@ -234,7 +236,7 @@ def _at_least(settings: StackSettings, budget: Mapping[str, Any], share: float =
 def _fixes(settings: StackSettings, budget: Mapping[str, Any], share: float = 1.0) -> str:
     storage = storage_of(settings)
     gpu = settings.gpu_nodes
-    keep = f"lower workload.checkpoints.keepLocal={settings.workload.checkpoints.keep_local}" if settings.workload.checkpoints.keep_local > 1 else ""
+    keep = f"lower workload.checkpoints.keepLocal={settings.workload.checkpoints.keep_local}" if settings.workload.checkpoints.keep_local > 2 else ""
     fixes: list[str] = []
     if storage.key == "storage.sharedFilesystem.storageCapacityGib":
         fixes.append(f"raise storage.sharedFilesystem.storageCapacityGib to {_at_least(settings, budget, share)}")
@@ -249,7 +251,7 @@ def _fixes(settings: StackSettings, budget: Mapping[str, Any], share: float = 1.
     if keep:
         fixes.append(keep)
     saves = saves_per_run(settings)
-    if saves.interval is not None and saves.count is not None and saves.count > 1 and saves.count <= settings.workload.checkpoints.keep_local + 1:
+    if saves.interval is not None and saves.count is not None and saves.count > 1 and saves.count <= max(settings.workload.checkpoints.keep_local, 2) + 1:
         fixes.append(f"save less often ({saves.interval.path}={saves.interval.value})")
     return ", ".join(fixes[:-1]) + (" or " if len(fixes) > 1 else "") + fixes[-1]
 
@@ -268,8 +270,8 @@ def storage_problems(settings: StackSettings, stack: Optional[str] = None) -> li
         problem_line(
             storage.key, storage.value,
             f"the run needs {budget['needGiB']:g} GiB of the {storage.name}, which offers {budget['storage']['roomGiB']:g} GiB "
-            f"(one save of {budget['save']['gib']:.3g} GiB, workload.checkpoints.keepLocal={settings.workload.checkpoints.keep_local} "
-            f"complete saves + 1 being written: {_summary(budget)}): {_fixes(settings, budget)}",
+            f"(one save of {budget['save']['gib']:.3g} GiB, {budget['keptSaves']} kept at most with workload.checkpoints.keepLocal="
+            f"{settings.workload.checkpoints.keep_local}: {_summary(budget)}): {_fixes(settings, budget)}",
         )
     ]
 
@@ -315,7 +317,7 @@ def render(budget: Optional[Mapping[str, Any]]) -> str:
     lines = [
         f"Storage budget ({budget['verdict']}):",
         f"  one save     {size}",
-        f"  saves        {per_run}; kept in the run directory: {budget['keptSaves']} (keepLocal {budget['keepLocal']} + 1 being written)",
+        f"  saves        {per_run}; in the run directory {budget['keptSaves']} at most (keepLocal {budget['keepLocal']}: max(keepLocal, 2) + 1)",
         f"  on {storage['name']}: {budget['needGiB']:g} of {storage['roomGiB']:g} GiB ({_summary(budget)})",
     ]
     bucket = budget["bucket"]

@@ -82,9 +82,13 @@ def test_saves_per_run_follow_the_rendered_steps_and_interval():
     assert verl.count is None and verl.interval.value == 25 and "total_epochs" in verl.reason
 
 
-def test_the_run_directory_keeps_keep_local_saves_and_the_one_being_written_never_more_than_the_run_makes():
+def test_the_run_directory_keeps_the_retention_s_bound_never_more_than_the_run_makes():
+    # max(keepLocal, 2) + 1: the newest complete save, the one before it until S3 holds the newest,
+    # and the one being written (the launcher's retention, docs/what-a-stack-deploys.md)
     s = settings(workload={**EMBODIED, "checkpoints": {"keepLocal": 4}})
     assert kept_saves(s, saves_per_run(s)) == 5
+    one = settings(workload={**EMBODIED, "checkpoints": {"keepLocal": 1}})
+    assert kept_saves(one, saves_per_run(one)) == 3
     few = settings(workload={**EMBODIED, "checkpoints": {"keepLocal": 4}, "trainer": {"dialect": "rlinf-embodied", "overrides": ["runner.max_steps=80"]}})
     assert kept_saves(few, saves_per_run(few)) == 2
     save = save_of(s)
@@ -130,8 +134,8 @@ def test_a_root_volume_the_saves_cannot_fit_is_refused_naming_the_keys_that_fix_
         settings(gpuNodes={"localNvmeRaid0": False}, workload=VERL)
     (line,) = [p for p in err.value.problems if p.startswith("gpuNodes.rootVolumeGib")]
     assert line.startswith("gpuNodes.rootVolumeGib=200: the run needs ")
-    for fix in ("raise gpuNodes.rootVolumeGib to at least 260", "set gpuNodes.localNvmeRaid0: true", "workload.checkpoints.keepLocal=2",
-                "storage.sharedFilesystem.enabled: true"):
+    for fix in ("3 kept at most with workload.checkpoints.keepLocal=2", "raise gpuNodes.rootVolumeGib to at least 260",
+                "set gpuNodes.localNvmeRaid0: true", "storage.sharedFilesystem.enabled: true"):
         assert fix in line, fix
     settings(gpuNodes={"localNvmeRaid0": False, "rootVolumeGib": 300}, workload=VERL)  # the fix it names fits
 
