@@ -96,8 +96,11 @@ class Node:
 class Run:
     """The run of one stack's trainer over pods that come and go, S3 shared between them."""
 
-    def __init__(self, tmp_path: Path, dialect: str):
+    def __init__(self, tmp_path: Path, dialect: str, *, keep_local: int = KEEP_LOCAL, restore: str = "", sync: str = ""):
+        """``keep_local`` 0: no retention; ``restore``, ``sync``: other scripts than today's (the
+        benchmark's before)."""
         self.tmp = tmp_path
+        self.keep_local, self.restore_text, self.sync_text = keep_local, restore or scripts.restore(), sync or scripts.sync()
         self.aws = fake_aws.install(tmp_path)
         bin_dir, module_dir = tmp_path / "bin", tmp_path / "py" / "ray"
         bin_dir.mkdir()
@@ -138,7 +141,7 @@ class Run:
         return Node(self.run_dir, state)
 
     def restore(self, node: Node) -> subprocess.CompletedProcess:
-        script = self.script("restore.sh", scripts.restore())
+        script = self.script("restore.sh", self.restore_text)
         return subprocess.run([BASH, str(script)], env={**self.aws, "PATH": self.path, "RUN_DIR": str(node.run_dir)}, capture_output=True, text=True, timeout=60)
 
     def train(self, node: Node, **extra: str) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
@@ -152,10 +155,10 @@ class Run:
                 nnodes=1, gpus_per_node=8, cpus_per_node=8, object_store_bytes=1 << 30, head_host="127.0.0.1", ray_port=6379,
                 join_timeout_seconds=60, grace_seconds=60, run_dir=str(node.run_dir), state_dir=str(node.state),
                 trainer_pythonpath="/workspace", trainer_script=str(self.tmp / "scripts" / "trainer.sh"),
-                checkpoint_patterns=self.launch.checkpoint_patterns, keep_local=KEEP_LOCAL, shared=False,
+                checkpoint_patterns=self.launch.checkpoint_patterns, keep_local=self.keep_local, shared=False,
             ),
         )  # fmt: skip
-        sync = self.script("sync.sh", scripts.sync())
+        sync = self.script("sync.sh", self.sync_text)
         env = {
             **self.aws, "PATH": self.path, "PYTHONPATH": str(self.tmp / "py"), "HOME": str(self.tmp), "JOB_COMPLETION_INDEX": "0",
             "RUN_DIR": str(node.run_dir), "STATE_DIR": str(node.state), "SYNC_INTERVAL_SECONDS": "5",
@@ -167,8 +170,12 @@ class Run:
         out, err = sidecar.communicate(timeout=60)
         return trainer, subprocess.CompletedProcess(sidecar.args, sidecar.returncode, out, err)
 
+    def disk(self) -> list[tuple[int, int]]:
+        """(step, bytes under the run directory after that save), in the order of the saves."""
+        return [(int(a), int(b)) for a, b in (line.split() for line in (self.tmp / "disk.log").read_text().split("\n") if line)]
+
     def peak(self) -> int:
-        return max(int(line.split()[1]) for line in (self.tmp / "disk.log").read_text().split("\n") if line)
+        return max(used for _, used in self.disk())
 
     def resumes(self) -> list[str]:
         return (self.tmp / "trainer.log").read_text().split()
