@@ -4,8 +4,11 @@ mapping the settings validate, the secret keys, and keys under a wrong namespace
 from __future__ import annotations
 
 import difflib
+import functools
+import importlib.util
 import json
 import re
+from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from .errors import key_hint
@@ -50,13 +53,38 @@ def foreign_project_key(key: str, project: str = PROJECT) -> Optional[str]:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def aws_config_keys() -> tuple[str, ...]:
+    """pulumi-aws's configuration keys (``aws:<key>``), read from the installed provider package's
+    Config (``pulumi_aws/config/vars.py``: one property per key, each reading
+    ``__config__.get...('<key>')``), without importing the package; () where it is not installed."""
+    spec = importlib.util.find_spec("pulumi_aws")
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    path = Path(list(spec.submodule_search_locations)[0]) / "config" / "vars.py"
+    if not path.is_file():
+        return ()
+    return tuple(sorted(set(re.findall(r"__config__\.get\w*\('(\w+)'", path.read_text()))))
+
+
+def aws_key_problem(key: str) -> Optional[str]:
+    """Why ``aws:<name>`` is no key of the AWS provider (``aws:regoin``), which the provider would
+    silently never read; None for its keys, other namespaces, or without pulumi-aws installed."""
+    namespace, sep, name = key.partition(":")
+    keys = aws_config_keys()
+    if namespace != "aws" or not sep or not keys or name in keys:
+        return None
+    return f"{key}: not a configuration key of the AWS provider (pulumi-aws){key_hint(name, keys)}; its keys: {', '.join(keys)}"
+
+
 def stack_data(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Split a whole stack config ("namespace:key" -> value; objects as JSON text, as the engine
     passes them, or already structured) into the mapping StackSettings validates and the problems
     of its keys.
 
     Keys of other namespaces (aws:profile, kubernetes:context, ...) belong to providers and are
-    left alone; an unknown key of this project's namespace is a typo and is a problem, and so is a
+    left alone, except a key under ``aws:`` that is none of pulumi-aws's (aws_key_problem: aws:regoin);
+    an unknown key of this project's namespace is a typo and is a problem, and so is a
     project key under a wrong namespace (foreign_project_key). rlinf_eks.loading.settings_from_config
     validates the mapping and reports these problems first.
     """
@@ -81,6 +109,7 @@ def stack_data(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         for key in sorted(unknown)
     ]
     problems += [problem for key in sorted(values) if (problem := foreign_project_key(key))]
+    problems += [problem for key in sorted(values) if (problem := aws_key_problem(key))]
     return data, problems
 
 
