@@ -35,10 +35,11 @@ from .trainers.recipe import ModelFacts, recipe_of
 GIB = 2**30
 
 # Estimates, not measurements: what a node's disk holds besides the run.
-IMAGE_ON_DISK_GIB = 60
+IMAGE_ON_DISK_GIB = 50
 """The training image unpacked by containerd: 15-20 GB compressed (offline/first_step.py
-TYPICAL_IMAGE_GB, issue 35), about 2.5 times that unpacked, with the compressed layers containerd
-keeps beside them: 60 GiB, an estimate (none of the images was built here)."""
+TYPICAL_IMAGE_GB, issue 35), about 2.5 times that unpacked; nodeadm's containerd drops the
+compressed layers once unpacked (discard_unpacked_layers defaults to true: amazon-eks-ami's nodeadm
+docs, "Configuring containerd"): 50 GiB, an estimate (none of the images was built here)."""
 SYSTEM_GIB = 10
 """The AMI's own files on the root volume (the OS, the NVIDIA driver, journald): an estimate."""
 LOGS_GIB = 5
@@ -212,7 +213,7 @@ def storage_budget(settings: StackSettings) -> Optional[dict[str, Any]]:
         "verdict": verdict,
         "bucket": {
             "keepInBucket": workload.checkpoints.keep_in_bucket, "saves": bucket_saves,
-            "gib": round(bucket_saves * save.gib, 1) if bucket_saves is not None and save is not None else None,
+            "gib": round(bucket_saves * save.gib, 3) if bucket_saves is not None and save is not None else None,
         },
     }
     if storage.node:
@@ -323,4 +324,6 @@ def render(budget: Optional[Mapping[str, Any]]) -> str:
     bucket = budget["bucket"]
     kept = "every save" if bucket["keepInBucket"] is None else f"the newest {bucket['keepInBucket']} (keepInBucket)"
     lines.append(f"  bucket       {kept}" + (f": {bucket['gib']:.3g} GiB at most" if bucket["gib"] is not None else ""))
+    if storage["key"] == "storage.sharedFilesystem.storageCapacityGib":
+        lines.append("  note: other runs on the same filesystem (runName, experiments of a platform) are not counted")
     return "\n".join(lines)

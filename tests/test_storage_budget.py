@@ -134,7 +134,7 @@ def test_a_root_volume_the_saves_cannot_fit_is_refused_naming_the_keys_that_fix_
         settings(gpuNodes={"localNvmeRaid0": False}, workload=VERL)
     (line,) = [p for p in err.value.problems if p.startswith("gpuNodes.rootVolumeGib")]
     assert line.startswith("gpuNodes.rootVolumeGib=200: the run needs ")
-    for fix in ("3 kept at most with workload.checkpoints.keepLocal=2", "raise gpuNodes.rootVolumeGib to at least 260",
+    for fix in ("3 kept at most with workload.checkpoints.keepLocal=2", "raise gpuNodes.rootVolumeGib to at least 249",
                 "set gpuNodes.localNvmeRaid0: true", "storage.sharedFilesystem.enabled: true"):
         assert fix in line, fix
     settings(gpuNodes={"localNvmeRaid0": False, "rootVolumeGib": 300}, workload=VERL)  # the fix it names fits
@@ -154,9 +154,9 @@ def test_fsx_that_the_kept_saves_fill_is_refused_naming_its_capacity():
 
 
 def test_a_budget_near_its_storage_s_limit_is_warned_of_not_refused():
-    s = settings(gpuNodes={"localNvmeRaid0": False, "rootVolumeGib": 280}, workload=VERL)
+    s = settings(gpuNodes={"localNvmeRaid0": False, "rootVolumeGib": 270}, workload=VERL)
     (warning,) = storage_warnings(s)
-    assert "storage budget: the run needs 233.3 of the 252 GiB its root volume offers (93%)" in warning
+    assert "storage budget: the run needs 223.3 of the 243 GiB its root volume offers (92%)" in warning
     assert storage_warnings(settings(workload=VERL)) == []
 
 
@@ -175,11 +175,11 @@ def test_plan_refuses_a_run_that_cannot_fit_with_exit_2_naming_the_key(tmp_path,
 
 
 def test_plan_prints_the_budget_and_warns_near_the_limit(tmp_path, capsys):
-    argv = ["plan", "single-node", "--quiet", "--out", str(tmp_path / "b"), "--set", "gpuNodes.localNvmeRaid0=false", "--set", "gpuNodes.rootVolumeGib=280"]
+    argv = ["plan", "single-node", "--quiet", "--out", str(tmp_path / "b"), "--set", "gpuNodes.localNvmeRaid0=false", "--set", "gpuNodes.rootVolumeGib=270"]
     assert main(argv) == 0
     captured = capsys.readouterr()
-    assert "Storage budget (near the limit):" in captured.out and "on root volume: 233.3 of 252 GiB" in captured.out
-    assert "warning: storage budget: the run needs 233.3 of the 252 GiB" in captured.err
+    assert "Storage budget (near the limit):" in captured.out and "on root volume: 223.3 of 243 GiB" in captured.out
+    assert "warning: storage budget: the run needs 223.3 of the 243 GiB" in captured.err
 
 
 # --- the run pod -------------------------------------------------------------------------------
