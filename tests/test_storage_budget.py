@@ -112,6 +112,19 @@ def test_nvme_raid0_is_on_by_default_where_the_type_has_instance_storage(gpu, ra
     assert GpuNodeSettings.model_validate(gpu).nvme_raid0 is raid
 
 
+def test_karpenter_asks_for_the_raid0_by_default_and_not_when_it_is_turned_off():
+    from rlinf_eks import karpenter_specs
+
+    def spec(**gpu):
+        return karpenter_specs.node_class_spec(
+            GpuNodeSettings.model_validate({"provisioner": "karpenter", **gpu}), role_name="r", subnet_id="subnet-0abc",
+            security_group_ids=["sg-0abc"], placement_group=None, tags={},
+        )
+
+    assert spec()["instanceStorePolicy"] == "RAID0"
+    assert "instanceStorePolicy" not in spec(localNvmeRaid0=False)
+
+
 def test_the_run_directory_lives_on_fsx_the_raid_or_the_root_volume():
     assert storage_of(settings()).name == "NVMe RAID0 (8 x 3800 GB)"
     assert storage_of(settings()).capacity_gib == pytest.approx(30400 * GB / 2**30)
