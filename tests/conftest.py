@@ -118,12 +118,16 @@ SLOW_TESTS = {
     "tests/test_workload_scripts.py::test_": 2,
     "tests/test_fault_fast.py::test_": 1.5,
     "tests/test_model_staging.py::test_given_": 0.5,
+    # a launcher, its sync sidecar and a trainer pacing 1 s a save over many saves and a restart
+    "tests/test_checkpoint_disk.py::test_a_rerun_": 19,
+    "tests/test_checkpoint_disk.py::test_a_resuming_run_": 13,
 }
 WAITS = (
     "tests/test_launch_real_ray.py::",
     "tests/test_workload_scripts.py::",
     "tests/test_fault_fast.py::",
     "tests/test_model_staging.py::",
+    "tests/test_checkpoint_disk.py::",
 )
 """The known-slow units that wait far more than they compute (see above)."""
 SLOW_MODULES = {
