@@ -17,8 +17,7 @@ import yaml
 
 from .. import config as config_mod
 from ..loading import settings_from_config
-from . import deployer_policy, engine
-from .destroy import destroy_lines
+from . import deployer_policy, destroy, engine
 from .output import REPORT_FOLDER, OutputError, OutputFolder, check_output as _check_output, commit, staged
 from .stack_config import StackConfig, StackConfigError
 from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
@@ -490,7 +489,7 @@ def render_tree(plan: Plan) -> str:
             f"  plus {len(plan.not_planned)} created by pulumi-eks inside eks:index:Cluster (marked '.'; not planned here:"
             " not in this count, the manifests or the policy checks; plan.json notPlanned)"
         )
-    lines.extend(destroy_lines(plan.resources))
+    lines.extend(destroy.destroy_lines(plan.resources))
     return "\n".join(lines)
 
 
