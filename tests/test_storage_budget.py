@@ -7,6 +7,7 @@ one near the limit warned of; the node-local run directory's emptyDir takes the 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -24,6 +25,7 @@ from rlinf_eks.storage_budget import (
     storage_of,
     storage_warnings,
 )
+from rlinf_eks.trainers.recipe import recipe_of
 from rlinf_eks.workload.run import resolve_run
 from tests.harness import ALL_STACKS, ROLES, plan_stack, settings
 
@@ -57,6 +59,16 @@ def test_a_lora_save_holds_the_frozen_base_twice_and_the_adapter_s_optimizer_onl
     assert lora is not None and full is not None
     assert lora.parts[1][1] < 0.05 * lora.gib  # Adam over the LoRA only
     assert full.gib == pytest.approx(2 * lora.parts[0][1] * 2, rel=0.01)  # bf16 weights + 2 bf16 moments + full weights: 4 x the shards
+
+
+@pytest.mark.parametrize("dialect", ["rlinf-embodied", "rlinf-reasoning", "verl-ppo"])
+def test_every_config_a_recipe_knows_has_its_model_facts_and_each_part_its_upstream_line(dialect):
+    recipe = recipe_of(dialect)
+    assert set(recipe.configs) | set(recipe.other_configs) <= set(recipe.models)
+    assert recipe.checkpoint_layout and all(re.search(r"\.py:\d+", part.source) for part in recipe.checkpoint_layout)
+    for name, model in recipe.models.items():
+        assert 0 < model.trainable <= model.parameters and model.bytes_per_value in (2, 4), name
+        assert model.steps is not None and re.search(r":\d+", model.steps.source), name
 
 
 def test_an_unknown_config_has_no_save_size_and_is_never_refused_for_it():
