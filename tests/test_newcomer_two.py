@@ -277,6 +277,10 @@ def test_a_region_missing_from_the_zone_table_is_said_not_checked():
         (["workload.rayjob.cluster=selector"], "- workload.rayjob.cluster='selector': has no effect: workload.launcher is manual, not kuberay"),
         (["workload.eval.checkpoint=global_step_50"], "- workload.eval.checkpoint='global_step_50': has no effect: workload.mode is train, not eval"),
         (["observability.prometheus.retentionDays=30"], "- observability.prometheus.retentionDays=30: has no effect: the observability backend is cloudwatch"),
+        (["storage.sharedFilesystem.enabled=true", "workload.checkpoints.keepInBucket=3"],
+         "- workload.checkpoints.keepInBucket=3: has no effect with the shared filesystem: FSx exports new and changed files"),
+        (["workload.checkpoints.keepLocal=3", "workload.checkpoints.keepInBucket=2"],
+         "- workload.checkpoints.keepInBucket=2: at least keepLocal (3): the sync would upload again the checkpoints the node keeps"),
     ],
 )
 def test_a_setting_that_cannot_work_or_has_no_effect_is_refused(monkeypatch, capsys, tmp_path, sets, line):

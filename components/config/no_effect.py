@@ -72,4 +72,10 @@ def _sections(s: StackSettings) -> list[str]:
         problems += _off("workload.eval", s.workload.eval, "", "workload.mode is train, not eval")
     if s.workload.enabled and s.workload.launcher != "manual" and "manual" in s.workload.model_fields_set:
         problems += _off("workload.manual", s.workload.manual, "", f"workload.launcher is {s.workload.launcher}, not manual")
+    if s.workload.enabled and s.shared_filesystem and s.workload.checkpoints.keep_in_bucket is not None:
+        problems.append(
+            problem_line("workload.checkpoints.keepInBucket", s.workload.checkpoints.keep_in_bucket,
+                         "has no effect with the shared filesystem: FSx exports new and changed files to the bucket, never a deletion, "
+                         "and no sync sidecar runs to delete there; remove it (the bucket keeps every checkpoint)")
+        )  # fmt: skip
     return problems

@@ -248,9 +248,9 @@ class CheckpointSettings(SettingsModel):
     (the newest ones of each checkpoint directory, an earlier attempt's older than any of the
     current one's); the sync sidecar deletes older ones after each upload, and their noncurrent
     versions expire with the bucket's lifecycle rule (30 days). At least keepLocal (the node's
-    would be uploaded again). With the shared filesystem nothing deletes from the bucket (FSx
-    exports new and changed files, never a deletion). Defaults to None: the bucket keeps every
-    checkpoint."""
+    would be uploaded again). Refused with the shared filesystem, where nothing deletes from the
+    bucket (FSx exports new and changed files, never a deletion). Defaults to None: the bucket
+    keeps every checkpoint."""
 
     @model_validator(mode="after")
     def _bucket_keeps_the_nodes(self) -> "CheckpointSettings":

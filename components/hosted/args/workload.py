@@ -158,9 +158,9 @@ class CheckpointSettings(TypedDict):
         "(the newest ones of each checkpoint directory, an earlier attempt's older than any of the\n"
         "current one's); the sync sidecar deletes older ones after each upload, and their noncurrent\n"
         "versions expire with the bucket's lifecycle rule (30 days). At least keepLocal (the node's\n"
-        "would be uploaded again). With the shared filesystem nothing deletes from the bucket (FSx\n"
-        "exports new and changed files, never a deletion). Defaults to None: the bucket keeps every\n"
-        "checkpoint."
+        "would be uploaded again). Refused with the shared filesystem, where nothing deletes from the\n"
+        "bucket (FSx exports new and changed files, never a deletion). Defaults to None: the bucket\n"
+        "keeps every checkpoint."
     )
 
 
