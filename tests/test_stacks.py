@@ -49,7 +49,10 @@ def test_plan_json_has_the_public_shape():
     # region: extended in 0.3 (where every AWS resource lives; the diff reads a change of it);
     # unchecked: extended in 0.3 (what only `pulumi up` can judge; left out when nothing is);
     # firstStep: extended by issue 35 (the wait from node Ready to the first step, a stack that trains)
-    assert set(plan) == {"project", "stack", "resources", "outputs", "notPlanned", "region", "unchecked", "firstStep"}
+    # storageBudget, gpuMemory: extended by issue 52 (the run directory's storage, the trainer's GPU memory)
+    assert set(plan) == {"project", "stack", "resources", "outputs", "notPlanned", "region", "unchecked", "firstStep", "storageBudget", "gpuMemory"}
+    assert plan["storageBudget"]["verdict"] == "fits" and plan["storageBudget"]["storage"]["key"] == "gpuNodes.localNvmeRaid0"
+    assert set(plan["gpuMemory"]) >= {"recipe", "gpu", "usableGiB", "verdict"}
     assert all(isinstance(line, str) and "=" in line for line in plan["unchecked"])
     assert set(plan["firstStep"]) == {"imagePull", "inputStaging", "rayJoin", "trainerStart", "totalSeconds", "cuts"}
     assert plan["project"] == "rlinf-eks" and plan["stack"] == "single-node" and plan["region"] == "us-east-1"
