@@ -162,6 +162,10 @@ def kept_saves(settings: StackSettings, saves: SavesPerRun) -> int:
     """Saves in the run directory at most: max(keepLocal, 2) + 1, the retention's bound (the newest
     complete one, the one before it until S3 holds the newest, and the one being written), no more
     than the run makes."""
+    if settings.workload.mode == "eval":
+        # the evaluated checkpoint restored, and the copy a dialect that writes into the folder it
+        # loads evaluates (recipe evaluation.copyCheckpoint); an evaluation saves none
+        return 1 + int(recipe_of(settings.workload.trainer.dialect).evaluation.copy_checkpoint)
     kept = max(settings.workload.checkpoints.keep_local, 2) + 1
     return kept if saves.count is None else min(kept, saves.count)
 
@@ -206,6 +210,8 @@ def storage_budget(settings: StackSettings) -> Optional[dict[str, Any]]:
         },
         "keepLocal": workload.checkpoints.keep_local,
         "keptSaves": kept,
+        "keptBasis": "workload.mode eval: the evaluated checkpoint (and the copy it evaluates)" if workload.mode == "eval"
+        else f"keepLocal {workload.checkpoints.keep_local}: max(keepLocal, 2) + 1",
         "storage": {"name": storage.name, "key": storage.key, "capacityGiB": round(storage.capacity_gib, 1), "roomGiB": round(storage.room_gib, 1)},
         "uses": [{"item": item, "gib": round(gib, 1)} for item, gib in uses],
         "needGiB": round(need, 1),
@@ -318,7 +324,7 @@ def render(budget: Optional[Mapping[str, Any]]) -> str:
     lines = [
         f"Storage budget ({budget['verdict']}):",
         f"  one save     {size}",
-        f"  saves        {per_run}; in the run directory {budget['keptSaves']} at most (keepLocal {budget['keepLocal']}: max(keepLocal, 2) + 1)",
+        f"  saves        {per_run}; in the run directory {budget['keptSaves']} at most ({budget['keptBasis']})",
         f"  on {storage['name']}: {budget['needGiB']:g} of {storage['roomGiB']:g} GiB ({_summary(budget)})",
     ]
     bucket = budget["bucket"]

@@ -101,6 +101,9 @@ def test_the_run_directory_keeps_the_retention_s_bound_never_more_than_the_run_m
     assert kept_saves(s, saves_per_run(s)) == 5
     one = settings(workload={**EMBODIED, "checkpoints": {"keepLocal": 1}})
     assert kept_saves(one, saves_per_run(one)) == 3
+    # an evaluation keeps the checkpoint it evaluates, and veRL's copy of it (it writes into what it loads)
+    verl_eval = settings(workload={**VERL, "mode": "eval"})
+    assert kept_saves(verl_eval, saves_per_run(verl_eval)) == 2
     few = settings(workload={**EMBODIED, "checkpoints": {"keepLocal": 4}, "trainer": {"dialect": "rlinf-embodied", "overrides": ["runner.max_steps=80"]}})
     assert kept_saves(few, saves_per_run(few)) == 2
     save = save_of(s)
