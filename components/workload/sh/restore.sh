@@ -13,22 +13,24 @@ if [ "${status}" != 0 ]; then
   echo "rlinf-eks: FAILED: could not list ${S3_URI}/ (aws exit ${status})" >&2
   exit "${status}"
 fi
-declare -A step_of=() attempt_of=() dir_of=()
+# Bash 4.2 (the AWS CLI image's Amazon Linux 2) under `set -u`: no associative arrays, and an
+# array that may be empty is read as ${a[@]+"${a[@]}"}.
+newest=()  # attempt TAB directory: each checkpoint directory's newest complete checkpoint
 named=()
 newest_attempt=0
+seen=""
 while IFS=$'\t' read -r family attempt step dir; do
   [ -n "${dir}" ] || continue
   if [ -n "${RESTORE_CHECKPOINT}" ]; then
     if [ "global_step_${step}" = "${RESTORE_CHECKPOINT}" ]; then named+=("${dir}"); fi
     continue
   fi
-  if (( attempt > newest_attempt )); then newest_attempt=${attempt}; fi
-  if [ -z "${step_of["${family}"]+set}" ] || (( attempt > attempt_of["${family}"] || (attempt == attempt_of["${family}"] && step > step_of["${family}"]) )); then
-    step_of["${family}"]=${step}
-    attempt_of["${family}"]=${attempt}
-    dir_of["${family}"]=${dir}
-  fi
-done <<< "${checkpoints}"
+  # sorted: each directory's newest attempt, then its newest step, first
+  if [ "${family}" = "${seen}" ]; then continue; fi
+  seen=${family}
+  newest+=("${attempt}"$'\t'"${dir}")
+  if [ "${attempt}" -gt "${newest_attempt}" ]; then newest_attempt=${attempt}; fi
+done < <(sort -t $'\t' -k1,1 -k2,2nr -k3,3nr <<< "${checkpoints}")
 # the filters apply in order, the last that matches a file wins
 filters=(--exclude "global_step_*/*" --exclude "*/global_step_*/*")
 if [ -n "${RESTORE_CHECKPOINT}" ]; then
@@ -37,8 +39,8 @@ if [ -n "${RESTORE_CHECKPOINT}" ]; then
     "${RUN_DIR}"/*) filters+=(--include "${RESTORE_CHECKPOINT#"${RUN_DIR}/"}/*") ;;
   esac
 else
-  for family in "${!step_of[@]}"; do
-    if [ "${attempt_of["${family}"]}" = "${newest_attempt}" ]; then filters+=(--include "${dir_of["${family}"]}/*"); fi
+  for item in ${newest[@]+"${newest[@]}"}; do
+    if [ "${item%%$'\t'*}" = "${newest_attempt}" ]; then filters+=(--include "${item#*$'\t'}/*"); fi
   done
 fi
 echo "rlinf-eks: restoring ${S3_URI}/ into ${RUN_DIR}/: $(( ${#filters[@]} / 2 - 2 )) checkpoint(s) and every file beside them" >&2

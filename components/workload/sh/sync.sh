@@ -9,19 +9,20 @@ shopt -s globstar nullglob
 # had its files left out). Then UPLOAD_RECORD in STATE_DIR lists them: the launcher removes a
 # checkpoint from the node only once it is there (checkpoints.sh).
 upload() {
-  local step rel complete=() markers=(--exclude "*")
+  local step rel complete=() markers=(--exclude "*") n=0
   local excludes=(--exclude "*${COMPLETE_MARKER}" --exclude "*${COMPLETE_MARKER}.*.tmp" --exclude "${REMOVING}/*" --exclude "*/${REMOVING}/*")
   for step in "${RUN_DIR}"/**/global_step_*/; do
     rel=${step#"${RUN_DIR}/"}
     if [ -f "${step}${COMPLETE_MARKER}" ]; then
       complete+=("${step%/}")
+      n=$(( n + 1 ))
       markers+=(--include "${rel}${COMPLETE_MARKER}")
     else
       excludes+=(--exclude "${rel}*")
     fi
   done
   aws s3 sync "${RUN_DIR}/" "${S3_URI}/" --only-show-errors "${excludes[@]}" || return
-  if [ "${#complete[@]}" -gt 0 ]; then
+  if [ "${n}" -gt 0 ]; then
     aws s3 sync "${RUN_DIR}/" "${S3_URI}/" --only-show-errors "${markers[@]}" || return
   fi
   printf '%s\n' ${complete[@]+"${complete[@]}"} > "${STATE_DIR}/${UPLOAD_RECORD}.tmp" &&
