@@ -127,6 +127,19 @@ def test_a_new_attempt_never_marks_an_earlier_attempts_cut_off_step_and_retentio
     assert steps(first) == [50] and steps(second) == [25]
 
 
+def test_an_attempt_that_saved_nothing_is_still_the_current_one(tmp_path):
+    root = tmp_path / "run" / "checkpoints"
+    first = root / "attempt-1" / "actor"
+    step(first, 25, complete=True)
+    step(first, 50, complete=False)  # cut off
+    (root / "attempt-2").mkdir()  # trainer.sh began attempt 2, which exits 0 before its first save
+    pattern = f"{root}/attempt-*/*/global_step_*"
+    assert checkpoints(tmp_path, "final", pattern).returncode == 0
+    assert not (first / "global_step_50" / MARKER).exists()
+    assert checkpoints(tmp_path, "retain", pattern, keep=2, record=str(tmp_path / "none")).returncode == 0
+    assert steps(first) == [25]  # the cut-off step goes; the complete one waits for its upload
+
+
 # --- restore and sync against the fake S3 -----------------------------------------------------
 
 

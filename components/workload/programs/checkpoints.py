@@ -22,6 +22,19 @@ def family_of(parent):
     return os.sep.join("attempt-*" if ATTEMPT.fullmatch(part) else part for part in parent.split(os.sep))
 
 
+def attempts_begun():
+    """The newest attempt-<K> directory trainer.sh made (0: none): an attempt that has saved
+    nothing yet is still the current one."""
+    newest = 0
+    for pattern in filter(None, patterns):
+        head, found, _ = pattern.partition(os.sep + "attempt-*" + os.sep)
+        for path in glob.glob(head + os.sep + "attempt-*") if found else ():
+            match = ATTEMPT.fullmatch(os.path.basename(path))
+            if match and os.path.isdir(path):
+                newest = max(newest, int(match.group(1)))
+    return newest
+
+
 def mark(path, step):
     # every pod marks (each node's own run directory without the shared filesystem): a
     # per-process temporary name, so two pods never rename each other's file
@@ -38,18 +51,18 @@ def mark(path, step):
 
 
 def scan(mode):
-    """Marks the complete checkpoints; returns {family: [(attempt, step, path, complete)]}."""
+    """Marks the complete checkpoints; returns {family: (current attempt, [(attempt, step, path, complete)])}."""
     by_parent = {}
     for pattern in filter(None, patterns):
         for path in glob.glob(pattern):
             match = STEP.fullmatch(os.path.basename(path))
             if match and os.path.isdir(path):
                 by_parent.setdefault(os.path.dirname(path), {})[int(match.group(1))] = path
-    current = {}
+    current, begun = {}, attempts_begun()
     for parent in by_parent:
         family = family_of(parent)
-        current[family] = max(current.get(family, 0), attempt_of(parent))
-    found = {}
+        current[family] = max(current.get(family, 0), attempt_of(parent), begun if family != parent else 0)
+    found = {family: [] for family in current}
     for parent, steps in by_parent.items():
         try:
             tracked = int(open(os.path.join(parent, "latest_checkpointed_iteration.txt")).read().strip())
@@ -63,12 +76,12 @@ def scan(mode):
             done = os.path.exists(os.path.join(path, marker))
             if not done and mode != "newest" and (final or step < newest or step <= tracked):
                 done = mark(path, step)
-            found.setdefault(family, []).append((attempt, step, path, done))
-    return found
+            found[family].append((attempt, step, path, done))
+    return {family: (current[family], items) for family, items in found.items()}
 
 
 def newest(found):
-    complete = [(attempt, step, path) for items in found.values() for attempt, step, path, done in items if done]
+    complete = [(attempt, step, path) for _, items in found.values() for attempt, step, path, done in items if done]
     return max(complete)[2] if complete else "none"
 
 
@@ -115,9 +128,8 @@ def retain(found):
         start = open(resumed).read().strip() if resumed else ""
     except OSError:
         start = ""
-    for family, items in found.items():
+    for family, (current, items) in found.items():
         items.sort(reverse=True)
-        current = items[0][0]
         complete = [item for item in items if item[3]]
         # the newest complete one; the resume point while nothing newer is complete
         protected = {complete[0][2]} if complete else set()
