@@ -77,10 +77,23 @@ def test_the_gpu_proof_plans_the_stack_with_its_settings_and_reads_the_rendered_
     assert main(["plan", "quickstart", "--quiet", "--out", str(tmp_path / "plan"), *sets]) == 0
     capsys.readouterr()
     pod = proof.pod_of(tmp_path / "plan")
-    assert pod["command"] == ["/bin/bash", "/etc/rlinf/launch.sh"]
-    assert {"/etc/rlinf/launch.sh", "/etc/rlinf/trainer.sh", "/etc/rlinf/progress.sh"} <= set(pod["files"])
+    # every container in the kubelet's order: the checks and the restore to their end, the upload
+    # sidecar (restartPolicy Always) left running, then the launcher
+    kinds = [(c["name"], c["kind"]) for c in pod["containers"]]
+    assert kinds[-1] == ("ray", "main") and ("restore-checkpoints", "init") in kinds and ("sync-checkpoints", "sidecar") in kinds
+    assert kinds.index(("image-check", "init")) < kinds.index(("config-check", "init")) < kinds.index(("restore-checkpoints", "init"))
+    ray = pod["containers"][-1]
+    assert ray["command"] == ["/bin/bash", "/etc/rlinf/launch.sh"]
+    assert {"/etc/rlinf/launch.sh", "/etc/rlinf/trainer.sh", "/etc/rlinf/progress.sh", "/etc/rlinf/restore.sh", "/etc/rlinf/sync.sh"} <= set(pod["files"])
     assert set(pod["dirs"]) == {"/rlinf-run", "/var/run/rlinf"}
-    assert pod["env"]["EMBODIED_PATH"] == "/workspace/examples/embodiment" and pod["env"]["JOB_COMPLETION_INDEX"] == "0"
+    assert ray["env"]["EMBODIED_PATH"] == "/workspace/examples/embodiment"
+    restore = next(c for c in pod["containers"] if c["name"] == "restore-checkpoints")
+    assert restore["env"]["S3_URI"].startswith("s3://") and restore["env"]["RUN_DIR"] == "/rlinf-run"
+    # as the pod's processes: no capability a pod lacks (CAP_SYS_PTRACE never), none where all are dropped
+    wrapped = proof.as_pod(ray, ray["command"])
+    assert wrapped[0] == "setpriv" and "--inh-caps=-all" in wrapped and wrapped[-2:] == ray["command"]
+    assert "sys_ptrace" not in proof.capabilities(ray["securityContext"]) and "ipc_lock" in proof.capabilities(ray["securityContext"])
+    assert proof.capabilities(restore["securityContext"]) == [] and "--bounding-set=-all" in proof.as_pod(restore, ["true"])
     trainer = pod["files"]["/etc/rlinf/trainer.sh"][0]
     # the proof's Hydra keys replace the stack's own (Hydra takes a key once)
     for key in ("runner.save_interval=", "runner.val_check_interval=", "runner.max_steps=", "sim_backend=physx_cpu"):
