@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from rlinf_eks import pins
 from tests.harness import SHARED, require_shared
 
 KUBERAY_SCHEMAS = SHARED / "schemas" / "kuberay"
@@ -213,7 +214,7 @@ KARPENTER_CRD_FILES = {
     "NodePool": "karpenter.sh_nodepools.yaml",
     "NodeClaim": "karpenter.sh_nodeclaims.yaml",
 }
-KARPENTER_CHART = "karpenter-1.14.1"
+KARPENTER_CHART = f"karpenter-{pins.version('karpenter')}"
 """The chart whose values.yaml is ../shared/schemas/karpenter/values.yaml (not under schemas/helm)."""
 KARPENTER_PASSTHROUGH = frozenset({"nodeSelector"})
 """Its keys rendered with toYaml whatever they hold (no meta.json for it in ../shared): the chart's

@@ -12,8 +12,8 @@ from tests.harness import PROJECT_STACKS, ROOT
 
 ROOT_ENTRIES = {
     ".ci", ".github", ".gitignore", "CHANGELOG.md", "Pulumi.yaml", "README.md", "__main__.py", "bench",
-    "components", "docs", "examples", "images", "policy", "provider", "pyproject.toml", "requirements.txt",
-    "schema", "stacks", "tests",
+    "components", "docs", "examples", "images", "policy", "provider", "pyproject.toml", "renovate.json",
+    "requirements.txt", "schema", "stacks", "tests",
 }  # fmt: skip
 """Every file and folder the repository has at its root. A new one is added here on purpose."""
 

@@ -9,37 +9,37 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from .. import pins
 from .types import Bool, ChartVersion, Float, Int, Namespace, SettingsModel, chart_version
 
 
 class KubeRaySettings(SettingsModel):
     enabled: Bool = False
     """Install the KubeRay operator. Defaults to false."""
-    version: ChartVersion = "1.7.0"
-    """kuberay-operator chart version. Defaults to 1.7.0 (the CRDs this project validates against)."""
+    version: ChartVersion = pins.version("kuberay-operator")
+    """kuberay-operator chart version. Defaults to the pin in components/pins.yaml (the CRDs this project validates against)."""
     namespace: Namespace = "ray-system"
     """Namespace of the KubeRay operator release. Defaults to ray-system."""
 
 
 class DevicePluginSettings(SettingsModel):
-    nvidia_version: ChartVersion = "0.18.0"
+    nvidia_version: ChartVersion = pins.version("nvidia-device-plugin")
     """nvidia-device-plugin chart version (not installed on Bottlerocket, which ships its own).
-    Defaults to 0.18.0 (0.18.1 was released but not published to the chart repository,
-    NVIDIA/k8s-device-plugin #1588)."""
-    efa_version: Annotated[str, chart_version("v")] = "v0.5.20"
+    Defaults to the pin in components/pins.yaml (the values this project checks against)."""
+    efa_version: Annotated[str, chart_version("v")] = pins.version("aws-efa-k8s-device-plugin")
     """aws-efa-k8s-device-plugin chart version; this chart's versions carry a leading v.
-    Defaults to v0.5.20 (plugin image v0.5.13)."""
+    Defaults to the pin in components/pins.yaml."""
 
 
 class AutoscalerSettings(SettingsModel):
     enabled: Bool = False
     """Install the Cluster Autoscaler so GPU nodes exist only while a job needs them."""
-    version: ChartVersion = "9.53.0"
-    """cluster-autoscaler chart version. Defaults to 9.53.0 (app 1.34.2)."""
-    image_tag: str = "v1.35.1"
+    version: ChartVersion = pins.version("cluster-autoscaler")
+    """cluster-autoscaler chart version. Defaults to the pin in components/pins.yaml."""
+    image_tag: str = pins.version("cluster-autoscaler-image")
     """Cluster Autoscaler image tag; its minor must equal the cluster's Kubernetes minor
-    (the autoscaler embeds that release's scheduler). Defaults to v1.35.1, for the default
-    cluster.kubernetesVersion (the chart's own default image is v1.34.2)."""
+    (the autoscaler embeds that release's scheduler). Defaults to the pin in components/pins.yaml,
+    for the default cluster.kubernetesVersion (the chart's own default image may be older)."""
     scale_down_unneeded_minutes: Int = Field(10, ge=1, le=1440)
     """How long a node must be unneeded before it is removed. Defaults to 10."""
     expander: Literal["least-waste", "random", "most-pods", "priority"] = "least-waste"
@@ -62,7 +62,7 @@ class AutoscalerSettings(SettingsModel):
 class PreflightSettings(SettingsModel):
     enabled: Bool = False
     """Check GPUs, EFA devices and all-reduce bandwidth on every node before training starts."""
-    image: str = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
+    image: str = f"public.ecr.aws/hpc-cloud/nccl-tests:{pins.version('nccl-tests')}"
     """An nccl-tests image with libfabric, aws-ofi-nccl and Open MPI (awsome-distributed-training's
     build, pinned: its tag names CUDA, EFA installer, aws-ofi-nccl, NCCL and nccl-tests versions)."""
     min_bus_bandwidth_fraction: Float = Field(0.5, gt=0, le=1)

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from .. import pins
 from .aws_rules import cluster_name_problem
 from .errors import rule_error
 from .types import Bool, Ec2InstanceType, Int, SettingsModel
@@ -32,7 +33,7 @@ class ClusterSettings(SettingsModel):
     the secret key ``rlinf-eks:kubeconfig``. Defaults to false."""
     name: Optional[str] = None
     """Cluster name. Defaults to rlinf-<stack> for a new cluster; required when existing."""
-    kubernetes_version: str = "1.35"
+    kubernetes_version: str = pins.version("kubernetes")
     """Kubernetes minor version. Defaults to 1.35 (in EKS standard support until 2027-03-27; 1.34's
     ended 2026-12-02, after which a cluster bills the extended-support rate, six times the standard)."""
     endpoint_public_access_cidrs: list[str] = Field(default_factory=list)
@@ -52,7 +53,7 @@ class ClusterSettings(SettingsModel):
     """Control-plane log types. Defaults to api, audit, authenticator."""
     system_nodes: SystemNodeSettings = Field(default_factory=SystemNodeSettings)
     """The on-demand node group of the operators, device plugins and the watchdog (a new cluster only)."""
-    vpc_cni_version: str = "v1.20.4-eksbuild.1"
+    vpc_cni_version: str = pins.version("vpc-cni")
     """VPC CNI add-on version; efa-only interfaces need >= 1.18.5."""
 
     @field_validator("kubernetes_version")

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from .. import catalog
+from .. import catalog, pins
 from ..scheduling import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels
 from .aws_rules import label_problem
 from .errors import key_path, problem_line, raise_all, rule_error
@@ -145,10 +145,10 @@ def capacity_block_time_problems(gpu: "GpuNodeSettings", now: datetime) -> list[
 class KarpenterSettings(SettingsModel):
     """The Karpenter controller and its node class (with ``gpuNodes.provisioner: karpenter``)."""
 
-    version: ChartVersion = "1.14.1"
+    version: ChartVersion = pins.version("karpenter")
     """Karpenter chart version (oci://public.ecr.aws/karpenter/karpenter), pinned; its CRDs are the ones
-    the NodePool and EC2NodeClass are checked against. Defaults to 1.14.1."""
-    ami_alias: str = "al2023@v20260318"
+    the NodePool and EC2NodeClass are checked against. Defaults to the pin in components/pins.yaml."""
+    ami_alias: str = f"al2023@{pins.version('eks-ami-al2023')}"
     """The EKS AL2023 AMI release the nodes boot (EC2NodeClass amiSelectorTerms alias, al2023@vYYYYMMDD; the
     NVIDIA variant is chosen by instance type). Pinned, never @latest: a new AMI would replace idle nodes
     under a run. The release must ship the cluster's Kubernetes version (amazon-eks-ami's CHANGELOG, checked

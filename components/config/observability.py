@@ -9,6 +9,7 @@ from typing import Literal, Optional
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from .. import pins
 from .types import ChartVersion, Int, Namespace, SettingsModel
 
 Backend = Literal["cloudwatch", "prometheus", "none"]
@@ -24,16 +25,16 @@ class PrometheusSettings(SettingsModel):
 
     namespace: Namespace = "monitoring"
     """Namespace of kube-prometheus-stack and dcgm-exporter. Defaults to monitoring."""
-    stack_version: ChartVersion = "88.5.3"
-    """kube-prometheus-stack chart version. Defaults to 88.5.3 (the values this project checks against)."""
-    dcgm_exporter_version: ChartVersion = "4.8.2"
-    """NVIDIA dcgm-exporter chart version. Defaults to 4.8.2 (the values this project checks against)."""
+    stack_version: ChartVersion = pins.version("kube-prometheus-stack")
+    """kube-prometheus-stack chart version. Defaults to the pin in components/pins.yaml (the values this project checks against)."""
+    dcgm_exporter_version: ChartVersion = pins.version("dcgm-exporter")
+    """NVIDIA dcgm-exporter chart version. Defaults to the pin in components/pins.yaml (the values this project checks against)."""
     retention_days: Int = Field(15, ge=1, le=365)
     """How long Prometheus keeps samples (in an emptyDir on a system node: lost when the pod moves).
     Defaults to 15."""
-    efa_exporter_image: str = "public.ecr.aws/docker/library/busybox:1.37.0"
+    efa_exporter_image: str = f"public.ecr.aws/docker/library/busybox:{pins.version('busybox')}"
     """The image of the EFA counter exporter (busybox: sh and httpd); accepts repo@sha256:digest.
-    Defaults to public.ecr.aws/docker/library/busybox:1.37.0."""
+    Defaults to public.ecr.aws/docker/library/busybox at the pin in components/pins.yaml."""
 
     # kube-prometheus-stack is installed as release "kps" with fullnameOverride "kps": its
     # Prometheus Service is kps-prometheus (9090), the Grafana subchart's kps-grafana (80)
@@ -57,9 +58,9 @@ class ObservabilitySettings(SettingsModel):
     nothing. Defaults to cloudwatch on a new cluster and none on an existing one: an existing
     cluster may already run the add-on (a second CreateAddon fails) or its own Prometheus, and
     may lack the EKS Pod Identity agent the cloudwatch path needs; choose for it explicitly."""
-    cloudwatch_addon_version: str = "v6.4.0-eksbuild.1"
+    cloudwatch_addon_version: str = pins.version("amazon-cloudwatch-observability")
     """amazon-cloudwatch-observability add-on version (6.2.0 or later: OpenTelemetry metrics).
-    Defaults to v6.4.0-eksbuild.1 (chart 6.4.0, whose values the configuration is checked against)."""
+    Defaults to the pin in components/pins.yaml (the chart whose values the configuration is checked against)."""
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
     """The in-cluster Prometheus path's versions and namespace."""
 

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from .. import pins
 from .types import Bool, ChartVersion, Int, Namespace, SettingsModel
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -52,9 +53,9 @@ class QueueSettings(SettingsModel):
     enabled: Bool = True
     """Queue every run through Kueue (a LocalQueue in the workload namespace): the run is
     created suspended and admitted all or nothing once the pool holds all of it. Defaults to true."""
-    version: ChartVersion = "0.19.2"
-    """Kueue chart version (oci://registry.k8s.io/kueue/charts/kueue). Defaults to 0.19.2 (the CRDs
-    this project validates against)."""
+    version: ChartVersion = pins.version("kueue")
+    """Kueue chart version (oci://registry.k8s.io/kueue/charts/kueue). Defaults to the pin in
+    components/pins.yaml (the CRDs this project validates against)."""
     namespace: Namespace = "kueue-system"
     """Namespace of the Kueue release. Defaults to kueue-system."""
     name: str = "rlinf"

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from .. import pins
 from .errors import key_path, raise_all, rule_error, shown
 from .model_source import INPUT_SOURCE_FORMS, MODEL_SOURCE_FORMS, ModelSource, parse_model_source
 from .types import AbsolutePath, Bool, ChartVersion, Float, Int, Namespace, SettingsModel, dns_label
@@ -208,7 +209,7 @@ class RestartSettings(SettingsModel):
     backoff_seconds: Int = Field(60, ge=0, le=3600)
     """Manual launcher: restart attempt N waits N x this long before it starts (JobSet restarts at
     once: its failurePolicy has no backoff). Defaults to 60 s."""
-    jobset_version: ChartVersion = "0.11.1"
+    jobset_version: ChartVersion = pins.version("jobset")
     """Manual launcher with restarts: the JobSet chart version (oci://registry.k8s.io/jobset/charts/jobset).
     0.10.1 or newer: the failure rules match Job failure messages (onJobFailureMessagePatterns, new
     in 0.10.0, whose chart's CRD lacked it until 0.10.1: the API server would prune the patterns, and
@@ -306,7 +307,7 @@ class WorkloadSettings(SettingsModel):
     """manual (the seed's default): a headless Service and an Indexed Job; kuberay: RayCluster + RayJob."""
     image: str = Field(min_length=1)
     """The training image (RLinf or SimpleVLA-RL, with libfabric and aws-ofi-nccl)."""
-    ray_version: str = "2.49.2"
+    ray_version: str = pins.version("ray")
     """The Ray version inside the image (KubeRay's rayVersion)."""
     trainer: TrainerSettings = Field(default_factory=TrainerSettings)
     """What the trainer runs: dialect, Hydra config, model path, overrides and batch sizes."""
@@ -355,9 +356,10 @@ class WorkloadSettings(SettingsModel):
     hf://datasets/Org/Name[@revision][/file or folder] or s3://bucket/prefix (staged like the model,
     once, before the trainer starts), or an absolute path the pod already has (in the image or on
     the shared filesystem; not staged). Defaults to {}: every input from the recipe's source."""
-    checkpoint_sync_image: str = "public.ecr.aws/aws-cli/aws-cli:2.32.9"
+    checkpoint_sync_image: str = f"public.ecr.aws/aws-cli/aws-cli:{pins.version('aws-cli')}"
     """Without the shared filesystem: the image (with the AWS CLI) that restores the run directory
-    from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to aws-cli 2.32.9."""
+    from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to public.ecr.aws/aws-cli/aws-cli at the pin in
+    components/pins.yaml."""
     checkpoint_sync_interval_seconds: Int = Field(300, ge=30)
     """Without the shared filesystem: seconds between uploads of the run directory to S3 (plus one
     final upload when the trainer ends or the pod is stopped). Defaults to 5 minutes."""

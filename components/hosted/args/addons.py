@@ -12,13 +12,12 @@ class DevicePluginSettings(TypedDict):
     nvidia_version: NotRequired[str]
     (
         "nvidia-device-plugin chart version (not installed on Bottlerocket, which ships its own).\n"
-        "Defaults to 0.18.0 (0.18.1 was released but not published to the chart repository,\n"
-        "NVIDIA/k8s-device-plugin #1588)."
+        "Defaults to the pin in components/pins.yaml (the values this project checks against)."
     )
     efa_version: NotRequired[str]
     (
         "aws-efa-k8s-device-plugin chart version; this chart's versions carry a leading v.\n"
-        "Defaults to v0.5.20 (plugin image v0.5.13)."
+        "Defaults to the pin in components/pins.yaml."
     )
 
 
@@ -26,7 +25,7 @@ class KubeRaySettings(TypedDict):
     enabled: NotRequired[bool]
     "Install the KubeRay operator. Defaults to false."
     version: NotRequired[str]
-    "kuberay-operator chart version. Defaults to 1.7.0 (the CRDs this project validates against)."
+    "kuberay-operator chart version. Defaults to the pin in components/pins.yaml (the CRDs this project validates against)."
     namespace: NotRequired[str]
     "Namespace of the KubeRay operator release. Defaults to ray-system."
 
@@ -47,12 +46,12 @@ class AutoscalerSettings(TypedDict):
     enabled: NotRequired[bool]
     "Install the Cluster Autoscaler so GPU nodes exist only while a job needs them."
     version: NotRequired[str]
-    "cluster-autoscaler chart version. Defaults to 9.53.0 (app 1.34.2)."
+    "cluster-autoscaler chart version. Defaults to the pin in components/pins.yaml."
     image_tag: NotRequired[str]
     (
         "Cluster Autoscaler image tag; its minor must equal the cluster's Kubernetes minor\n"
-        "(the autoscaler embeds that release's scheduler). Defaults to v1.35.1, for the default\n"
-        "cluster.kubernetesVersion (the chart's own default image is v1.34.2)."
+        "(the autoscaler embeds that release's scheduler). Defaults to the pin in components/pins.yaml,\n"
+        "for the default cluster.kubernetesVersion (the chart's own default image may be older)."
     )
     scale_down_unneeded_minutes: NotRequired[int]
     "How long a node must be unneeded before it is removed. Defaults to 10."

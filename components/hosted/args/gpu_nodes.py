@@ -62,7 +62,7 @@ class KarpenterSettings(TypedDict):
     version: NotRequired[str]
     (
         "Karpenter chart version (oci://public.ecr.aws/karpenter/karpenter), pinned; its CRDs are the ones\n"
-        "the NodePool and EC2NodeClass are checked against. Defaults to 1.14.1."
+        "the NodePool and EC2NodeClass are checked against. Defaults to the pin in components/pins.yaml."
     )
     ami_alias: NotRequired[str]
     (

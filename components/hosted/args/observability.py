@@ -13,9 +13,9 @@ class PrometheusSettings(TypedDict):
     namespace: NotRequired[str]
     "Namespace of kube-prometheus-stack and dcgm-exporter. Defaults to monitoring."
     stack_version: NotRequired[str]
-    "kube-prometheus-stack chart version. Defaults to 88.5.3 (the values this project checks against)."
+    "kube-prometheus-stack chart version. Defaults to the pin in components/pins.yaml (the values this project checks against)."
     dcgm_exporter_version: NotRequired[str]
-    "NVIDIA dcgm-exporter chart version. Defaults to 4.8.2 (the values this project checks against)."
+    "NVIDIA dcgm-exporter chart version. Defaults to the pin in components/pins.yaml (the values this project checks against)."
     retention_days: NotRequired[int]
     (
         "How long Prometheus keeps samples (in an emptyDir on a system node: lost when the pod moves).\n"
@@ -24,7 +24,7 @@ class PrometheusSettings(TypedDict):
     efa_exporter_image: NotRequired[str]
     (
         "The image of the EFA counter exporter (busybox: sh and httpd); accepts repo@sha256:digest.\n"
-        "Defaults to public.ecr.aws/docker/library/busybox:1.37.0."
+        "Defaults to public.ecr.aws/docker/library/busybox at the pin in components/pins.yaml."
     )
 
 
@@ -43,7 +43,7 @@ class ObservabilitySettings(TypedDict):
     cloudwatch_addon_version: NotRequired[str]
     (
         "amazon-cloudwatch-observability add-on version (6.2.0 or later: OpenTelemetry metrics).\n"
-        "Defaults to v6.4.0-eksbuild.1 (chart 6.4.0, whose values the configuration is checked against)."
+        "Defaults to the pin in components/pins.yaml (the chart whose values the configuration is checked against)."
     )
     prometheus: NotRequired[PrometheusSettings]
     "The in-cluster Prometheus path's versions and namespace."

@@ -26,8 +26,8 @@ class QueueSettings(TypedDict):
     )
     version: NotRequired[str]
     (
-        "Kueue chart version (oci://registry.k8s.io/kueue/charts/kueue). Defaults to 0.19.2 (the CRDs\n"
-        "this project validates against)."
+        "Kueue chart version (oci://registry.k8s.io/kueue/charts/kueue). Defaults to the pin in\n"
+        "components/pins.yaml (the CRDs this project validates against)."
     )
     namespace: NotRequired[str]
     "Namespace of the Kueue release. Defaults to kueue-system."

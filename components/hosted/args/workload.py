@@ -264,7 +264,8 @@ class WorkloadSettings(TypedDict):
     checkpoint_sync_image: NotRequired[str]
     (
         "Without the shared filesystem: the image (with the AWS CLI) that restores the run directory\n"
-        "from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to aws-cli 2.32.9."
+        "from s3://<bucket>/<stack>/ at start and syncs it back. Defaults to public.ecr.aws/aws-cli/aws-cli at the pin in\n"
+        "components/pins.yaml."
     )
     checkpoint_sync_interval_seconds: NotRequired[int]
     (
