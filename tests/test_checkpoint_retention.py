@@ -69,11 +69,24 @@ def test_retention_removes_only_uploaded_older_checkpoints_and_keeps_the_newest_
     # keep 2: 6 (being written) and 5 (the newest complete); 3 and 4 wait for their upload
     assert steps(parent) == [3, 4, 5, 6]
     assert "keepLocal=2; a copy is in S3" in result.stderr
-    assert not (parent / ".rlinf-eks-removing").exists()
 
     record.write_text("".join(f"{parent}/global_step_{n}\n" for n in (3, 4, 5)))
     assert checkpoints(tmp_path, "retain", f"{parent}/global_step_*", keep=2, record=str(record)).returncode == 0
     assert steps(parent) == [5, 6]
+
+
+def test_a_removal_cut_off_midway_is_never_marked_again_nor_resumed_from_and_the_next_pass_ends_it(tmp_path):
+    parent = tmp_path / "run" / "checkpoints"
+    for n in (1, 2, 3):
+        step(parent, n, complete=True)
+    # the launcher was killed removing 1: its tombstone written, its marker gone, files left
+    (parent / "global_step_1" / scripts.REMOVING).write_text("")
+    (parent / "global_step_1" / MARKER).unlink()
+    pattern = f"{parent}/global_step_*"
+    assert checkpoints(tmp_path, "mark", pattern).returncode == 0
+    assert not (parent / "global_step_1" / MARKER).exists()  # 1 < 3, yet not marked again
+    assert checkpoints(tmp_path, "retain", pattern, keep=3, record=str(tmp_path / "none")).returncode == 0
+    assert steps(parent) == [2, 3]
 
 
 def test_retention_without_an_upload_record_keeps_everything_and_never_removes_the_resume_point(tmp_path):
@@ -216,8 +229,7 @@ def test_sync_records_what_it_uploaded_and_keeps_keep_in_bucket_checkpoints_ther
     for n in (1, 2, 3, 4):
         step(parent, n, complete=True)
     step(parent, 5, complete=False)
-    (parent / ".rlinf-eks-removing" / "global_step_0.1.2").mkdir(parents=True)
-    (parent / ".rlinf-eks-removing" / "global_step_0.1.2" / "model.pt").write_text("being removed")
+    (parent / "global_step_4" / scripts.REMOVING).write_text("")  # being removed, marker still there
     (state / "exit-code").write_text("0\n")
     env = {**aws, "RUN_DIR": str(run), "STATE_DIR": str(state), "SYNC_INTERVAL_SECONDS": "30"}
     result = run_script(tmp_path, "sync.sh", scripts.sync(keep_in_bucket=2), env)
@@ -225,9 +237,9 @@ def test_sync_records_what_it_uploaded_and_keeps_keep_in_bucket_checkpoints_ther
     recorded = (state / scripts.UPLOAD_RECORD).read_text().split()
     assert recorded == [str(parent / f"global_step_{n}") for n in (1, 2, 3, 4)]
     s3 = bucket(tmp_path) / "logs" / "checkpoints"
-    # the two newest complete ones stay; 5 (not complete) and the removal in progress never went up
+    # the two newest complete ones stay; 5 (not complete) and a removal's tombstone never went up
     assert steps(s3) == [3, 4] and all((s3 / f"global_step_{n}" / MARKER).exists() for n in (3, 4))
-    assert not (s3 / ".rlinf-eks-removing").exists()
+    assert not (s3 / "global_step_4" / scripts.REMOVING).exists()
     assert "keepInBucket=2" in result.stderr
 
     # without keepInBucket the bucket keeps every one

@@ -199,8 +199,8 @@ SYNC = body("sync.sh")
 
 
 REMOVING = ".rlinf-eks-removing"
-"""Beside a checkpoint directory's global_step_<N>: where the launcher's retention moves a
-checkpoint before deleting it (programs/checkpoints.py), never uploaded."""
+"""In a global_step_<N> the launcher's retention is removing (programs/checkpoints.py): written
+before the marker goes, so the marking rule never marks a half-removed step again; never uploaded."""
 
 
 def restore(checkpoint: Optional[str] = None) -> str:

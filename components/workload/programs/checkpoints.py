@@ -8,7 +8,7 @@ mode, patterns, marker = sys.argv[1], sys.argv[2].split("\n"), sys.argv[3]
 keep, record, resumed, settle = int(sys.argv[4] or 0), sys.argv[5], sys.argv[6], float(sys.argv[7] or 0)
 STEP = re.compile(r"global_step_(\d+)")
 ATTEMPT = re.compile(r"attempt-(\d+)")
-REMOVING = ".rlinf-eks-removing"
+REMOVING = ".rlinf-eks-removing"  # in a global_step_<N> the retention is removing (scripts.REMOVING)
 
 
 def attempt_of(parent):
@@ -51,7 +51,8 @@ def mark(path, step):
 
 
 def scan(mode):
-    """Marks the complete checkpoints; returns {family: (current attempt, [(attempt, step, path, complete)])}."""
+    """Marks the complete checkpoints; returns {family: (current attempt, [(attempt, step, path,
+    complete: True, False, or None for one being removed)])}."""
     by_parent = {}
     for pattern in filter(None, patterns):
         for path in glob.glob(pattern):
@@ -74,7 +75,9 @@ def scan(mode):
         final = mode == "final" and attempt == current[family]
         for step, path in steps.items():
             done = os.path.exists(os.path.join(path, marker))
-            if not done and mode != "newest" and (final or step < newest or step <= tracked):
+            if not done and os.path.exists(os.path.join(path, REMOVING)):
+                done = None  # being removed (retain)
+            elif not done and mode != "newest" and (final or step < newest or step <= tracked):
                 done = mark(path, step)
             found[family].append((attempt, step, path, done))
     return {family: (current[family], items) for family, items in found.items()}
@@ -97,21 +100,17 @@ def uploaded(path, copies):
 
 
 def remove(path, why):
-    # out of every checkpoint glob first (a rename): a removal cut off midway never leaves a
-    # marked step with files missing
-    trash = os.path.join(os.path.dirname(path), REMOVING)
+    # A tombstone, then no marker: a removal cut off midway leaves a step nothing resumes from and
+    # the marking rule never marks again; the next pass ends it. No rename to take it out of the
+    # globs first: on FSx a renamed file is exported again, under its new name.
     try:
-        os.makedirs(trash, exist_ok=True)
-        target = os.path.join(trash, f"{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}")
-        os.rename(path, target)
+        open(os.path.join(path, REMOVING), "w").close()
+        if os.path.exists(os.path.join(path, marker)):
+            os.remove(os.path.join(path, marker))
     except OSError as err:
         print(f"rlinf-eks: could not remove {path}: {err}", file=sys.stderr)
         return
-    shutil.rmtree(target, ignore_errors=True)
-    try:
-        os.rmdir(trash)
-    except OSError:
-        pass
+    shutil.rmtree(path, ignore_errors=True)
     print(f"rlinf-eks: removed {path} from the run directory ({why})", file=sys.stderr)
 
 
@@ -134,12 +133,11 @@ def retain(found):
         # the newest complete one; the resume point while nothing newer is complete
         protected = {complete[0][2]} if complete else set()
         protected |= {path for attempt, step, path, done in complete if path == start and not any(o[:2] > (attempt, step) for o in complete)}
-        for parent in {os.path.dirname(item[2]) for item in items}:
-            # what a removal cut off midway left
-            shutil.rmtree(os.path.join(parent, REMOVING), ignore_errors=True)
         kept = 0
         for attempt, step, path, done in items:
-            if path in protected:
+            if done is None:
+                shutil.rmtree(path, ignore_errors=True)  # a removal cut off midway
+            elif path in protected:
                 kept += 1
             elif not done and attempt < current:
                 remove(path, "cut off in an earlier attempt, never complete")

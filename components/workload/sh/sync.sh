@@ -10,7 +10,7 @@ shopt -s globstar nullglob
 # checkpoint from the node only once it is there (checkpoints.sh).
 upload() {
   local step rel complete=() markers=(--exclude "*") n=0
-  local excludes=(--exclude "*${COMPLETE_MARKER}" --exclude "*${COMPLETE_MARKER}.*.tmp" --exclude "${REMOVING}/*" --exclude "*/${REMOVING}/*")
+  local excludes=(--exclude "*${COMPLETE_MARKER}" --exclude "*${COMPLETE_MARKER}.*.tmp" --exclude "*/${REMOVING}")
   for step in "${RUN_DIR}"/**/global_step_*/; do
     rel=${step#"${RUN_DIR}/"}
     if [ -f "${step}${COMPLETE_MARKER}" ]; then
