@@ -89,7 +89,7 @@ def test_the_node_class_carries_imdsv2_the_volume_the_hugepages_and_the_selector
     assert spec["subnetSelectorTerms"] == [{"id": "subnet-0abc"}]
     assert spec["securityGroupSelectorTerms"] == [{"id": "sg-0cluster"}, {"id": "sg-0efa"}]
     assert spec["placementGroupSelector"] == {"name": "pg-name"}
-    assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20260318"}]
+    assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
     assert spec["kubelet"] == {"maxPods": catalog.max_pods(catalog.lookup("p5.48xlarge"))}
 
 

@@ -67,13 +67,14 @@ def test_the_default_and_a_matching_pin_plan(monkeypatch, capsys, tmp_path):
 
 
 def test_the_default_ships_every_calendar_version_a_release_can_ship_with_the_newest():
-    """No release ships 1.28 with 1.35 (1.28's last AL2023 NVIDIA image is in v20251112, 1.35's first
-    in v20260114): the default ships every other version of the calendar, and is the newest that does."""
+    """No release ships 1.28 or 1.29 with 1.36 (1.29's last AL2023 NVIDIA image is in v20260318, 1.36's
+    first in v20260610; EKS creates neither since 2026-03-23): the default ships every other version
+    of the calendar, and is the newest that does."""
     calendar = list(eks_versions.STANDARD_SUPPORT_ENDS)
     newest_version = calendar[-1]
     with_newest = [r for r in ami_releases.data()["releases"] if newest_version in (ami_releases.versions(r) or ())]
     reachable = [v for v in calendar if any(v in ami_releases.versions(r) for r in with_newest)]
-    assert set(calendar) - set(reachable) == {"1.28"}
+    assert set(calendar) - set(reachable) == {"1.28", "1.29"}
     release = KarpenterSettings().ami_alias.partition("@")[2]
     assert set(reachable) <= set(ami_releases.versions(release))
     assert release == max(r for r in with_newest if set(reachable) <= set(ami_releases.versions(r)))

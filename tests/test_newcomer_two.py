@@ -176,7 +176,7 @@ def test_a_new_cluster_of_a_version_past_extended_support_is_refused(monkeypatch
     if refused:
         assert status == 2
         assert f"cluster.kubernetesVersion='{version}': EKS no longer creates {version} clusters: its extended support ended" in err
-        assert "use 1.35 (EKS creates 1.32, 1.33, 1.34, 1.35 on 2026-12-01" in err
+        assert "use 1.36 (EKS creates 1.32, 1.33, 1.34, 1.35, 1.36 on 2026-12-01" in err
     else:
         assert status == 0, err
 
@@ -185,7 +185,7 @@ def test_extended_support_ends_a_year_after_standard_support():
     from rlinf_eks.config.eks_versions import creatable, extended_support_ends
 
     assert extended_support_ends("1.31") == "2026-11-26" and extended_support_ends("1.99") is None
-    assert creatable("2026-11-26") == ["1.32", "1.33", "1.34", "1.35"]
+    assert creatable("2026-11-26") == ["1.32", "1.33", "1.34", "1.35", "1.36"]
     assert creatable("2026-11-25")[0] == "1.31"
 
 

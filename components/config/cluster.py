@@ -34,8 +34,13 @@ class ClusterSettings(SettingsModel):
     name: Optional[str] = None
     """Cluster name. Defaults to rlinf-<stack> for a new cluster; required when existing."""
     kubernetes_version: str = pins.version("kubernetes")
-    """Kubernetes minor version. Defaults to 1.35 (in EKS standard support until 2027-03-27; 1.34's
-    ended 2026-12-02, after which a cluster bills the extended-support rate, six times the standard)."""
+    """Kubernetes minor version. Defaults to 1.35 (components/pins.yaml), in EKS standard support until
+    2027-03-27 (1.34's ended 2026-12-02, after which a cluster bills the extended-support rate, six
+    times the standard). Not 1.36, though EKS offers it since 2026-06-02: the real API server tier
+    checks this project's objects on v1.35.3, the Cluster Autoscaler image (autoscaler.imageTag, whose
+    minor must be the cluster's) is pinned at v1.35, and the pinned VPC CNI and CloudWatch add-on
+    versions are not known here to be offered for 1.36. A 1.36 cluster plans, is priced and, with
+    Karpenter, boots the default amiAlias, which ships 1.36."""
     endpoint_public_access_cidrs: list[str] = Field(default_factory=list)
     """CIDRs allowed to reach the public API endpoint. Empty (the default): private endpoint only.
     Not with deployFromVpc (private endpoint only)."""

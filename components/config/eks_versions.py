@@ -5,8 +5,10 @@ Source (``SOURCE``): the Amazon EKS Kubernetes release calendar
 (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html, as mirrored by
 endoflife.date/amazon-eks in February 2026): 14 months of standard support from a version's EKS
 release, then 12 months of extended support, after which EKS upgrades the cluster and creates no
-new one of that version. A version newer than the table's newest may exist by the time of a plan:
-it is reported as not checked, not refused.
+new one of that version. 1.36 (EKS release 2026-06-02) is not in any copy of the calendar read here:
+its end of standard support is that release date plus the documented 14 months (``DERIVED``), to be
+replaced by the calendar's own date when it is read. A version newer than the table's newest may
+exist by the time of a plan: it is reported as not checked, not refused.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from .errors import problem_line
 
 SOURCE = (
     "Amazon EKS Kubernetes release calendar (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html, "
-    "as mirrored by endoflife.date/amazon-eks in February 2026): 14 months of standard support, then 12 of extended"
+    "as mirrored by endoflife.date/amazon-eks in February 2026): 14 months of standard support, then 12 of extended; "
+    "1.36 by that rule from its EKS release on 2026-06-02"
 )
 CALENDAR_READ = "2026-02"
 
@@ -31,8 +34,16 @@ STANDARD_SUPPORT_ENDS: Mapping[str, str] = {
     "1.33": "2026-07-29",
     "1.34": "2026-12-02",
     "1.35": "2027-03-27",
+    "1.36": "2027-08-02",
 }
 """End of standard support per EKS minor version; after it a cluster bills the extended-support rate."""
+
+EKS_RELEASED: Mapping[str, str] = {"1.36": "2026-06-02"}
+"""EKS release dates of the versions whose end of standard support is derived (``DERIVED``)."""
+DERIVED = frozenset(EKS_RELEASED)
+"""Versions whose dates follow the documented rule (14 months of standard support from the EKS
+release) instead of the calendar's table. 1.36's EKS release, 2026-06-02, is the one issue 53
+reports; the first amazon-eks-ami release with 1.36 images is v20260610 (data/eks-ami-releases.json)."""
 
 
 def extended_support_ends(version: str) -> Optional[str]:

@@ -152,7 +152,8 @@ class KarpenterSettings(SettingsModel):
     """The EKS AL2023 AMI release the nodes boot (EC2NodeClass amiSelectorTerms alias, al2023@vYYYYMMDD; the
     NVIDIA variant is chosen by instance type). Pinned, never @latest: a new AMI would replace idle nodes
     under a run. The release must ship the cluster's Kubernetes version (amazon-eks-ami's CHANGELOG, checked
-    by the plan). Defaults to al2023@v20260318, the newest release with Kubernetes 1.29 to 1.35."""
+    by the plan). Defaults to the pin in components/pins.yaml: al2023@v20260714, the newest release in the
+    data, with Kubernetes 1.30 to 1.36 (every version EKS creates clusters of since 2026-03-23)."""
     consolidate_after_minutes: Int = Field(5, ge=0, le=1440)
     """How long an empty GPU node stays before Karpenter removes it (disruption.consolidateAfter). Defaults to 5."""
 

@@ -27,8 +27,13 @@ class ClusterSettings(TypedDict):
     "Cluster name. Defaults to rlinf-<stack> for a new cluster; required when existing."
     kubernetes_version: NotRequired[str]
     (
-        "Kubernetes minor version. Defaults to 1.35 (in EKS standard support until 2027-03-27; 1.34's\n"
-        "ended 2026-12-02, after which a cluster bills the extended-support rate, six times the standard)."
+        "Kubernetes minor version. Defaults to 1.35 (components/pins.yaml), in EKS standard support until\n"
+        "2027-03-27 (1.34's ended 2026-12-02, after which a cluster bills the extended-support rate, six\n"
+        "times the standard). Not 1.36, though EKS offers it since 2026-06-02: the real API server tier\n"
+        "checks this project's objects on v1.35.3, the Cluster Autoscaler image (autoscaler.imageTag, whose\n"
+        "minor must be the cluster's) is pinned at v1.35, and the pinned VPC CNI and CloudWatch add-on\n"
+        "versions are not known here to be offered for 1.36. A 1.36 cluster plans, is priced and, with\n"
+        "Karpenter, boots the default amiAlias, which ships 1.36."
     )
     endpoint_public_access_cidrs: NotRequired[list[str]]
     (
