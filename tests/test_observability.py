@@ -375,7 +375,15 @@ def test_given_prometheus_then_the_ray_head_embeds_grafana_and_queries_prometheu
 # --- the launcher's figures, served for real ------------------------------------------------------
 
 
-def test_given_a_supervised_trainer_then_its_step_and_newest_complete_checkpoint_are_served_as_metrics(tmp_path):
+@pytest.mark.parametrize(
+    "folders",
+    [
+        ("checkpoints/global_step_3", "checkpoints/global_step_4"),
+        # verl-ppo's attempts: the second starts again at step 1, below the first attempt's 50
+        ("checkpoints/attempt-1/actor/global_step_50", "checkpoints/attempt-2/actor/global_step_3", "checkpoints/attempt-2/actor/global_step_4"),
+    ],
+)
+def test_given_a_supervised_trainer_then_its_step_and_newest_complete_checkpoint_are_served_as_metrics(tmp_path, folders):
     import socket
     import subprocess
     import sys
@@ -391,9 +399,9 @@ def test_given_a_supervised_trainer_then_its_step_and_newest_complete_checkpoint
     (tmp_path / "trainer.py").write_text(
         "import os, sys, time\n"
         f"run = {str(tmp_path)!r}\n"
-        "for step in (3, 4):\n"
-        "    os.makedirs(os.path.join(run, 'checkpoints', f'global_step_{step}'), exist_ok=True)\n"
-        f"open(os.path.join(run, 'checkpoints', 'global_step_3', {COMPLETE_MARKER!r}), 'w').close()\n"
+        f"for folder in {list(folders)!r}:\n"
+        "    os.makedirs(os.path.join(run, folder), exist_ok=True)\n"
+        f"    if not folder.endswith('global_step_4'): open(os.path.join(run, folder, {COMPLETE_MARKER!r}), 'w').close()\n"
         "print('trainer: step 4', flush=True)\n"
         "time.sleep(6)\n"
     )

@@ -12,6 +12,7 @@ EXIT_RESERVATION_ENDING = int(os.environ["EXIT_RESERVATION_ENDING"])
 METRICS_PORT = int(os.environ.get("PROGRESS_METRICS_PORT") or 0)
 COMPLETE_MARKER = os.environ.get("PROGRESS_COMPLETE_MARKER", ".rlinf-eks-complete")
 STEP = re.compile(r"^global_step_(\d+)$")
+ATTEMPT = re.compile(r"^attempt-(\d+)$")
 # settle_checkpoint_writes: programs/checkpoint_writes.py, run before this program (progress.sh)
 
 
@@ -48,17 +49,21 @@ for thread in relays:
 
 
 def newest_steps():
-    """The highest global_step_N under RUN_DIR (not descending into a step's own files), and the
-    highest one marked complete (-1 for none)."""
-    best = complete = -1
+    """The newest global_step_N under RUN_DIR (not descending into a step's own files), and the
+    newest one marked complete, each as (attempt, N), (0, -1) for none: a dialect that cannot
+    resume writes each attempt below attempt-<K>, its steps starting again, and a new attempt's
+    steps are newer than any earlier attempt's."""
+    best = complete = (0, -1)
     for base, dirs, _ in os.walk(RUN_DIR):
         keep = []
+        attempts = [int(part[8:]) for part in os.path.relpath(base, RUN_DIR).split(os.sep) if ATTEMPT.match(part)]
+        attempt = attempts[-1] if attempts else 0
         for name in dirs:
             match = STEP.match(name)
             if match:
-                best = max(best, int(match.group(1)))
+                best = max(best, (attempt, int(match.group(1))))
                 if os.path.exists(os.path.join(base, name, COMPLETE_MARKER)):
-                    complete = max(complete, int(match.group(1)))
+                    complete = max(complete, (attempt, int(match.group(1))))
             elif base.count(os.sep) - RUN_DIR.count(os.sep) < 4:
                 keep.append(name)
         dirs[:] = keep
@@ -69,8 +74,8 @@ def metrics_text():
     """The run's figures in Prometheus' text format (the dashboard 'Is it training?')."""
     lines = []
     for name, kind, help_text, value in (
-        ("rlinf_eks_train_step", "gauge", "Newest global_step_N directory of the run (the step the progress watchdog counts).", step),
-        ("rlinf_eks_checkpoint_complete_step", "gauge", "Newest global_step_N marked complete (what a restart resumes from).", complete_step),
+        ("rlinf_eks_train_step", "gauge", "Newest global_step_N directory of the run (the step the progress watchdog counts).", step[1]),
+        ("rlinf_eks_checkpoint_complete_step", "gauge", "Newest global_step_N marked complete (what a restart resumes from).", complete_step[1]),
         ("rlinf_eks_checkpoint_complete_timestamp_seconds", "gauge", "When the supervisor first saw that checkpoint complete (Unix time).", complete_seen),
         ("rlinf_eks_progress_timestamp_seconds", "gauge", "Last trainer output or new step (Unix time); the watchdog stops the trainer progressTimeoutSeconds after it.", progress_wall),
         ("rlinf_eks_progress_timeout_seconds", "gauge", "workload.progressTimeoutSeconds (0: no watchdog).", TIMEOUT),
@@ -151,7 +156,7 @@ def stop(reason, status, budget):
 
 
 step, complete_step = newest_steps()
-complete_seen = time.time() if complete_step >= 0 else 0
+complete_seen = time.time() if complete_step[1] >= 0 else 0
 last_step_change = time.monotonic()
 if METRICS_PORT:
     serve_metrics(METRICS_PORT)
