@@ -15,11 +15,14 @@ from __future__ import annotations
 import sys as _sys
 
 _COMMAND = ("rlinf_eks", "rlinf_eks.__main__")
-if _sys.argv[:1] == ["-m"] and any(
+_SCRIPT = "rlinf-eks"
+"""The console script (pyproject.toml [project.scripts]): it imports rlinf_eks.__main__, so this package first."""
+if (_sys.argv[:1] == ["-m"] and any(
     (a == "-m" and b in _COMMAND) or a in [f"-m{name}" for name in _COMMAND] for a, b in zip(_sys.orig_argv, [*_sys.orig_argv[1:], ""])
-):
-    # `python -m rlinf_eks`: the package is imported before its __main__ runs; Ctrl-C is the command
-    # line's from here on (one line, exit 130: rlinf_eks.interrupts), not a traceback of an import
+)) or _sys.argv[:1] and _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] == _SCRIPT:  # fmt: skip
+    # `python -m rlinf_eks` or the `rlinf-eks` script: the package is imported before the command's
+    # code runs; Ctrl-C is the command line's from here on (one line, exit 130: rlinf_eks.interrupts),
+    # not a traceback of an import
     from . import interrupts as _interrupts
 
     _interrupts.install()

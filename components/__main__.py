@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import importlib
 import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
+
+from .wording import counted
 
 DESCRIPTION = """\
 The offline plan and the tools around a stack: plan, diff, image-contract, verify, report and
 build-image (python -m rlinf_eks COMMAND --help for each).
 
-Exit status: 0 success; 1 a diff found changes, or under --strict a policy violation or a
-placeholder value (unless --allow-placeholders); 2 bad input (the stack's settings, the
-arguments); 130 interrupted (Ctrl-C: one line, no output folder half-written)."""
+Exit status: 0 success; 1 a diff found changes, or under --strict a policy violation, a
+placeholder value (unless --allow-placeholders or the stack's allowPlaceholders: true) or a GPU
+instance type not sold in the stack's region; 2 bad input (the stack's settings, the arguments);
+74 a write failed (a full device: one line); 130 interrupted (Ctrl-C: one line, no output folder
+half-written)."""
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -42,12 +48,15 @@ def _plan(args: argparse.Namespace) -> int:
     except (ConfigError, StackConfigError) as err:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
         return 2
-    # --quiet leaves out the resource tree only: the cost, Faults and Outputs are the review a CI
-    # log needs, and they are short
-    if not args.quiet:
-        print(plan_mod.render_tree(plan))
-        print()
     report = plan_mod.efficiency_of_plan(plan)
+    if args.quiet:  # the few lines a script or a reviewer needs (rlinf_eks.offline.summary); plan.json has the rest
+        from .offline import summary
+
+        budget = plan.to_json().get(plan_mod.STORAGE_BUDGET)
+        print("\n".join(summary.lines(plan, report, budget, out, plan_mod.PLAN_FILE, plan_mod.MANIFESTS)))
+        return _verdicts(plan, args, [*plan.warnings, *written])
+    print(plan_mod.render_tree(plan))
+    print()
     if report is not None:
         from .offline.efficiency import render_efficiency
 
@@ -95,21 +104,42 @@ def _plan(args: argparse.Namespace) -> int:
         print()
     print("\n".join(plan_mod.render_outputs(plan.outputs)))
     print()
-    for warning in [*plan.warnings, *written]:
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"wrote {out / plan_mod.PLAN_FILE} and {len(plan.manifests())} manifests in {out / plan_mod.MANIFESTS}")
+    print(f"wrote {out / plan_mod.PLAN_FILE} and {counted(len(plan.manifests()), 'manifest')} in {out / plan_mod.MANIFESTS}")
+    return _verdicts(plan, args, [*plan.warnings, *written])
+
+
+def _verdicts(plan: Any, args: argparse.Namespace, warnings: list[str]) -> int:
+    """The plan's warnings, policy violations, placeholders and GPU types not sold in the region, on
+    stderr (with --quiet too: they are what to act on), and the status: 1 under --strict for any but
+    a warning (placeholders allowed by --allow-placeholders or allowPlaceholders: true), else 0."""
+    from .offerings import not_sold
+    from .offline import plan as plan_mod
+
+    strict = " (--strict: failing)" if args.strict else ""
+    allowed = args.allow_placeholders or (plan.settings is not None and plan.settings.allow_placeholders)
+    placeholders_fail = bool(plan.placeholders) and args.strict and not allowed
+    unsold = not_sold(plan.settings) if plan.settings is not None else []
     violations = plan_mod.violations_of_plan(plan)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     for violation in violations:
         print(f"policy violation: {violation}", file=sys.stderr)
-    if violations:
-        print(f"{len(violations)} policy violations{' (--strict: failing)' if args.strict else ''}", file=sys.stderr)
     for placeholder in plan.placeholders:
         print(f"placeholder: {placeholder}", file=sys.stderr)
-    placeholders_fail = bool(plan.placeholders) and args.strict and not args.allow_placeholders
+    for line in unsold:
+        print(f"not sold: {line}", file=sys.stderr)
+    if violations:
+        print(f"{counted(len(violations), 'policy violation')}{strict}", file=sys.stderr)
     if plan.placeholders:
-        state = " (--strict: failing; --allow-placeholders to plan example stacks)" if placeholders_fail else ""
-        print(f"{len(plan.placeholders)} placeholders to replace before pulumi up{state}", file=sys.stderr)
-    return 1 if (violations and args.strict) or placeholders_fail else 0
+        if plan.settings is not None and plan.settings.allow_placeholders:
+            state = ", deployed as they are (allowPlaceholders: true)"
+        else:
+            state = f" to replace: pulumi up refuses {'it' if len(plan.placeholders) == 1 else 'them'} unless the stack sets allowPlaceholders: true"
+            state += " (--strict: failing; --allow-placeholders to plan example stacks)" if placeholders_fail else ""
+        print(f"{counted(len(plan.placeholders), 'placeholder')}{state}", file=sys.stderr)
+    if unsold:
+        print(f"{counted(len(unsold), 'GPU instance type')} not sold in aws:region {plan.region}{strict}", file=sys.stderr)
+    return 1 if (violations or unsold) and args.strict or placeholders_fail else 0
 
 
 def _image_contract(args: argparse.Namespace) -> int:
@@ -146,6 +176,16 @@ def _diff(args: argparse.Namespace) -> int:
     return status
 
 
+class _Version(argparse.Action):
+    """``--version``: rlinf_eks.__version__ on stdout (argparse's own version action drops a failed write)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from . import __version__
+
+        print(f"rlinf-eks {__version__}")
+        parser.exit()
+
+
 BUILT_IN = ("plan", "diff", "image-contract")
 OWN_MODULES = {"verify": ".verify.cli", "report": ".report.cli", "build-image": ".image_build.cli"}
 """The commands whose parser and code live in a module of their own: a command line that names
@@ -159,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = Grammar(
         prog="python -m rlinf_eks", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--version", action=_Version, nargs=0, help="print rlinf-eks's version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     plan = commands.add_parser("plan", help="run a stack's program under Pulumi mocks and write plan.json and manifests/")
@@ -166,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--out", metavar="DIR", type=output_folder, help="output folder; default build/<stack>")
     plan.add_argument(
         "--quiet", action="store_true",
-        help="do not print the resource tree and its counts (the cost, Faults and Outputs are still printed)",
+        help="print a five-line summary (the stack, its cost, the storage budget's verdict, the placeholders, what was "
+        "written) instead of the plan's sections; warnings and problems still go to stderr",
     )
     plan.add_argument(
         "--strict", action="store_true",
@@ -219,14 +261,47 @@ def cli() -> None:
     interrupts.install()  # Ctrl-C: one line, exit 130, whatever the command is doing (rlinf_eks.interrupts)
     gc.disable()
     try:
-        status = main()
+        try:
+            status = main()
+        except SystemExit as done:  # argparse's --help, --version and usage errors: their output is flushed below too
+            status = done.code if isinstance(done.code, int) else 0 if done.code is None else _said(str(done.code))
         sys.stdout.flush()
     except BrokenPipeError:
         # the reader stopped early (`plan | head`): no traceback, the status of a process SIGPIPE ended
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = 128 + signal.SIGPIPE
-    sys.stderr.flush()
+    except OSError as err:
+        if err.errno not in WRITE_ERRORS:
+            raise
+        status = _write_failed(err)
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass  # stderr is the full device too: the status says it
     os._exit(status)
+
+
+WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+"""A write the device refused (full, over quota, too large, failing, read-only): one line, EX_IOERR."""
+EX_IOERR = 74
+"""sysexits.h: an error occurred while doing I/O on some file."""
+
+
+def _said(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 1
+
+
+def _write_failed(err: OSError) -> int:
+    """One line for a write the device refused (``plan > /dev/full``), and EX_IOERR. What stdout
+    still buffers is dropped: the command leaves with os._exit."""
+    what = err.filename or "standard output"
+    line = f"error: could not write {what}: {err.strerror} ({errno.errorcode.get(err.errno, err.errno)})"
+    try:
+        os.write(2, (line + "\n").encode())
+    except OSError:
+        pass
+    return EX_IOERR
 
 
 if __name__ == "__main__":

@@ -2,11 +2,16 @@
 before ``pulumi up`` (the example AWS account's image, a documentation CIDR, an example resource id).
 
 The offline plan warns about each (key path, value, what to set) and ``plan --strict`` fails on
-them unless ``--allow-placeholders`` is given (CI plans the example stacks as they are).
+them unless ``--allow-placeholders`` is given (CI plans the example stacks as they are). The
+program itself refuses them (:func:`refusal`): ``pulumi preview`` and ``pulumi up`` stop before the
+first resource, where a documentation CIDR would otherwise create the VPC and the cluster and then
+leave the deployer outside its API endpoint. The stack opts out with ``allowPlaceholders: true``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -90,3 +95,42 @@ def find_placeholders(settings: StackSettings) -> list[Placeholder]:
             continue
         found.append(Placeholder(path, text, why, _what_to_set(path)))
     return found
+
+
+OPT_OUT = "allowPlaceholders"
+"""The stack's key that deploys placeholders as they are (StackSettings.allow_placeholders)."""
+
+_planned_offline: contextvars.ContextVar[bool] = contextvars.ContextVar("rlinf_eks.placeholders.planned_offline", default=False)
+
+
+@contextlib.contextmanager
+def planned_offline() -> Iterator[None]:
+    """Within the block the program runs under the offline plan's engine (rlinf_eks.offline.engine),
+    which reports each placeholder itself (a ``placeholder:`` line; ``--strict`` fails on them), so
+    the program plans them instead of refusing them. ``pulumi preview`` and ``pulumi up`` never
+    enter it."""
+    token = _planned_offline.set(True)
+    try:
+        yield
+    finally:
+        _planned_offline.reset(token)
+
+
+def refusal(settings: StackSettings) -> list[str]:
+    """The problems (one line per placeholder: key path, value, why, what to set) for which the
+    program refuses the stack before any resource is registered; none when the stack sets
+    ``allowPlaceholders: true`` or the offline plan runs the program (:func:`planned_offline`)."""
+    if settings.allow_placeholders or _planned_offline.get():
+        return []
+    return [f"{p}; or set {OPT_OUT}: true to deploy this example value as it is" for p in find_placeholders(settings)]
+
+
+def refused(settings: StackSettings) -> StackSettings:
+    """``settings``, or ConfigError naming its placeholders (:func:`refusal`): what the program runs
+    before its first resource (rlinf_eks.program.run_program)."""
+    problems = refusal(settings)
+    if problems:
+        from .config import ConfigError
+
+        raise ConfigError(problems)
+    return settings

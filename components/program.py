@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi.runtime.sync_await import _sync_await
 
-from . import experiment
+from . import experiment, placeholders
 from .config import PROJECT, StackSettings, pulumi_config
 from .experiment import Platform
 from .loading import RULES, settings_from_config, warn_plain_secrets
@@ -488,12 +488,13 @@ def read_platform(values: dict[str, Any]) -> Platform:
 
 
 def run_program() -> dict[str, Any]:
-    """Read the stack's config and build it. A bad config raises ConfigError before any resource
-    is registered; an experiment's, before any resource but its StackReference (a read)."""
+    """Read the stack's config and build it. A bad config or a placeholder (placeholders.refused) raises
+    ConfigError before any resource is registered; an experiment's, before any but its StackReference."""
     values, stack = pulumi_config.running_stack_config()
     warn_plain_secrets(values)
     if experiment.role_of(values) == "experiment":
         platform = read_platform(values)
-        settings = experiment.experiment_settings(values, stack, platform, RULES)
+        settings = placeholders.refused(experiment.experiment_settings(values, stack, platform, RULES))
         return build_experiment(settings, Secrets.from_pulumi_config(), stack, platform)
-    return build(settings_from_config(values, stack), Secrets.from_pulumi_config(), stack)
+    return build(placeholders.refused(settings_from_config(values, stack)), Secrets.from_pulumi_config(), stack)
+

@@ -1,5 +1,5 @@
 """What ``python -m rlinf_eks plan`` prints, and what the README's Quick start promises (issue 18):
-``--quiet`` leaves out the tree only, and the default stack's lack of resume is said up front."""
+``--quiet`` prints five lines instead of the sections (issue 55), and the default stack's lack of resume is said up front."""
 
 from __future__ import annotations
 
@@ -9,17 +9,30 @@ from rlinf_eks.__main__ import main
 from tests.harness import ROOT
 
 
-def test_quiet_help_says_what_it_hides_and_what_it_keeps(capsys):
+def test_quiet_help_says_what_it_prints(capsys):
     with pytest.raises(SystemExit):
         main(["plan", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "--quiet do not print the resource tree and its counts (the cost, Faults and Outputs are still printed)" in help_text
+    assert "--quiet print a five-line summary (the stack, its cost, the storage budget's verdict, the placeholders, what was written)" in help_text
 
 
-def test_quiet_keeps_the_cost_faults_and_outputs_and_drops_the_tree(tmp_path, capsys):
-    assert main(["plan", "single-node", "--quiet", "--out", str(tmp_path)]) == 0
+def test_quiet_prints_the_five_lines_a_script_needs_and_problems_still_on_stderr(tmp_path, capsys):
+    assert main(["plan", "quickstart", "--quiet", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "stack quickstart: 77 resources in us-east-1",
+        "cost: $1.77/h while training, $1.77/h idle (g5.2xlarge in us-east-1; everything the stack bills by the hour, usage-based not included)",
+        "storage budget: fits: 65 of 377.2 GiB on NVMe RAID0 (1 x 450 GB)",
+        "placeholders: 2 to replace (pulumi up refuses them unless allowPlaceholders: true)",
+        f"wrote {tmp_path}/plan.json and 17 manifests in {tmp_path}/manifests",
+    ]
+    assert "placeholder: workload.image='123456789012." in captured.err
+    assert captured.err.strip().splitlines()[-1] == "2 placeholders to replace: pulumi up refuses them unless the stack sets allowPlaceholders: true"
+
+
+def test_the_full_plan_keeps_the_cost_faults_and_outputs(tmp_path, capsys):
+    assert main(["plan", "single-node", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "(offline plan)" not in printed and "Resources:" not in printed
     assert "stack cost" in printed and "\n\nFaults:\n" in printed and "\n\nOutputs:\n" in printed
     assert "resume: none: verl-ppo" in printed
 
@@ -36,5 +49,5 @@ def test_the_quick_start_says_the_default_stack_cannot_resume_and_names_one_that
 
 
 def test_the_stack_the_quick_start_names_for_resume_does_resume(tmp_path, capsys):
-    assert main(["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path)]) == 0
+    assert main(["plan", "vllm-rollout", "--out", str(tmp_path)]) == 0
     assert "resume: the newest complete checkpoint" in capsys.readouterr().out

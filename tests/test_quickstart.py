@@ -11,7 +11,7 @@ from tests.harness import ROOT, manifests, plan_stack
 
 
 def _printed_plan(tmp_path, capsys) -> str:
-    assert main(["plan", "quickstart", "--quiet", "--out", str(tmp_path / "out")]) == 0
+    assert main(["plan", "quickstart", "--out", str(tmp_path / "out")]) == 0
     return capsys.readouterr().out
 
 
@@ -111,6 +111,6 @@ def test_on_one_gpu_the_world_size_rules_check_an_unknown_configs_batch_with_one
 
 
 def test_the_deploying_guide_quotes_single_nodes_cost_line_as_its_plan_prints_it(tmp_path, capsys):
-    assert main(["plan", "single-node", "--quiet", "--out", str(tmp_path / "single")]) == 0
+    assert main(["plan", "single-node", "--out", str(tmp_path / "single")]) == 0
     quoted = re.search(r"for `single-node`: `(stack cost [^`]+)`", (ROOT / "docs" / "deploying.md").read_text().replace("\n", " ")).group(1)
     assert quoted in capsys.readouterr().out

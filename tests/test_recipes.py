@@ -252,7 +252,7 @@ def test_every_workload_stack_plans_its_inputs_and_stages_each_in_its_own_init_c
 
 
 def test_the_printed_plan_lists_each_input_its_source_destination_and_keys(capsys, tmp_path):
-    assert main(["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path)]) == 0
+    assert main(["plan", "vllm-rollout", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     section = out[out.index("Inputs:") :].split("\n\n", 1)[0]
     assert "recipe: rlinf-reasoning qwen2.5-1.5b-grpo-fsdp, as examples/reasoning/run_main_grpo_math.sh" in section

@@ -203,7 +203,7 @@ def test_plan_refuses_a_run_that_cannot_fit_with_exit_2_naming_the_key(tmp_path,
 
 
 def test_plan_prints_the_budget_and_warns_near_the_limit(tmp_path, capsys):
-    argv = ["plan", "single-node", "--quiet", "--out", str(tmp_path / "b"), "--set", "gpuNodes.localNvmeRaid0=false", "--set", "gpuNodes.rootVolumeGib=270"]
+    argv = ["plan", "single-node", "--out", str(tmp_path / "b"), "--set", "gpuNodes.localNvmeRaid0=false", "--set", "gpuNodes.rootVolumeGib=270"]
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "Storage budget (near the limit):" in captured.out and "on root volume: 223.3 of 243 GiB" in captured.out

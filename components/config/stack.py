@@ -97,6 +97,11 @@ class StackSettings(SettingsModel):
     images: ImageSettings = Field(default_factory=ImageSettings)
     """The training images built in this account: ECR repositories and CodeBuild projects (optional;
     python -m rlinf_eks build-image)."""
+    allow_placeholders: bool = False
+    """Deploy the example values a stack file carries (the AWS documentation's example account in
+    workload.image, a documentation CIDR, an example resource id: rlinf_eks.placeholders) as they
+    are. Defaults to false: ``pulumi up`` and ``pulumi preview`` refuse them before anything is
+    created, and ``plan --strict`` fails on them."""
 
     @property
     def gpu_az(self) -> str:

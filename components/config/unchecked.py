@@ -41,6 +41,13 @@ def unchecked(settings: StackSettings, now: datetime) -> list[str]:
             "VPC, subnets and add-ons (verify level 0 checks them on the cluster)"
         )
     gpu = settings.gpu_nodes
+    if settings.platform.role != "experiment":  # an experiment's nodes are its platform's
+        lines.append(
+            f"gpuNodes.instanceType={gpu.instance_type!r}: that {settings.gpu_az} offers it (the region is checked against the "
+            "price table, rlinf_eks.offerings; zone letters map to different zones per account: aws ec2 "
+            f"describe-instance-type-offerings --location-type availability-zone --filters Name=instance-type,Values="
+            f"{gpu.instance_type} --region {settings.region})"
+        )
     if gpu.provisioner == "karpenter" and settings.platform.role != "experiment" and gpu.karpenter.ami_alias.partition("@")[2] > ami_releases.newest():
         # releases up to the data's newest are checked (config/stack_rules.py _karpenter_ami)
         lines.append(

@@ -16,6 +16,7 @@ from pulumi.runtime import mocks, settings
 from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
+from ..placeholders import planned_offline
 from ..plan_reader import ROOT_STACK, SECRET, UNKNOWN
 from .fake_cloud import FakeCloud
 
@@ -170,12 +171,14 @@ def run(
     region: str = "us-east-1",
     stack_references: Mapping[str, Mapping[str, Any]] | None = None,
     vpc_id: str | None = None,
+    offline: bool = True,
 ) -> Run:
     """Run ``program`` (which registers resources and returns its stack outputs) under mocks.
 
     ``stack_references``: the outputs a StackReference of each fully qualified stack name reads
     (FakeCloud.stack_references); ``vpc_id``: the existing VPC the stack names, which a looked-up
-    subnet it did not create lies in."""
+    subnet it did not create lies in; ``offline``: the plan reports the placeholders the program
+    would refuse (rlinf_eks.placeholders.planned_offline); False runs it as ``pulumi up`` does."""
     settings.reset_options(project=project, stack=stack)
     pulumi.runtime.set_all_config(dict(config), sorted(secret_keys or ()))
     monitor = RecordingMonitor(FakeCloud(region, stack_references, vpc_id), project, stack)
@@ -196,7 +199,7 @@ def run(
         return _sync_await(resolve(values))
 
     settings.SETTINGS.rpc_manager.clear()
-    with _no_stack_traces(), _monitor_calls_inline():
+    with _no_stack_traces(), _monitor_calls_inline(), planned_offline() if offline else contextlib.nullcontext():
         _sync_await(pulumi.runtime.stack.run_pulumi_func(body))
     return Run(project=project, stack=stack, registrations=list(monitor.registrations), outputs=outputs, warnings=warnings, region=region)
 

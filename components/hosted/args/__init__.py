@@ -146,3 +146,10 @@ class RlinfStackArgs(TypedDict):
         "The training images built in this account: ECR repositories and CodeBuild projects (optional;\n"
         "python -m rlinf_eks build-image)."
     )
+    allow_placeholders: NotRequired[bool]
+    (
+        "Deploy the example values a stack file carries (the AWS documentation's example account in\n"
+        "workload.image, a documentation CIDR, an example resource id: rlinf_eks.placeholders) as they\n"
+        "are. Defaults to false: ``pulumi up`` and ``pulumi preview`` refuse them before anything is\n"
+        "created, and ``plan --strict`` fails on them."
+    )
