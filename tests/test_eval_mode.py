@@ -154,7 +154,8 @@ def test_the_eval_script_takes_the_newest_attempts_newest_checkpoint_not_a_highe
     launch = _verl_eval(run_dir=str(run), model=str(tmp_path / "sft"))
     result = _run(EvalLaunch(**{**launch.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
     assert result.returncode == 0, result.stderr
-    assert json.loads((run / "eval" / "step-25" / "eval.json").read_text())["checkpoint"] == f"{run}/checkpoints/attempt-2/actor/global_step_25"
+    # its own folder: an earlier attempt's step 25 would be another model
+    assert json.loads((run / "eval" / "attempt-2-step-25" / "eval.json").read_text())["checkpoint"] == f"{run}/checkpoints/attempt-2/actor/global_step_25"
     # a name: that step of the newest attempt holding it (here the one trained before attempts)
     named = _verl_eval("global_step_75", run_dir=str(run), model=str(tmp_path / "sft"))
     result = _run(EvalLaunch(**{**named.__dict__, "workdir": str(tmp_path / "work")}), tmp_path)
@@ -228,7 +229,7 @@ def test_multi_node_eval_plan_renders_an_evaluation_jobset_on_the_newest_complet
     assert 'runner.ckpt_path="${model}/actor/model_state_dict/full_weights.pt"' in script
     assert 'model="$ckpt"' in script and "cp -R" not in script  # RLinf only reads the checkpoint
     assert "for d in /fsx/multi-node/logs/rlinf/checkpoints/global_step_*;" in script
-    assert "EVAL_DIR=/fsx/multi-node/eval/step-" in script and 'runner.logger.log_path="${EVAL_DIR}"' in script
+    assert "EVAL_DIR=/fsx/multi-node/eval/\"$attempt\"step-" in script and 'runner.logger.log_path="${EVAL_DIR}"' in script
     assert "runner.logger.log_path=/fsx/multi-node/logs" not in script
     # the launcher marks no checkpoint in eval mode (its final pass would mark partial saves), and
     # keeps its own state (run identity, last failure) beside the evaluations

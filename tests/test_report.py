@@ -230,3 +230,13 @@ def test_the_report_folders_own_names_are_what_the_report_writes():
     from rlinf_eks.report.page import DATA, PAGE
 
     assert {PAGE, DATA, FIGURES_DIR} <= set(REPORT_OUTPUTS)
+
+
+def test_an_evaluation_of_a_verl_attempts_checkpoint_keeps_its_step(tmp_path):
+    from rlinf_eks.report.logs import read_run
+
+    for name, step in (("step-25", 25), ("attempt-2-step-25", 25)):
+        folder = tmp_path / "eval" / name
+        folder.mkdir(parents=True)
+        (folder / "eval.json").write_text(json.dumps({"checkpoint": f"/run/checkpoints/x/global_step_{step}", "step": step, "status": 0, "metrics": {}}))
+    assert [(e.name, e.step) for e in read_run(tmp_path).evaluations] == [("step-25", 25), ("attempt-2-step-25", 25)]

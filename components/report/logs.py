@@ -184,7 +184,7 @@ def read_logs(root: Path, *, skip_eval: bool = True) -> RunLogs:
 
 @dataclass
 class Evaluation:
-    """One ``<run dir>/eval/step-<N>``: its metrics (the summary's, else its own logs), videos
+    """One ``<run dir>/eval/step-<N>`` (or ``attempt-<K>-step-<N>``): its metrics (the summary's, else its own logs), videos
     (paths relative to the run directory) and exit status when the summary says it."""
 
     name: str
@@ -207,7 +207,7 @@ def _evaluation(run_dir: Path, folder: Path) -> Evaluation:
         metrics = {tag: s.points[max(s.points)] for tag, s in logs.series.items() if tag != STEP_TIME_FROM_LOG}
     videos = sorted(str(p.relative_to(run_dir)) for p in folder.rglob("*.mp4"))
     try:
-        step: Optional[int] = int(folder.name.split("-", 1)[1])
+        step: Optional[int] = int(folder.name.rsplit("-", 1)[1])  # step-<N>, attempt-<K>-step-<N>
     except (IndexError, ValueError):
         step = None
     status = summary.get("status")

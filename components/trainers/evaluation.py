@@ -38,8 +38,9 @@ from .startup import EvalModel
 __all__ = ["EVAL_DIR_NAME", "MODEL_FILE_MISSING", "NO_CHECKPOINT", "EvalLaunch", "eval_problems", "evaluation_launch"]
 
 EVAL_DIR_NAME = "eval"
-"""``<run dir>/eval/step-<N>/``: not ``global_step_<N>``, which the checkpoint sync would take for
-an incomplete checkpoint and never upload."""
+"""``<run dir>/eval/step-<N>/`` (``attempt-<K>-step-<N>`` for a checkpoint of a verl-ppo attempt):
+not ``global_step_<N>``, which the checkpoint sync would take for an incomplete checkpoint and
+never upload."""
 NO_CHECKPOINT = 95
 """The evaluation's status when the run has no complete checkpoint (or not the one named):
 rlinf_eks.workload.exit_codes.NO_CHECKPOINT, as are the two below (a test keeps them equal;
@@ -115,7 +116,10 @@ class EvalLaunch(TrainerLaunch):
             f"  exit {NO_CHECKPOINT}",
             "fi",
             'step="${ckpt##*global_step_}"',
-            f'EVAL_DIR={shlex.quote(self.eval_root)}/step-"$step"',
+            # a verl-ppo attempt's step N is not an earlier attempt's: each has its own folder
+            'attempt=""',
+            'case "$ckpt" in */attempt-[0-9]*/*) attempt="${ckpt##*/attempt-}"; attempt="attempt-${attempt%%/*}-" ;; esac',
+            f'EVAL_DIR={shlex.quote(self.eval_root)}/"$attempt"step-"$step"',
             'mkdir -p "$EVAL_DIR" || exit',
             'echo "rlinf-eks: evaluating $ckpt into $EVAL_DIR"',
             'model="$ckpt"',
