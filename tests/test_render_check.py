@@ -205,7 +205,14 @@ def test_a_maniskill_node_renders_pickcube_through_sapien(tmp_path):
         ),
         ("multi-node", ("workload.trainer.configName=libero_10_grpo_openvlaoft",), {"MUJOCO_GL": "egl", "FAKE_FRAME": "blank"}, "rendered a blank 64x64 frame (every pixel 0)"),
         ("quickstart", (), {"FAKE_VULKAN": "missing"}, "maniskill (SAPIEN's Vulkan renderer on the GPU, config maniskill_ppo_mlp): RuntimeError: vk::createInstanceUnique: ErrorIncompatibleDriver; the image must name the NVIDIA Vulkan ICD"),
-        ("quickstart", (), {"FAKE_FFMPEG": "missing"}, "imageio cannot write an MP4 as the trainer writes its videos (TypeError: TiffWriter.write() got an unexpected keyword argument 'fps'): imageio lacks its ffmpeg plugin (imageio-ffmpeg)"),
+        (
+            "quickstart",
+            (),
+            {"FAKE_FFMPEG": "missing"},
+            "the frame rendered, but imageio cannot write an MP4 as the trainer writes its videos (TypeError: TiffWriter.write() got "
+            "an unexpected keyword argument 'fps'): imageio lacks its ffmpeg plugin (imageio-ffmpeg); without it the evaluation's "
+            "videos are not saved; install imageio-ffmpeg into the trainer's venv in the image (images/rlinf-embodied/Dockerfile)",
+        ),
     ],
     ids=["egl-broken", "blank-frame", "no-vulkan", "no-mp4-writer"],
 )
@@ -216,6 +223,24 @@ def test_a_node_or_image_that_cannot_render_fails_the_pod_with_its_own_exit_and_
     assert line.startswith("rlinf-eks render-check: FAILED: ") and says in line, line
     assert line.endswith(f"(exit {exit_codes.RENDER_FAILED})") and log == line
     assert took < 20
+
+
+def test_an_egl_context_that_cannot_be_made_is_not_called_a_missing_simulator(tmp_path):
+    """MuJoCo raises ImportError when it cannot make its EGL context (seen on an H100 without the
+    NVIDIA EGL vendor file): the line names that error, not a missing package."""
+    site = fake_packages(tmp_path)
+    (site / "mujoco.py").write_text(
+        "class MjModel:\n    @staticmethod\n    def from_xml_string(xml):\n        raise ImportError('Cannot initialize a EGL device display. "
+        "This likely means that your EGL driver does not support the PLATFORM_DEVICE extension')\n"
+    )
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python3").symlink_to(sys.executable)
+    script = tmp_path / "render-check.sh"
+    script.write_text(render_check.render_check_script(settings("multi-node", "workload.trainer.configName=libero_10_grpo_openvlaoft"), termination_log=str(tmp_path / "log")))
+    done = subprocess.run(["bash", str(script)], env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(site), "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == exit_codes.RENDER_FAILED
+    assert "): ImportError: Cannot initialize a EGL device display." in done.stderr and "cannot import the simulator" not in done.stderr
+    assert "MUJOCO_GL=osmesa" in done.stderr
 
 
 def test_the_libero_failure_names_the_cpu_fallback(tmp_path):

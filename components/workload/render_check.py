@@ -38,6 +38,8 @@ TIMEOUT_SECONDS = 300
 """Importing ManiSkill imports torch and SAPIEN, and its first environment compiles SAPIEN's
 shaders: about a minute; MuJoCo's frame takes seconds."""
 
+VIDEO_REMEDY = "install imageio-ffmpeg into the trainer's venv in the image ({dockerfile})"
+"""What a frame that rendered but could not be written as a video asks of the image."""
 RENDER_MILLICPU = 4000
 RENDER_MEMORY_MIB = 16 * 1024
 """ManiSkill's import (torch, SAPIEN) and one environment: a few GiB; never more than the Ray
@@ -84,6 +86,7 @@ def render_check_script(
             "PROBE": renderer.probe,
             "CONFIG_NAME": config_name_of(settings.workload.trainer),
             "REMEDY": renderer.remedy,
+            "VIDEO_REMEDY": VIDEO_REMEDY.format(dockerfile=recipe_of(settings.workload.trainer.dialect).dockerfile),
             "VIDEO": int(saves_videos(settings)),
             "TIMEOUT_SECONDS": timeout_seconds,
             "TERMINATION_LOG": termination_log,

@@ -61,12 +61,12 @@ def write_video(frame, path):
         writer.close()
     except Exception as err:
         failed(
-            f"the frame rendered, but imageio cannot write an MP4 as the trainer writes its videos "
+            f"video: the frame rendered, but imageio cannot write an MP4 as the trainer writes its videos "
             f"({type(err).__name__}: {err}): imageio lacks its ffmpeg plugin (imageio-ffmpeg); without it the "
             f"evaluation's videos are not saved"
         )
     if not os.path.isfile(path) or os.path.getsize(path) == 0:
-        failed(f"imageio wrote no MP4 at {path}")
+        failed(f"video: imageio wrote no MP4 at {path}")
     return os.path.getsize(path)
 
 
@@ -76,9 +76,9 @@ def main(probe, video):
         failed(f"unknown probe {probe!r}")
     try:
         frame, how = frames[probe]()
-    except ImportError as err:
+    except ModuleNotFoundError as err:
         failed(f"cannot import the simulator ({type(err).__name__}: {err})")
-    except Exception as err:  # one line, whatever the renderer raised
+    except Exception as err:  # one line, whatever the renderer raised (MuJoCo's EGL context raises ImportError)
         failed(f"{type(err).__name__}: {err}")
     import numpy
 

@@ -5,7 +5,14 @@ set -uo pipefail
 # the run saves videos. A node or image that cannot render fails the pod here with one line (also
 # its termination message), instead of the env workers' first reset minutes into the run.
 fail() {
-  line="rlinf-eks render-check: FAILED: ${SIMULATOR} (${BACKEND}, config ${CONFIG_NAME}): $*; ${REMEDY} (exit ${EXIT_RENDER_FAILED})"
+  why="$*"
+  remedy=${REMEDY}
+  # the frame rendered; the image lacks what writes the videos
+  if [ "${why#video: }" != "${why}" ]; then
+    why=${why#video: }
+    remedy=${VIDEO_REMEDY}
+  fi
+  line="rlinf-eks render-check: FAILED: ${SIMULATOR} (${BACKEND}, config ${CONFIG_NAME}): ${why}; ${remedy} (exit ${EXIT_RENDER_FAILED})"
   echo "${line}" >&2
   { printf '%s' "${line}" > "${TERMINATION_LOG}"; } 2>/dev/null || true
   exit "${EXIT_RENDER_FAILED}"
