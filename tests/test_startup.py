@@ -87,7 +87,8 @@ def rendered(plan: Any) -> Rendered:
     match = re.search(r"^CHECKPOINT_PATTERNS=('[^']*'|\S+)$", launcher, re.M)
     assert match, "the launcher names the checkpoint patterns it marks"
     patterns = shlex.split(match.group(1))[0].split("\n")
-    loop = re.search(r"for d in (.*?); do", trainer)
+    # the resume's search for the newest complete checkpoint (not verl-ppo's search for its next attempt)
+    loop = re.search(r"latest=\$\(for d in (.*?); do", trainer)
     resume = re.search(r"set -- (\S+?)=", trainer)
     run_dirs = {value for name, value in env_settings(docs) if name == "RLINF_RUN_DIR"}
     assert len(run_dirs) == 1, run_dirs
