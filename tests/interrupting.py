@@ -6,7 +6,10 @@ it at random moments).
 The moment is counted from when the command's own code runs: the process catches SIGTERM (Python
 itself leaves SIGTERM alone; rlinf_eks.interrupts catches it as it installs the Ctrl-C handler,
 read from /proc/<pid>/status). Before that, in the interpreter's own start (site, the first tens
-of milliseconds), SIGINT is Python's to handle, before any line of this project runs.
+of milliseconds), SIGINT is Python's to handle, before any line of this project runs. From the
+package's import on, the command line's handler holds, for ``python -m rlinf_eks`` and for the
+``rlinf-eks`` script alike (rlinf_eks/__init__.py; test_interrupts.py sends the script's Ctrl-C
+right after that import).
 """
 
 from __future__ import annotations

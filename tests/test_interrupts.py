@@ -116,3 +116,37 @@ def test_image_contract_interrupted_says_one_line():
     outcome = run(["image-contract", "multi-node"], delay=0.0)
     assert outcome.status == 130 and "Traceback" not in outcome.stderr
     assert outcome.stderr.strip().splitlines() == ["error: interrupted by Ctrl-C (SIGINT): stopped; no output folder was left half-written"]
+
+
+def _script_that_is_interrupted_after_the_package_import(tmp_path: Path) -> Path:
+    """The `rlinf-eks` console script as pip writes it (pyproject.toml [project.scripts]), with a
+    Ctrl-C right after its first import of this project, before the command's own modules load."""
+    script = tmp_path / "bin" / "rlinf-eks"
+    script.parent.mkdir()
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys
+        import rlinf_eks
+        os.kill(os.getpid(), signal.SIGINT)  # delivered before the next line: argparse, the CLI's imports
+        from rlinf_eks.__main__ import cli
+        sys.exit(cli())
+    """))
+    return script
+
+
+def test_the_console_script_takes_ctrl_c_from_the_package_import_on(tmp_path):
+    """Ctrl-C clean from the first instruction (issue 55): the script's handler is installed while
+    the package is imported, not in cli() after the command line's imports."""
+    script = _script_that_is_interrupted_after_the_package_import(tmp_path)
+    done = subprocess.run([sys.executable, str(script), "image-contract", "multi-node"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert "Traceback" not in done.stderr and done.returncode == 130, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == ["error: interrupted by Ctrl-C (SIGINT): stopped; no output folder was left half-written"]
+
+
+def test_a_program_that_imports_the_library_keeps_its_own_ctrl_c(tmp_path):
+    """Only the command line installs the handler: a program (not named rlinf-eks) gets Python's
+    KeyboardInterrupt as before."""
+    script = tmp_path / "train.py"
+    script.write_text("import os, signal\nimport rlinf_eks\ntry:\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(5)\n"
+                      "except KeyboardInterrupt:\n    print('mine')\n")  # fmt: skip
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "mine"), done.stderr[-2000:]

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
+from ..wording import counted
 from .logs import Evaluation, RunLogs, read_run
 from .metrics import grouped, summarise
 
@@ -81,7 +82,7 @@ def render_summary(logs: RunLogs, evaluations: list[Evaluation], note: str, step
                  "run_*.log (<run dir>/checkpoints) with a complete line; a run that just started writes its first step soon"]  # fmt: skip
     else:
         formats = {"tensorboard": "TensorBoard events", "verl-console": "veRL console log (run_*.log)"}
-        lines = [f"read: {', '.join(formats[f] for f in sorted(logs.formats))}, {len(logs.files)} files"]
+        lines = [f"read: {', '.join(formats[f] for f in sorted(logs.formats))}, {counted(len(logs.files), 'file')}"]
         logged = f"logged as step {s.last_step}, the trainer logs step N at N-{step_offset}; " if step_offset and s.last_step is not None else ""
         reached = s.last_step + step_offset if s.last_step is not None else None
         lines.append(f"step reached: {reached} ({logged}last logged {_utc(logs.last_write)}; a run in progress adds steps)")
@@ -97,9 +98,9 @@ def render_summary(logs: RunLogs, evaluations: list[Evaluation], note: str, step
             lines.append(f"skipped {logs.skipped_lines} incomplete or foreign log lines")
     for evaluation in evaluations:
         shown = ", ".join(f"{k} {v:.3f}" for k, v in sorted(evaluation.metrics.items()) if "success" in k or "test_score" in k) or (
-            f"{len(evaluation.metrics)} metrics" if evaluation.metrics else "no metrics yet"
+            counted(len(evaluation.metrics), "metric") if evaluation.metrics else "no metrics yet"
         )
-        lines.append(f"evaluation {evaluation.name}: {shown}, {len(evaluation.videos)} videos")
+        lines.append(f"evaluation {evaluation.name}: {shown}, {counted(len(evaluation.videos), 'video')}")
     lines.append(f"GPU utilisation: {note}")
     return "\n".join(lines)
 

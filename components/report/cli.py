@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from ..wording import counted
+
 REPORT_OUTPUTS = ("index.html", "report.json", "figures", "run")
 """What a report's folder holds (the page, its data, its figures, a run copied from the bucket): a
 folder with files must hold one of them to be written into."""
@@ -65,7 +67,7 @@ def _from_bucket(args: argparse.Namespace, settings: Any, prefix: str, dest: Pat
         copied = download_logs(boto3.client("s3"), bucket, prefix, dest)
     except BucketError as err:
         return str(err)
-    print(f"copied {len(copied)} log files from s3://{bucket}/{prefix}/ into {dest}", file=sys.stderr)
+    print(f"copied {counted(len(copied), 'log file')} from s3://{bucket}/{prefix}/ into {dest}", file=sys.stderr)
     return None
 
 
@@ -137,6 +139,6 @@ def run(args: argparse.Namespace) -> int:
     foreign = foreign_logs(dialect, result.formats)
     if foreign:
         print(f"warning: report {args.stack}: {foreign}", file=sys.stderr)
-    print(f"wrote {out / 'index.html'} and {len(result.files) - 2} figure files in {out / 'figures'}")
+    print(f"wrote {out / 'index.html'} and {counted(len(result.files) - 2, 'figure file')} in {out / 'figures'}")
     return result.status
 

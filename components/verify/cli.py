@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from ..wording import counted
 from typing import Any, Optional
 
 import yaml
@@ -149,7 +151,7 @@ def _dry_run(ladder: Any, out: Path) -> int:
         for obj in objects:
             (folder / "manifests" / manifest_file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=True, default_flow_style=False))
         commit(folder, out)
-    print(f"wrote {len(objects)} manifests in {out / 'manifests'} (GPU node names are stand-ins: gpu-node-0...)")
+    print(f"wrote {counted(len(objects), 'manifest')} in {out / 'manifests'} (GPU node names are stand-ins: gpu-node-0...)")
     return 0
 
 
