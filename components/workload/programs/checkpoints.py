@@ -4,8 +4,9 @@ mode, patterns, marker = sys.argv[1], sys.argv[2].split("\n"), sys.argv[3]
 # Retention (0: none, as on the pods that do not retain): keep this many checkpoints of each
 # checkpoint directory; the sync sidecar's record of what S3 holds (empty: the shared filesystem,
 # which FSx exports by itself); the resume point recorded at start; on the shared filesystem, how
-# long after its marker a checkpoint counts as exported.
-keep, record, resumed, settle = int(sys.argv[4] or 0), sys.argv[5], sys.argv[6], float(sys.argv[7] or 0)
+# long after its marker a checkpoint counts as exported. Left out: no retention.
+retention = sys.argv[4:8] + [""] * (4 - len(sys.argv[4:8]))
+keep, record, resumed, settle = int(retention[0] or 0), retention[1], retention[2], float(retention[3] or 0)
 STEP = re.compile(r"global_step_(\d+)")
 ATTEMPT = re.compile(r"attempt-(\d+)")
 REMOVING = ".rlinf-eks-removing"  # in a global_step_<N> the retention is removing (scripts.REMOVING)
