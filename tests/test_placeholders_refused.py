@@ -7,6 +7,7 @@ placeholders is what only the offline engine adds)."""
 from __future__ import annotations
 
 import runpy
+from typing import Callable
 
 import pulumi
 import pytest
@@ -86,3 +87,26 @@ def test_strict_follows_the_stacks_allow_placeholders(sets, status, tmp_path, ca
         assert last.endswith("(--strict: failing; --allow-placeholders to plan example stacks)")
     else:
         assert last == "2 placeholders, deployed as they are (allowPlaceholders: true)"
+
+
+def test_the_hosted_rlinf_stack_refuses_them_as_the_program_does():
+    """RlinfStack from another language's program: the same refusal, as the invalid-input error
+    naming the key, under the real engine; the offline plan of that program still plans."""
+    from pulumi.errors import InputPropertiesError
+
+    from tests.hosted_harness import construct
+
+    workload = {"image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1", "launcher": "manual",
+                "trainer": {"dialect": "rlinf-embodied", "configName": "maniskill_ppo_mlp"}, "rollout": {"backend": "hf"}}  # fmt: skip
+    values = {"workload": workload, "cluster": {"deployFromVpc": True}, "gpuNodes": {"instanceType": "g5.2xlarge", "efa": False,
+              "hugepagesGib": 0, "placementGroup": {"strategy": "none"}}}  # fmt: skip
+    def stack(values: dict) -> Callable[[], dict]:
+        return lambda: (construct("RlinfStack", "s", values), {})[1]
+
+    with pytest.raises(InputPropertiesError) as refused:
+        engine.run(stack(values), project="rlinf-eks", stack="s", config={}, offline=False)
+    assert [e["property_path"] for e in refused.value.errors] == ["workload.image"]
+    assert "123456789012 is the AWS documentation's example account" in refused.value.errors[0]["reason"]
+    allowed = engine.run(stack({**values, "allowPlaceholders": True}), project="rlinf-eks", stack="s", config={}, offline=False)
+    assert any(r.type == "aws:ec2/vpc:Vpc" for r in allowed.registrations)
+    assert engine.run(stack(values), project="rlinf-eks", stack="s", config={}).registrations

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import pulumi
 from pulumi.runtime.settings import get_root_resource, set_root_resource
 
+from .. import placeholders
 from ..cluster import missing_kubeconfig_error
 from ..config import ConfigError, StackSettings
 from ..loading import parse
@@ -47,7 +48,7 @@ def stack_settings(args: RlinfStackArgs, stack: str) -> StackSettings:
         )  # fmt: skip
     if settings.cluster.existing and args.get("kubeconfig") is None:
         raise ConfigError(missing_kubeconfig_error(settings.cluster.name or f"rlinf-{stack}").problems)
-    return settings
+    return placeholders.refused(settings)  # as the stack's own program: none under preview and up unless allowPlaceholders
 
 
 def _secret(value: Optional[pulumi.Input[str]]) -> Optional[pulumi.Output[str]]:
