@@ -72,3 +72,13 @@ def test_a_type_sold_in_the_region_passes_strict_and_the_zone_is_named_unchecked
     assert "not sold" not in capsys.readouterr().err
     unchecked = (tmp_path / "plan.json").read_text()
     assert "gpuNodes.instanceType='p5.48xlarge': that us-east-1a offers it" in unchecked
+
+
+def test_the_quiet_lines_of_a_stack_without_a_run_or_its_own_nodes():
+    from rlinf_eks.offline.summary import cost_line, storage_line
+
+    assert cost_line(None, experiment=True) == "cost: the platform's (an experiment's nodes are its platform's: its plan prices them)"
+    assert cost_line(None) == "cost: not estimated (no GPU node group in this plan)"
+    assert storage_line(None) == "storage budget: none (no run on this stack)"
+    unknown = {"cost": {"items": [], "totalPerHourWhileTraining": None, "totalUnknownSummary": "no price for gpuNodes"}}
+    assert cost_line(unknown) == "cost: unknown: no price for gpuNodes"

@@ -17,10 +17,12 @@ def _usd(value: float) -> str:
     return f"${value:,.2f}/h" if value >= 0.01 or value == 0 else f"${value:.4f}/h"
 
 
-def cost_line(report: Optional[Mapping[str, Any]]) -> str:
-    """The stack's hourly cost while training and idle (everything it bills by the hour)."""
+def cost_line(report: Optional[Mapping[str, Any]], experiment: bool = False) -> str:
+    """The stack's hourly cost while training and idle (everything it bills by the hour); an
+    experiment's nodes and cluster are its platform's, priced by the platform's plan."""
     if report is None:
-        return "cost: not estimated (no GPU node group in this plan)"
+        return "cost: the platform's (an experiment's nodes are its platform's: its plan prices them)" if experiment else \
+            "cost: not estimated (no GPU node group in this plan)"  # fmt: skip
     cost = report["cost"]
     if "items" not in cost:
         if cost["perHourWhileTraining"] is None:
@@ -56,7 +58,7 @@ def lines(plan: Plan, report: Optional[Mapping[str, Any]], budget: Optional[Mapp
     manifests = len(plan.manifests())
     return [
         f"stack {plan.stack}: {counted(len(plan.resources), 'resource')} in {plan.region}",
-        cost_line(report),
+        cost_line(report, plan.settings is not None and plan.settings.platform.role == "experiment"),
         storage_line(budget),
         placeholders_line(plan),
         f"wrote {out / plan_file} and {counted(manifests, 'manifest')} in {out / manifests_folder}",
