@@ -4,13 +4,14 @@ One row per type. Every figure that depends on the instance type (EFA interfaces
 memory, NCCL settings, price) is derived from this table, never typed again elsewhere.
 
 Sources (as the ``source`` column names them):
-- ``vpc-cni``: aws/amazon-vpc-cni-k8s ``pkg/vpc/vpc_ip_resource_limit.go`` (network cards, ENIs,
-  EFA support);
+- ``vpc-cni``: aws/amazon-vpc-cni-k8s ``pkg/vpc/vpc_ip_resource_limit.go`` (network cards, ENIs);
 - ``ec2``: the EC2 accelerated-computing instance pages (GPUs, GPU memory, vCPU, memory,
-  bandwidth, GPUDirect RDMA);
-- ``karpenter``: the karpenter instance-type bandwidth table (Gbps).
-Figures marked uncertain in the project's field notes can be overridden per stack with
-``gpuNodes.instanceOverrides``.
+  bandwidth, GPUDirect RDMA, which network card has no EFA);
+- ``karpenter``: aws/karpenter-provider-aws ``website/content/en/docs/reference/instance-types.md``,
+  generated from DescribeInstanceTypes (GPUs, GPU name and memory, vCPU, memory, bandwidth, EFA).
+tests/test_catalog_sources.py checks every row against the two generated files' figures
+(tests/data/catalog-sources.json, with their commits). Figures marked uncertain in the project's
+field notes can be overridden per stack with ``gpuNodes.instanceOverrides``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class InstanceType:
     bandwidth_gbps: int
     gpudirect_rdma: bool
     source: str
+    ena_only_card0: bool = False
+    """Network card 0 has no EFA (p6-b300: 17 cards, EFA on cards 1 to 16): the primary interface is
+    ENA only, and the EFA devices are on the other cards."""
 
     @property
     def efa_capable(self) -> bool:
@@ -63,10 +67,43 @@ _ROWS: tuple[InstanceType, ...] = (
     InstanceType("g5.8xlarge",       1, "A10G",   24,   32,  128,    1,   1,   25, False, "vpc-cni; ec2; karpenter"),
     InstanceType("g6e.8xlarge",      1, "L40S",   48,   32,  256,    1,   1,   25, False, "vpc-cni; ec2; karpenter"),
     InstanceType("g5.2xlarge",       1, "A10G",   24,    8,   32,    1,   0,    5, False, "vpc-cni; ec2; karpenter"),
+    # one H100 with one EFA (100 Gbps), sold as Capacity Blocks
+    InstanceType("p5.4xlarge",       1, "H100",   80,   16,  256,    1,   1,  100, True,  "vpc-cni; ec2; karpenter"),
+    # 17 network cards, card 0 ENA only (EC2 User Guide, P6-B300 network cards), 16 EFA, 6400 Gbps;
+    # B300: 275040 MiB per GPU as the driver reports it (karpenter), 2144 GB for eight (ec2)
+    InstanceType("p6-b300.48xlarge", 8, "B300",  268,  192, 4096,   17,  16, 6400, True,  "vpc-cni; ec2; karpenter",
+                 ena_only_card0=True),
+    # g6e (L40S) sizes with room for a training pod (g6e.xlarge's 4 vCPU and 2.5 Gbps are left out);
+    # EFA from 8xlarge up; GPUDirect RDMA uncertain as for the other g6e rows
+    InstanceType("g6e.2xlarge",      1, "L40S",   48,    8,   64,    1,   0,    5, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g6e.4xlarge",      1, "L40S",   48,   16,  128,    1,   0,   20, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g6e.12xlarge",     4, "L40S",   48,   48,  384,    1,   1,  100, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g6e.16xlarge",     1, "L40S",   48,   64,  512,    1,   1,   35, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g6e.24xlarge",     4, "L40S",   48,   96,  768,    2,   2,  200, False, "vpc-cni; ec2; karpenter"),
+    # g7e: NVIDIA RTX PRO 6000 Blackwell Server Edition (96 GiB); GPUDirect RDMA not confirmed in a
+    # source read here, so off (NCCL then stages through host memory)
+    InstanceType("g7e.2xlarge",      1, "RTXPRO6000", 96,  8,   64,    1,   0,   50, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g7e.4xlarge",      1, "RTXPRO6000", 96, 16,  128,    1,   0,   50, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g7e.8xlarge",      1, "RTXPRO6000", 96, 32,  256,    1,   1,  100, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g7e.12xlarge",     2, "RTXPRO6000", 96, 48,  512,    1,   1,  400, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g7e.24xlarge",     4, "RTXPRO6000", 96, 96, 1024,    2,   2,  800, False, "vpc-cni; ec2; karpenter"),
+    InstanceType("g7e.48xlarge",     8, "RTXPRO6000", 96, 192, 2048,   4,   4, 1600, False, "vpc-cni; ec2; karpenter"),
 )
 # fmt: on
 
 CATALOG: Mapping[str, InstanceType] = {row.name: row for row in _ROWS}
+
+_GRACE_BLACKWELL = (
+    "an NVIDIA Grace Blackwell UltraServer node ({gpu}): Arm (Grace) CPUs, which this library's x86_64 AMI "
+    "(AL2023_x86_64_NVIDIA) and training images do not run; its GPUs share memory across nodes through IMEX "
+    "channels, which need the IMEX daemon and NVIDIA's DRA driver (ComputeDomain, Kubernetes DRA), not installed here; "
+    "not supported until those are"
+)
+REFUSED: Mapping[str, str] = {
+    "p6e-gb200.36xlarge": _GRACE_BLACKWELL.format(gpu="GB200 NVL72"),
+    "p6e-gb300.36xlarge": _GRACE_BLACKWELL.format(gpu="GB300 NVL72"),
+}
+"""GPU types EC2 sells that this library refuses, even with every figure given, and why."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +141,21 @@ INSTANCE_STORE: Mapping[str, InstanceStore] = {
     "g5.8xlarge":       InstanceStore(1, 900),
     "g6e.8xlarge":      InstanceStore(1, 900),
     "g5.2xlarge":       InstanceStore(1, 450),
+    # the types added for issue 53: totals as Karpenter lists them (tests/test_catalog_sources.py checks
+    # them); the disk counts from the EC2 instance-store table (1900 GB disks on g6e and g7e)
+    "p5.4xlarge":       InstanceStore(1, 3800),
+    "p6-b300.48xlarge": InstanceStore(8, 3800),
+    "g6e.2xlarge":      InstanceStore(1, 450),
+    "g6e.4xlarge":      InstanceStore(1, 600),
+    "g6e.12xlarge":     InstanceStore(2, 1900),
+    "g6e.16xlarge":     InstanceStore(1, 1900),
+    "g6e.24xlarge":     InstanceStore(2, 1900),
+    "g7e.2xlarge":      InstanceStore(1, 1900),
+    "g7e.4xlarge":      InstanceStore(1, 1900),
+    "g7e.8xlarge":      InstanceStore(1, 1900),
+    "g7e.12xlarge":     InstanceStore(2, 1900),
+    "g7e.24xlarge":     InstanceStore(4, 1900),
+    "g7e.48xlarge":     InstanceStore(8, 1900),
 }
 # fmt: on
 """Instance-store NVMe per catalog type; a type missing here (one given by instanceOverrides) is
@@ -117,7 +169,8 @@ def instance_store(name: str) -> InstanceStore | None:
 # The instance types sold as Capacity Blocks for ML: p4d, p5, p5e, p5en, trn1 and trn2 from the
 # EC2 User Guide ("Capacity Blocks for ML"); p4de, p5.4xlarge, p6-b200 and the p6e-gb200
 # UltraServer from SageMaker's ReservedCapacityInstanceType (the same reservations); P6-B300 from
-# AWS PCS "Using Capacity Blocks". Generous on purpose: a type missing here would be refused, a
+# AWS PCS "Using Capacity Blocks". The p6e UltraServer types are in REFUSED (Arm, IMEX, DRA): listed
+# here so that the block is not what refuses them. Generous on purpose: a type missing here would be refused, a
 # CAPACITY_BLOCK node group of a type absent from all of them waits for a reservation that
 # cannot exist.
 CAPACITY_BLOCK_TYPES: frozenset[str] = frozenset({
@@ -134,6 +187,8 @@ class UnknownInstanceType(KeyError):
         self.name = name
 
     def __str__(self) -> str:
+        if self.name in REFUSED:
+            return f"refused instance type {self.name!r}; {REFUSED[self.name]}"
         return (
             f"unknown instance type {self.name!r}; known types: {', '.join(sorted(CATALOG))} "
             "(or give its figures under gpuNodes.instanceOverrides)"
@@ -146,6 +201,8 @@ def lookup(name: str, overrides: Mapping[str, object] | None = None) -> Instance
     An unknown type needs every figure in ``overrides``; a known one may override any subset.
     """
     overrides = dict(overrides or {})
+    if name in REFUSED:
+        raise UnknownInstanceType(name)
     base = CATALOG.get(name)
     if base is None:
         if not overrides:
@@ -163,7 +220,10 @@ def lookup(name: str, overrides: Mapping[str, object] | None = None) -> Instance
 class EfaInterface:
     network_card_index: int
     device_index: int
-    interface_type: str  # "efa" or "efa-only"
+    interface_type: str  # "efa", "efa-only", or "interface" (ENA only: card 0 of a type without EFA there)
+
+
+EFA_INTERFACE_TYPES = ("efa", "efa-only")
 
 
 def efa_interfaces_for(instance: InstanceType) -> list[EfaInterface]:
@@ -172,12 +232,21 @@ def efa_interfaces_for(instance: InstanceType) -> list[EfaInterface]:
     Card 0 / device 0 is a full ``efa`` interface (it carries the node's IP); every other network
     card gets one ``efa-only`` interface at device index 1, which uses no VPC IP (terraform-aws-eks
     v21 default; needs VPC CNI >= 1.18.5). The older layout, ``efa`` on every card, costs one VPC
-    IP per card: 32 per p5 node.
+    IP per card: 32 per p5 node. Where card 0 has no EFA (``ena_only_card0``: p6-b300), card 0 /
+    device 0 is the ENA ``interface`` and cards 1 to ``max_efa`` get the ``efa-only`` interfaces.
     """
     if not instance.efa_capable:
         return []
+    if instance.ena_only_card0:
+        cards = min(instance.network_cards, instance.max_efa + 1)
+        return [EfaInterface(0, 0, "interface")] + [EfaInterface(card, 1, "efa-only") for card in range(1, cards)]
     cards = min(instance.network_cards, instance.max_efa)
     return [EfaInterface(0, 0, "efa")] + [EfaInterface(card, 1, "efa-only") for card in range(1, cards)]
+
+
+def efa_device_count(instance: InstanceType) -> int:
+    """EFA devices of a node with the launch template's EFA layout (the ENA interface has none)."""
+    return sum(1 for nic in efa_interfaces_for(instance) if nic.interface_type in EFA_INTERFACE_TYPES)
 
 
 # --- Node allocatable capacity -----------------------------------------------------------------

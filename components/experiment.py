@@ -85,7 +85,7 @@ def platform_config(settings: StackSettings) -> dict[str, Any]:
 def efa_per_node(gpu_nodes: Any) -> int:
     """EFA interfaces a GPU node gives its pod (the workload's own count: workload/run.py)."""
     instance = gpu_nodes.instance
-    return len(catalog.efa_interfaces_for(instance)) if gpu_nodes.efa and instance.efa_capable else 0
+    return catalog.efa_device_count(instance) if gpu_nodes.efa and instance.efa_capable else 0
 
 
 def node_shape(settings: StackSettings) -> dict[str, Any]:

@@ -237,7 +237,7 @@ def scale_from_zero_tags(settings: GpuNodeSettings) -> dict[str, str]:
     prefix = "k8s.io/cluster-autoscaler/node-template/resources/"
     tags = {prefix + GPU_RESOURCE: str(instance.gpus)}
     if settings.efa:
-        tags[prefix + EFA_RESOURCE] = str(len(network_interfaces(settings)))
+        tags[prefix + EFA_RESOURCE] = str(catalog.efa_device_count(instance))
     if settings.hugepages_gib:
         tags[prefix + HUGEPAGES_2MI_RESOURCE] = f"{settings.hugepages_gib}Gi"
     return tags

@@ -28,6 +28,8 @@ from .pricing_table import (
     KARPENTER,
     KARPENTER_GOV,
     KARPENTER_GOV_PRICES,
+    KARPENTER_JULY,
+    KARPENTER_JULY_US_EAST_1,
     KARPENTER_US_EAST_1,
     M6I_SIZES,
     SKYPILOT,
@@ -83,6 +85,8 @@ CAPACITY_BLOCKS_ONLY = "p5e.48xlarge"
 
 
 def _gpu_row(instance_type: str, region: str, price: Optional[float], source: str) -> PriceRow:
+    if source == VANTAGE and instance_type not in VANTAGE_GPU_PRICES:
+        return PriceRow(instance_type, region, None, source, f"{instance_type}: not in {SOURCE_NAMES[source]}, no price for {region}")
     if price is not None:
         return PriceRow(instance_type, region, price, source)
     if instance_type == CAPACITY_BLOCKS_ONLY:
@@ -91,9 +95,13 @@ def _gpu_row(instance_type: str, region: str, price: Optional[float], source: st
 
 
 def _rows() -> tuple[PriceRow, ...]:
-    rows = [_gpu_row(t, "us-east-1", KARPENTER_US_EAST_1.get(t), KARPENTER) for t in GPU_TYPES]
+    rows = [
+        _gpu_row(t, "us-east-1", KARPENTER_JULY_US_EAST_1[t], KARPENTER_JULY) if t in KARPENTER_JULY_US_EAST_1
+        else _gpu_row(t, "us-east-1", KARPENTER_US_EAST_1.get(t), KARPENTER)
+        for t in GPU_TYPES
+    ]  # fmt: skip
     for region in VANTAGE_REGIONS:
-        rows += [_gpu_row(t, region, VANTAGE_GPU_PRICES[t].get(region), VANTAGE) for t in GPU_TYPES]
+        rows += [_gpu_row(t, region, VANTAGE_GPU_PRICES.get(t, {}).get(region), VANTAGE) for t in GPU_TYPES]
     for region, prices in KARPENTER_GOV_PRICES.items():
         rows += [_gpu_row(t, region, prices.get(t), KARPENTER_GOV) for t in GPU_TYPES]
     return tuple(rows)

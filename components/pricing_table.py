@@ -8,6 +8,9 @@ Sources (as the ``source`` column of a row names them):
   ``pkg/providers/pricing/zz_generated.pricing_aws.go`` ("generated at 2026-02-09T13:43:35Z for
   us-east-1"), Karpenter's snapshot of the AWS Price List API. It lists us-east-1 only (so do all
   its versions up to 2026-07-20, commit 6fc13b5236fd, whose GPU and m6i figures are the same).
+- ``karpenter-2026-07-20``: the same file at commit 6fc13b5236fd04fd16ff3f9dc7490d0813994099
+  ("generated at 2026-07-20T13:44:30Z for us-east-1"), for the types the catalog took in later
+  (p5.4xlarge, p6-b300.48xlarge, the g6e and g7e sizes).
 - ``karpenter-us-gov-2026-07-20``: the same repository's ``zz_generated.pricing_aws_us_gov.go`` at
   commit 6fc13b5236fd04fd16ff3f9dc7490d0813994099 ("generated at 2026-07-20T13:44:38Z"), the AWS
   Price List API's GovCloud (US) regions.
@@ -32,6 +35,7 @@ from __future__ import annotations
 from typing import Mapping
 
 KARPENTER = "karpenter-2026-02-09"
+KARPENTER_JULY = "karpenter-2026-07-20"
 KARPENTER_GOV = "karpenter-us-gov-2026-07-20"
 VANTAGE = "vantage-2026-01-21"
 SKYPILOT = "skypilot-catalog-001367d"
@@ -39,6 +43,8 @@ SKYPILOT = "skypilot-catalog-001367d"
 SOURCES: Mapping[str, str] = {
     KARPENTER: "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go, generated 2026-02-09T13:43:35Z "
     "(AWS Price List API, us-east-1)",
+    KARPENTER_JULY: "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go @6fc13b5236fd, generated "
+    "2026-07-20T13:44:30Z (AWS Price List API, us-east-1)",
     KARPENTER_GOV: "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go @6fc13b5236fd, "
     "generated 2026-07-20T13:44:38Z (AWS Price List API, GovCloud)",
     VANTAGE: "instances.vantage.sh (AWS Price List API) as of 2026-01-21, via tsaol/aws-gpu data/*_instances.js @7412fd256c5e",
@@ -47,6 +53,7 @@ SOURCES: Mapping[str, str] = {
 
 SOURCE_DATES: Mapping[str, str] = {
     KARPENTER: "2026-02-09",
+    KARPENTER_JULY: "2026-07-20",
     KARPENTER_GOV: "2026-07-20",
     VANTAGE: "2026-01-21",
     SKYPILOT: "before 2025-06",
@@ -54,6 +61,7 @@ SOURCE_DATES: Mapping[str, str] = {
 
 SOURCE_NAMES: Mapping[str, str] = {
     KARPENTER: "Karpenter price list (2026-02-09)",
+    KARPENTER_JULY: "Karpenter price list (2026-07-20)",
     KARPENTER_GOV: "Karpenter GovCloud list (2026-07-20)",
     VANTAGE: "instances.vantage.sh (2026-01-21)",
     SKYPILOT: "SkyPilot catalog (before 2025-06)",
@@ -64,6 +72,8 @@ SOURCE_NAMES: Mapping[str, str] = {
 GPU_TYPES: tuple[str, ...] = (
     "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
     "g6e.48xlarge", "g5.48xlarge", "g6.48xlarge", "g5.8xlarge", "g6e.8xlarge", "g5.2xlarge",
+    "p5.4xlarge", "p6-b300.48xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge",
+    "g7e.2xlarge", "g7e.4xlarge", "g7e.8xlarge", "g7e.12xlarge", "g7e.24xlarge", "g7e.48xlarge",
 )
 
 KARPENTER_US_EAST_1: Mapping[str, float] = {
@@ -74,13 +84,22 @@ KARPENTER_US_EAST_1: Mapping[str, float] = {
 }
 """us-east-1 (KARPENTER). p5e.48xlarge is not in it: Capacity Blocks only."""
 
+KARPENTER_JULY_US_EAST_1: Mapping[str, float] = {
+    "p5.4xlarge": 6.88, "p6-b300.48xlarge": 142.416,
+    "g6e.2xlarge": 2.24208, "g6e.4xlarge": 3.00424, "g6e.12xlarge": 10.49264, "g6e.16xlarge": 7.57719, "g6e.24xlarge": 15.06559,
+    "g7e.2xlarge": 3.36312, "g7e.4xlarge": 3.99816, "g7e.8xlarge": 5.26824, "g7e.12xlarge": 8.28608, "g7e.24xlarge": 16.57216,
+    "g7e.48xlarge": 33.14432,
+}
+"""us-east-1 (KARPENTER_JULY) of the types the catalog took in after KARPENTER's list was read."""
+
 KARPENTER_GOV_PRICES: Mapping[str, Mapping[str, float]] = {
     "us-gov-west-1": {
-        "p4d.24xlarge": 26.3511, "p5.48xlarge": 66.048, "p5en.48xlarge": 75.9552, "p6-b200.48xlarge": 136.71936,
+        "p4d.24xlarge": 26.3511, "p5.48xlarge": 66.048, "p5.4xlarge": 8.256, "p5en.48xlarge": 75.9552, "p6-b200.48xlarge": 136.71936,
         "g6.48xlarge": 16.82734, "m6i.large": 0.121, "m6i.xlarge": 0.242, "m6i.2xlarge": 0.484,
     },
     "us-gov-east-1": {
-        "p6-b200.48xlarge": 136.71936, "g6.48xlarge": 16.82734, "m6i.large": 0.121, "m6i.xlarge": 0.242, "m6i.2xlarge": 0.484,
+        "p6-b200.48xlarge": 136.71936, "p6-b300.48xlarge": 170.9, "g6.48xlarge": 16.82734,
+        "m6i.large": 0.121, "m6i.xlarge": 0.242, "m6i.2xlarge": 0.484,
     },
 }
 """GovCloud (KARPENTER_GOV): every catalog GPU type it lists, and the m6i system node types."""
@@ -148,7 +167,8 @@ VANTAGE_GPU_PRICES: Mapping[str, Mapping[str, float]] = {
     },
 }
 """Per GPU type, the regions instances.vantage.sh prices it in, us-east-1 and GovCloud left out
-(KARPENTER, KARPENTER_GOV); Local Zones (us-east-1-atl-1, us-west-2-lax-1) are not regions."""
+(KARPENTER, KARPENTER_GOV); Local Zones (us-east-1-atl-1, us-west-2-lax-1) are not regions. The
+types the catalog took in later are not in its transcription: their other regions are not priced."""
 
 VANTAGE_REGIONS: tuple[str, ...] = tuple(sorted({r for prices in VANTAGE_GPU_PRICES.values() for r in prices}))
 """The commercial regions where instances.vantage.sh prices at least one catalog GPU type."""

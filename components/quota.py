@@ -168,7 +168,7 @@ class QueuePlan:
 def efa_devices(settings: StackSettings) -> int:
     """The EFA devices of one node's pod (workload.run.efa_enabled: EFA on an EFA-capable type)."""
     gpu = settings.gpu_nodes
-    return len(catalog.efa_interfaces_for(gpu.instance)) if gpu.efa and gpu.instance.efa_capable else 0
+    return catalog.efa_device_count(gpu.instance) if gpu.efa and gpu.instance.efa_capable else 0
 
 
 def has_submitter_pod(settings: StackSettings) -> bool:

@@ -26,6 +26,11 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("single-node", ("gpuNodes.instanceType=g6.48xlarge",)),
     ("single-node", ("gpuNodes.instanceType=g5.8xlarge",)),
     ("single-node", ("gpuNodes.instanceType=g5.2xlarge", "gpuNodes.efa=false")),
+    # today's fleet (issue 53): card 0 ENA only on p6-b300, one H100, L40S and RTX PRO 6000 sizes
+    ("single-node", ("gpuNodes.instanceType=p6-b300.48xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=p5.4xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=g6e.12xlarge",)),
+    ("single-node", ("gpuNodes.instanceType=g7e.48xlarge",)),
     ("single-node", ("gpuNodes.capacityType=SPOT",)),
     ("single-node", ("gpuNodes.capacityReservationId=cr-0123456789abcdef0",)),
     ("single-node", ("gpuNodes.placementGroup.strategy=none",)),

@@ -47,7 +47,7 @@ def test_unknown_type_with_every_figure_given_is_accepted():
     figures = {"gpus": 8, "gpuModel": "X", "gpuMemoryGib": 96, "vcpu": 192, "memoryGib": 2048,
                "networkCards": 16, "maxEfa": 16, "bandwidthGbps": 3200, "gpudirectRdma": True}
     # no instance store the catalog knows: the run directory is on the root volume (the storage budget)
-    s = settings(gpuNodes={"instanceType": "p6-b300.48xlarge", "instanceOverrides": figures, "rootVolumeGib": 400})
+    s = settings(gpuNodes={"instanceType": "g6.12xlarge", "instanceOverrides": figures, "rootVolumeGib": 400})
     assert s.gpu_nodes.instance.max_efa == 16 and s.gpu_nodes.instance.source == "stack config"
 
 
@@ -63,8 +63,8 @@ BAD = [
     ("node count not a number", {"gpuNodes": {"nodeCount": "two"}}, ["gpuNodes.nodeCount='two'"]),
     ("not an EC2 instance type", {"gpuNodes": {"instanceType": "p9.huge"}}, ["gpuNodes.instanceType='p9.huge'", "not an EC2 instance type"]),
     ("EC2 instance type misspelt", {"gpuNodes": {"instanceType": "p5.48xlarg"}}, ["gpuNodes.instanceType='p5.48xlarg'", "did you mean p5.48xlarge?"]),
-    ("EC2 type the catalog lacks", {"gpuNodes": {"instanceType": "p6-b300.48xlarge"}}, ["gpuNodes.instanceType='p6-b300.48xlarge'", "p5.48xlarge", "instanceOverrides"]),
-    ("unknown type, partial figures", {"gpuNodes": {"instanceType": "p6-b300.48xlarge", "instanceOverrides": {"gpus": 8}}}, ["gpuNodes.instanceOverrides", "every figure"]),
+    ("EC2 type the catalog lacks", {"gpuNodes": {"instanceType": "g6.12xlarge"}}, ["gpuNodes.instanceType='g6.12xlarge'", "p5.48xlarge", "instanceOverrides"]),
+    ("unknown type, partial figures", {"gpuNodes": {"instanceType": "g6.12xlarge", "instanceOverrides": {"gpus": 8}}}, ["gpuNodes.instanceOverrides={'gpus': 8}", "every figure", "missing: gpuModel"]),
     ("system node type not in EC2", {"cluster": {"systemNodes": {"instanceType": "m6i.huge"}}}, ["cluster.systemNodes.instanceType='m6i.huge'", "not an EC2 instance type"]),
     ("EFA on a type without EFA", {"gpuNodes": {"instanceType": "g5.2xlarge"}}, ["gpuNodes.efa=true", "g5.2xlarge has no EFA"]),
     ("misspelt node key", {"gpuNodes": {"nodecount": 2}}, ["gpuNodes.nodecount", "unknown key (did you mean nodeCount?)", "maxNodes"]),

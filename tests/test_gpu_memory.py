@@ -61,7 +61,8 @@ def test_an_out_of_memory_figure_refuses_gpus_no_larger_and_leaves_larger_ones_n
 def test_a_measured_need_above_the_gpu_names_the_types_that_hold_it():
     (line,) = gpu_memory_problems(reasoning(f"{GC}=True", instanceType="p4d.24xlarge", nodeCount=2))
     assert "needs 45.1 GiB a GPU (43.4 GiB measured at 18432 tokens + 1.66 GiB of model state over 16 GPUs)" in line
-    assert "gpuNodes.instanceType: p4de.24xlarge, p5.48xlarge" in line
+    # the 8-GPU types whose GPUs hold it, the catalog's newer ones among them (RTX PRO 6000, B300)
+    assert "gpuNodes.instanceType: g7e.48xlarge, p4de.24xlarge, p5.48xlarge" in line and "p6-b300.48xlarge" in line
     assert "turn on gradient checkpointing" not in line  # already on
 
 

@@ -77,6 +77,16 @@ def test_given_efa_instance_when_built_then_one_interface_per_card_efa_first_the
     assert "vpcSecurityGroupIds" not in one(run, LT)["inputs"]
 
 
+def test_given_p6_b300_when_built_then_card_0_is_ena_only_and_cards_1_to_16_carry_efa():
+    # EC2 User Guide, P6-B300: network card 0 has no EFA; vpc-cni lists 17 cards, Karpenter 16 EFA devices
+    run = run_group(instanceType="p6-b300.48xlarge")
+    nics = one(run, LT)["inputs"]["networkInterfaces"]
+    assert [(n["networkCardIndex"], n["deviceIndex"], n["interfaceType"]) for n in nics] == [(0, 0, "interface")] + [
+        (card, 1, "efa-only") for card in range(1, 17)
+    ]
+    assert aws_models.plan_problems(run.of_type(LT)) == []
+
+
 def test_given_efa_off_when_built_then_no_interfaces_no_efa_group_and_cluster_sg_on_template():
     run = run_group(instanceType="g5.2xlarge", efa=False)
     lt = one(run, LT)["inputs"]

@@ -44,10 +44,12 @@ def test_the_node_class_has_as_many_efa_devices_as_the_launch_template(name):
     gpu = _gpu(instanceType=name)
     interfaces = specs.node_class_interfaces(gpu)
     template = catalog.efa_interfaces_for(gpu.instance)
-    assert specs.efa_devices(gpu) == len(template) == min(gpu.instance.network_cards, gpu.instance.max_efa)
+    assert specs.efa_devices(gpu) == catalog.efa_device_count(gpu.instance) == min(gpu.instance.network_cards, gpu.instance.max_efa)
     # one ENA primary, then one efa-only on every card the template wires
     assert interfaces[0] == specs.NodeClassInterface(0, 0, "interface")
-    assert sorted(n.network_card_index for n in interfaces if n.interface_type == "efa-only") == [n.network_card_index for n in template]
+    assert sorted(n.network_card_index for n in interfaces if n.interface_type == "efa-only") == [
+        n.network_card_index for n in template if n.interface_type in catalog.EFA_INTERFACE_TYPES
+    ]
     assert karpenter_errors(_node_class(gpu)) == []
 
 

@@ -185,7 +185,7 @@ def test_given_an_instance_type_when_rendered_then_one_pod_takes_every_gpu_and_e
     instance = catalog.CATALOG[instance_type]
     limits = ray_container(spec)["resources"]["limits"]
     assert limits["nvidia.com/gpu"] == str(instance.gpus)
-    assert limits["vpc.amazonaws.com/efa"] == str(len(catalog.efa_interfaces_for(instance)))
+    assert limits["vpc.amazonaws.com/efa"] == str(catalog.efa_device_count(instance)) == str(instance.max_efa)
     assert limits["hugepages-2Mi"] == f"{s.gpu_nodes.hugepages_gib}Gi"
     for container in spec["containers"] + spec.get("initContainers", []):
         assert container["resources"]["requests"] == container["resources"]["limits"], container["name"]

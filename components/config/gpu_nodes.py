@@ -300,11 +300,12 @@ class GpuNodeSettings(SettingsModel):
         except catalog.UnknownInstanceType as err:
             raise rule_error("instanceType", self.instance_type, str(err).split("; ", 1)[1]) from None
         except TypeError:
+            given = self.instance_overrides.given() if self.instance_overrides else {}
+            missing = [to_camel(f) for f in InstanceOverrides.model_fields if f not in given]
             raise rule_error(
                 "instanceOverrides",
-                self.instance_overrides.given() if self.instance_overrides else None,
-                f"{self.instance_type!r} is not in the catalog, so every figure is needed: "
-                + ", ".join(to_camel(f) for f in InstanceOverrides.model_fields),
+                {to_camel(k): v for k, v in given.items()},
+                f"{self.instance_type!r} is not in the catalog, so every figure is needed; missing: " + ", ".join(missing),
             ) from None
 
     def _efa_problems(self, instance: catalog.InstanceType) -> list[PydanticCustomError]:

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Str
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from .. import aws_names
+from .. import aws_names, catalog
 from .errors import did_you_mean
 
 
@@ -45,7 +45,8 @@ SubnetId = Annotated[str, _aws_id("subnet", "a subnet")]
 
 
 def _ec2_type(value: str) -> str:
-    if value not in aws_names.EC2_INSTANCE_TYPES:
+    # a type the catalog refuses says why there (p6e-gb300 is newer than botocore's list)
+    if value not in aws_names.EC2_INSTANCE_TYPES and value not in catalog.REFUSED:
         # EC2 names are lowercase: P5.48XLARGE and a shortened p5.48xl both mean p5.48xlarge
         hint = did_you_mean(value, aws_names.EC2_INSTANCE_TYPES, cutoff=0.75)
         raise PydanticCustomError(

@@ -311,7 +311,7 @@ def _crds(settings: StackSettings, releases: Mapping[str, Release]) -> tuple[Crd
 
 def _shape(settings: StackSettings, instance: catalog.InstanceType) -> NodeShape:
     gpu = settings.gpu_nodes
-    efa_devices = len(catalog.efa_interfaces_for(instance)) if gpu.efa and instance.efa_capable else 0
+    efa_devices = catalog.efa_device_count(instance) if gpu.efa and instance.efa_capable else 0
     allocatable = {GPU_RESOURCE: str(instance.gpus)}
     if efa_devices:
         allocatable[EFA_RESOURCE] = str(efa_devices)

@@ -122,7 +122,7 @@ def pod_shape(settings: StackSettings, sync: bool) -> RayPodShape:
     shape = catalog.pod_shape_for(
         instance, gpu.hugepages_gib * catalog.GIB_MIB, settings.workload.shm_fraction, settings.observability_backend
     )
-    efa = len(catalog.efa_interfaces_for(instance)) if efa_enabled(settings) else 0
+    efa = catalog.efa_device_count(instance) if efa_enabled(settings) else 0
     return RayPodShape(shape, efa, sync)
 
 
