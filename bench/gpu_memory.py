@@ -365,6 +365,19 @@ def _merged(folders: list[Path]) -> dict:
     return {"machine": "; ".join(sorted(set(machines))), "results": results}
 
 
+def _oom_state(r: dict) -> float:
+    """What of the model state a case that ran out of memory held on the GPU: setup's, and one fp32
+    gradient per weight unless the state was offloaded."""
+    return r["setup_allocated_gib"] + (0 if r["id"].endswith("-offload") else r["parameters"] * 4 / GIB)
+
+
+def _oom_bound(r: dict) -> str:
+    """The activations' lower bound from the error: allocated + asked for, less the state held."""
+    held = re.search(r"([\d.]+) GiB is allocated by PyTorch", r["error"])
+    asked = re.search(r"Tried to allocate ([\d.]+) GiB", r["error"])
+    return f": its activations need more than {float(held.group(1)) + float(asked.group(1)) - _oom_state(r):.1f} GiB" if held and asked else ""
+
+
 def _figure_entries(memory: dict, date: str) -> list[dict]:
     gpu = memory["machine"].split(",")[0].strip()
     entries = []
@@ -377,12 +390,11 @@ def _figure_entries(memory: dict, date: str) -> list[dict]:
         if r["oom"] and offloaded is not None and not offloaded["oom"]:
             r = {**offloaded, "offload_of": r}
         if r["oom"]:
-            held = re.search(r"([\d.]+) GiB is allocated by PyTorch", r["error"])
-            asked = re.search(r"Tried to allocate ([\d.]+) GiB", r["error"])
-            state = r["setup_allocated_gib"] + r["parameters"] * 4 / GIB
-            bound = f"; its activations need more than {float(held.group(1)) + float(asked.group(1)) - state:.1f} GiB" if held and asked else ""
             how = (f"RLinf v0.3's FSDPActor.training_step (bench/gpu_memory.py) ran out of memory on one GPU ({gpu}) holding the whole "
-                   f"model state ({state:.2f} GiB) at a world of one: {r['error'][:160]}{bound}")
+                   f"model state ({_oom_state(r):.2f} GiB) at a world of one: {r['error'][:120]}{_oom_bound(r)}")
+            if offloaded is not None and offloaded["oom"]:
+                how += (f"; with RLinf's fsdp_config.cpu_offload=True ({_oom_state(offloaded):.2f} GiB of the state left on the GPU) it ran "
+                        f"out of memory too{_oom_bound(offloaded)}")
             peak = None
         else:
             extra = f"; RLinf's validate_fsdp_cfg refuses this config: {s['validate_fsdp_cfg']}" if s["validate_fsdp_cfg"] != "passes" else ""
@@ -458,7 +470,7 @@ def record(results: list[Path], date: str, machine: str) -> int:
                          f"did not finish (phase {r.get('phase')}, exit {r.get('exit')}): {' '.join(r.get('error_tail', [])[-2:])[:300]} | | | | | | |")
             continue
         if r["oom"]:
-            per_gpu = "out of memory here: " + r["error"][:200]
+            per_gpu = "out of memory here" + _oom_bound(r)
             cells = [f"{r['peak_allocated_gib']} at the failure", str(r["peak_reserved_gib"]), "-", "-", "-"]
         else:
             cells = [str(r["peak_allocated_gib"]), str(r["peak_reserved_gib"]), str(r["state_gib"]), str(r["activations_gib"]), str(r["seconds"])]

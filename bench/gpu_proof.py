@@ -790,9 +790,10 @@ def record(results: Path, date: str, machine: str) -> int:
         if (results / "eval-logs.tgz").exists():
             with tarfile.open(results / "eval-logs.tgz") as tar:
                 tar.extractall(work / "eval", filter="data")
-            eval_run = work / "eval" / "run" / os.path.relpath(evaluation["run_dir"], "/rlinf-run")
-            ecode, elines = _report(eval_run if eval_run.is_dir() else work / "eval" / "run", work / "report-eval")
-            lines.append(f"  - `python -m rlinf_eks report {STACK} --run-dir` (exit {ecode}) over the evaluation pod's run directory said:")
+            # the evaluation pod's run volume: the training logs its restore brought back beside eval/step-<N>
+            ecode, elines = _report(work / "eval" / "run", work / "report-eval")
+            lines.append(f"  - `python -m rlinf_eks report {STACK} --run-dir` (exit {ecode}) over the evaluation pod's run volume (the training logs "
+                         "its restore brought back, and eval/) said:")
             lines += [f"    - {line}" for line in elines]
     elif evaluation:
         lines.append(f"- evaluation: skipped: {evaluation['skipped']}")
