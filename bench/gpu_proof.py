@@ -141,26 +141,35 @@ KIT_TOOL = ROOT.parent / "shared" / "tools" / "rlinf-gpu-kit" / "pack.sh"
 CALL_BYTES = 56 << 20  # a device call carries about 60 MiB with the working tree
 
 
+def _bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+
+
+def carry_plan(kit_dir: Path) -> list[list[str]]:
+    """The paths each device call carries, for one warm machine: the kit's parts, the S3 kit and
+    the image's extra wheels packed first-fit into calls of at most CALL_BYTES and 8 paths (largest
+    first), the plans and the memory kit with the last call, which runs the proof."""
+    items = sorted(out for out in [*kit_dir.glob("site.tar.xz.*"), *(kit_dir / name for name in ("MANIFEST", "setup.sh", "rlinf-src.tgz", "debs")),
+                                   ROOT / "build" / "s3kit", ROOT / "build" / "image-wheels"] if out.exists())
+    last = [p for p in (ROOT / "build" / "gpu-proof", ROOT / "build" / "memkit") if p.exists()]
+    calls: list[list[Path]] = [list(last)]
+    for item in sorted(items, key=_bytes, reverse=True):
+        home = next((c for c in calls if sum(map(_bytes, c)) + _bytes(item) <= CALL_BYTES and len(c) < 8), None)
+        if home is None:
+            calls.insert(0, home := [])
+        home.append(item)
+    return [[str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in c] for c in calls]
+
+
 def kit(out: Path, rlinf_git_dir: Path) -> int:
     """The rlinf-gpu-kit packed into ``out`` (pack.sh: PyPI and apt needed here), then the files
-    each device call carries: the kit's parts spread over calls of at most CALL_BYTES, the plan
-    and the rest of the kit with the last one (the machine keeps carried files between calls
+    each device call carries (:func:`carry_plan`; the machine keeps carried files between calls
     while it stays warm)."""
     if subprocess.call(["bash", str(KIT_TOOL), str(out), str(rlinf_git_dir)]) != 0:
         return 1
-    parts = sorted(out.glob("site.tar.xz.*"))
-    rest = [out / name for name in ("MANIFEST", "setup.sh", "rlinf-src.tgz", "debs")]
-    calls: list[list[Path]] = [[]]
-    for part in parts:
-        if calls[-1] and sum(p.stat().st_size for p in calls[-1]) + part.stat().st_size > CALL_BYTES:
-            calls.append([])
-        calls[-1].append(part)
-    calls[-1] += rest
-    for i, paths in enumerate(calls, 1):
-        carry = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in paths]
-        if i == len(calls):
-            carry.append("build/gpu-proof")
-        print(f"device call {i} of {len(calls)} carries: {json.dumps(carry)}")
+    plan = carry_plan(out)
+    for i, carry in enumerate(plan, 1):
+        print(f"device call {i} of {len(plan)} carries: {json.dumps(carry)}")
     return 0
 
 
