@@ -131,10 +131,11 @@ def _verdicts(plan: Any, args: argparse.Namespace, warnings: list[str]) -> int:
     if violations:
         print(f"{counted(len(violations), 'policy violation')}{strict}", file=sys.stderr)
     if plan.placeholders:
+        one = len(plan.placeholders) == 1
         if plan.settings is not None and plan.settings.allow_placeholders:
-            state = ", deployed as they are (allowPlaceholders: true)"
+            state = f", deployed as {'it is' if one else 'they are'} (allowPlaceholders: true)"
         else:
-            state = f" to replace: pulumi up refuses {'it' if len(plan.placeholders) == 1 else 'them'} unless the stack sets allowPlaceholders: true"
+            state = f" to replace: pulumi up refuses {'it' if one else 'them'} unless the stack sets allowPlaceholders: true"
             state += " (--strict: failing; --allow-placeholders to plan example stacks)" if placeholders_fail else ""
         print(f"{counted(len(plan.placeholders), 'placeholder')}{state}", file=sys.stderr)
     if unsold:

@@ -82,3 +82,12 @@ def test_the_quiet_lines_of_a_stack_without_a_run_or_its_own_nodes():
     assert storage_line(None) == "storage budget: none (no run on this stack)"
     unknown = {"cost": {"items": [], "totalPerHourWhileTraining": None, "totalUnknownSummary": "no price for gpuNodes"}}
     assert cost_line(unknown) == "cost: unknown: no price for gpuNodes"
+
+
+def test_one_placeholder_allowed_by_the_stack_is_said_in_the_singular(tmp_path, capsys):
+    argv = ["plan", "quickstart", "--strict", "--quiet", "--out", str(tmp_path), "--set", "allowPlaceholders=true",
+            "--set", "cluster.endpointPublicAccessCidrs[0]=198.18.0.7/32"]  # fmt: skip
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines()[-1] == "1 placeholder, deployed as it is (allowPlaceholders: true)"
+    assert "placeholders: 1 to replace (deployed as it is: allowPlaceholders: true)" in captured.out

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rlinf_eks.__main__ import main
@@ -19,12 +21,16 @@ def test_quiet_help_says_what_it_prints(capsys):
 def test_quiet_prints_the_five_lines_a_script_needs_and_problems_still_on_stderr(tmp_path, capsys):
     assert main(["plan", "quickstart", "--quiet", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    cost = json.loads((tmp_path / "efficiency.json").read_text())["cost"]
+    budget, manifests = plan["storageBudget"], len(list((tmp_path / "manifests").glob("*.yaml")))
     assert captured.out.splitlines() == [
-        "stack quickstart: 77 resources in us-east-1",
-        "cost: $1.77/h while training, $1.77/h idle (g5.2xlarge in us-east-1; everything the stack bills by the hour, usage-based not included)",
-        "storage budget: fits: 65 of 377.2 GiB on NVMe RAID0 (1 x 450 GB)",
+        f"stack quickstart: {len(plan['resources'])} resources in us-east-1",
+        f"cost: ${cost['totalPerHourWhileTraining']:,.2f}/h while training, ${cost['totalPerHourIdle']:,.2f}/h idle (g5.2xlarge in "
+        "us-east-1; everything the stack bills by the hour, usage-based not included)",
+        f"storage budget: fits: {budget['needGiB']:g} of {budget['storage']['roomGiB']:g} GiB on NVMe RAID0 (1 x 450 GB)",
         "placeholders: 2 to replace (pulumi up refuses them unless allowPlaceholders: true)",
-        f"wrote {tmp_path}/plan.json and 17 manifests in {tmp_path}/manifests",
+        f"wrote {tmp_path}/plan.json and {manifests} manifests in {tmp_path}/manifests",
     ]
     assert "placeholder: workload.image='123456789012." in captured.err
     assert captured.err.strip().splitlines()[-1] == "2 placeholders to replace: pulumi up refuses them unless the stack sets allowPlaceholders: true"

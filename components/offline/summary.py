@@ -47,8 +47,11 @@ def placeholders_line(plan: Plan) -> str:
     if not plan.placeholders:
         return "placeholders: none"
     allowed = plan.settings is not None and plan.settings.allow_placeholders
-    them = "it" if len(plan.placeholders) == 1 else "them"
-    then = "deployed as they are: allowPlaceholders: true" if allowed else f"pulumi up refuses {them} unless allowPlaceholders: true"
+    one = len(plan.placeholders) == 1
+    if allowed:
+        then = f"deployed as {'it is' if one else 'they are'}: allowPlaceholders: true"
+    else:
+        then = f"pulumi up refuses {'it' if one else 'them'} unless allowPlaceholders: true"
     return f"placeholders: {len(plan.placeholders)} to replace ({then})"
 
 
