@@ -1,6 +1,10 @@
 """The VPC of the cluster: private subnets in at least two AZs (the EKS control plane needs two),
 public subnets that only hold the NAT gateways, or an existing VPC given in config.
 
+A new VPC has an S3 gateway endpoint on its private route tables: image layers from ECR (stored
+in S3), model downloads from S3 and the checkpoint sync reach S3 without crossing the NAT gateway,
+whose data processing AWS charges per GB; the gateway endpoint itself is free.
+
 The GPU nodes live in exactly one private subnet, the one in the GPU AZ (EFA traffic does not
 cross AZs; field notes section 1).
 """
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
@@ -57,6 +62,19 @@ def subnet_plan(vpc_cidr: str, azs: list[str]) -> list[SubnetPlan]:
     return [SubnetPlan(az, str(blocks[i]), str(publics[i])) for i, az in enumerate(azs)]
 
 
+def region_of_zone(zone: str) -> str:
+    """The region of an AZ or Local Zone name: us-east-1a -> us-east-1, us-west-2-lax-1a -> us-west-2."""
+    match = re.match(r"[a-z]{2}(?:-[a-z]+)+-\d+", zone)
+    if match is None:
+        raise ValueError(f"{zone!r} is not an Availability Zone name such as us-east-1a")
+    return match.group(0)
+
+
+def s3_service_name(region: str) -> str:
+    """The S3 endpoint service of a region (com.amazonaws.<region>.s3), gateway or interface."""
+    return f"com.amazonaws.{region}.s3"
+
+
 def private_subnet_tags(cluster_name: str) -> dict[str, str]:
     """Tags the AWS Load Balancer Controller looks for to place internal load balancers."""
     return {"kubernetes.io/role/internal-elb": "1", f"kubernetes.io/cluster/{cluster_name}": "shared"}
@@ -78,6 +96,8 @@ class Network(pulumi.ComponentResource):
         cluster_name: the EKS cluster the subnets are tagged for (load balancer discovery) and
             the prefix of the resources' Name tags.
         tags: AWS tags of every resource.
+        region: the stack's region (``aws:region``), whose S3 service the gateway endpoint of a new
+            VPC names. Defaults to the region of ``gpu_az``.
 
     Outputs: ``vpc_id``, ``vpc_cidr``, ``private_subnet_ids`` (at least two AZs) and
     ``gpu_subnet_id`` (the one private subnet in the GPU AZ).
@@ -96,13 +116,14 @@ class Network(pulumi.ComponentResource):
         gpu_az: str,
         cluster_name: str,
         tags: Mapping[str, str],
+        region: Optional[str] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("rlinf-eks:index:Network", name, None, opts)
         if not isinstance(settings, NetworkSettings):
             settings = NetworkSettings.model_validate(settings)
         if settings.create:
-            self._create(name, settings, gpu_az, cluster_name, dict(tags))
+            self._create(name, settings, gpu_az, region or region_of_zone(gpu_az), cluster_name, dict(tags))
         else:
             if not settings.gpu_subnet_id:
                 raise ValueError(f"network.gpuSubnetId: an existing VPC needs the private subnet of the GPU nodes in {gpu_az}")
@@ -119,7 +140,7 @@ class Network(pulumi.ComponentResource):
             }
         )
 
-    def _create(self, name: str, net: NetworkSettings, gpu_az: str, cluster_name: str, tags: dict[str, str]) -> None:
+    def _create(self, name: str, net: NetworkSettings, gpu_az: str, region: str, cluster_name: str, tags: dict[str, str]) -> None:
         given = list(dict.fromkeys(net.availability_zones)) or default_availability_zones(gpu_az)
         # the GPU AZ first: a single NAT gateway goes there, so GPU nodes' egress never crosses AZs
         azs = [gpu_az, *(az for az in given if az != gpu_az)]
@@ -137,12 +158,16 @@ class Network(pulumi.ComponentResource):
         plans = subnet_plan(net.cidr, azs)
         nat_ids: dict[str, pulumi.Output[str]] = {}
         private_subnets: list[aws.ec2.Subnet] = []
+        private_routes: list[aws.ec2.RouteTable] = []
         for plan in plans:
             public = _public_subnet(name, vpc, plan, public_routes, cluster_name, tags, child)
             if net.nat_gateways == "one-per-az" or not nat_ids:
                 nat_ids[plan.az] = _nat_gateway(name, plan.az, public, igw, cluster_name, tags, child).id
             nat_id = nat_ids.get(plan.az, nat_ids[plans[0].az])
-            private_subnets.append(_private_subnet(name, vpc, plan, nat_id, cluster_name, tags, child))
+            subnet, routes = _private_subnet(name, vpc, plan, nat_id, cluster_name, tags, child)
+            private_subnets.append(subnet)
+            private_routes.append(routes)
+        _s3_gateway_endpoint(name, vpc, region, private_routes, cluster_name, tags, child)
 
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block
@@ -226,7 +251,7 @@ def _private_subnet(
     cluster_name: str,
     tags: dict[str, str],
     child: pulumi.ResourceOptions,
-) -> aws.ec2.Subnet:
+) -> tuple[aws.ec2.Subnet, aws.ec2.RouteTable]:
     """A private subnet with its own route table, whose default route goes through ``nat_id``."""
     private = aws.ec2.Subnet(
         f"{name}-private-{plan.az}",
@@ -247,4 +272,30 @@ def _private_subnet(
         opts=child,
     )
     aws.ec2.RouteTableAssociation(f"{name}-private-{plan.az}", subnet_id=private.id, route_table_id=private_routes.id, opts=child)
-    return private
+    return private, private_routes
+
+
+def _s3_gateway_endpoint(
+    name: str,
+    vpc: aws.ec2.Vpc,
+    region: str,
+    private_routes: list[aws.ec2.RouteTable],
+    cluster_name: str,
+    tags: dict[str, str],
+    child: pulumi.ResourceOptions,
+) -> aws.ec2.VpcEndpoint:
+    """S3's gateway endpoint on every private route table: S3 traffic (ECR's image layers, the
+    staged model and data, checkpoint uploads) leaves by the endpoint's prefix-list route instead
+    of the NAT gateway. No policy: the endpoint's default policy allows every S3 call, and the
+    callers' own IAM policies still decide (VPC User Guide, "Gateway endpoints for Amazon S3")."""
+    return aws.ec2.VpcEndpoint(
+        f"{name}-s3",
+        aws.ec2.VpcEndpointArgs(
+            vpc_id=vpc.id,
+            service_name=s3_service_name(region),
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[routes.id for routes in private_routes],
+            tags=_named(tags, f"{cluster_name}-s3"),
+        ),
+        opts=child,
+    )

@@ -71,7 +71,9 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     tags = {"project": PROJECT, "stack": stack, **settings.tags}
     cluster_name = settings.cluster.name or f"rlinf-{stack}"
 
-    network = Network("rlinf", settings=settings.network, gpu_az=settings.gpu_az, cluster_name=cluster_name, tags=tags)
+    network = Network(
+        "rlinf", settings=settings.network, gpu_az=settings.gpu_az, cluster_name=cluster_name, tags=tags, region=settings.region
+    )
     cluster = _cluster(settings, secrets, network, cluster_name, tags)
     k8s = pulumi.ResourceOptions(provider=cluster.provider)
     before_gpu: list[pulumi.Resource] = [network, cluster, *_node_add_ons(settings, cluster, tags, k8s)]

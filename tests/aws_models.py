@@ -449,6 +449,29 @@ def _route(i: Inputs) -> Iterator[Call]:
     )
 
 
+@translates("aws:ec2/vpcEndpoint:VpcEndpoint")
+def _vpc_endpoint(i: Inputs) -> Iterator[Call]:
+    # resourceVPCEndpointCreate: PrivateDnsEnabled is always sent (false unless set), the type
+    # defaults to Gateway
+    yield Call(
+        "ec2",
+        "CreateVpcEndpoint",
+        _drop_none(
+            {
+                "VpcId": i["vpcId"],
+                "ServiceName": i.get("serviceName"),
+                "VpcEndpointType": i.get("vpcEndpointType", "Gateway"),
+                "PrivateDnsEnabled": bool(i.get("privateDnsEnabled", False)),
+                "RouteTableIds": i.get("routeTableIds") or None,
+                "SubnetIds": i.get("subnetIds") or None,
+                "SecurityGroupIds": i.get("securityGroupIds") or None,
+                "PolicyDocument": i.get("policy"),
+                **_ec2_tags("vpc-endpoint", i.get("tags")),
+            }
+        ),
+    )
+
+
 @translates("aws:ec2/routeTableAssociation:RouteTableAssociation")
 def _route_table_association(i: Inputs) -> Iterator[Call]:
     yield Call("ec2", "AssociateRouteTable", {"RouteTableId": i["routeTableId"], "SubnetId": i["subnetId"]})

@@ -286,6 +286,10 @@ RULES: dict[tuple[str, str], Rule] = {
     ("ec2", "CreateNatGateway"): _ec2_create("natgateway", ("subnet", "SubnetId"), ("elastic-ip", "AllocationId")),
     ("ec2", "CreateRouteTable"): _ec2_create("route-table", ("vpc", "VpcId")),
     ("ec2", "CreateRoute"): _ec2_on("route-table", "RouteTableId"),
+    # CreateVpcEndpoint authorizes the new endpoint, its VPC and each route table it joins (reference)
+    ("ec2", "CreateVpcEndpoint"): lambda w, c, r: _ec2_create("vpc-endpoint", ("vpc", "VpcId"))(w, c, r) + [
+        w.existing("ec2:CreateVpcEndpoint", "ec2", f"route-table/{rt}", rt) for rt in c.params.get("RouteTableIds", ())
+    ],
     ("ec2", "AssociateRouteTable"): lambda w, c, r: _ec2_on("route-table", "RouteTableId")(w, c, r) + _ec2_on("subnet", "SubnetId")(w, c, r),
     ("ec2", "CreateSecurityGroup"): _ec2_create("security-group", ("vpc", "VpcId")),
     ("ec2", "AuthorizeSecurityGroupIngress"): _ec2_on("security-group", "GroupId"),
@@ -399,6 +403,8 @@ OWN: dict[str, Callable[[World, Mapping[str, Any]], Request]] = {
     "aws:ec2/routeTable:RouteTable": _own_ec2("route-table"),
     "aws:ec2/route:Route": _own_ec2("route-table", "routeTableId"),
     "aws:ec2/routeTableAssociation:RouteTableAssociation": _own_ec2("route-table", "routeTableId"),
+    # arn:aws:ec2:<region>:<account>:vpc-endpoint/<id> (Service Authorization Reference, EC2's resource types)
+    "aws:ec2/vpcEndpoint:VpcEndpoint": _own_ec2("vpc-endpoint"),
     "aws:ec2/securityGroup:SecurityGroup": _own_ec2("security-group"),
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _own_ec2("security-group", "securityGroupId"),
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _own_ec2("security-group", "securityGroupId"),
@@ -478,6 +484,9 @@ def related_resources(world: World, resource: Mapping[str, Any]) -> list[Request
     inputs = resource.get("inputs") or {}
     if resource["type"].startswith(("aws:ec2/", "aws:vpc/")):
         out += [world.existing("", "ec2", f"{kind}/{inputs[key]}", inputs[key]) for key, kind in _EC2_PARENTS.items() if isinstance(inputs.get(key), str)]
+    if resource["type"] == "aws:ec2/vpcEndpoint:VpcEndpoint":
+        # CreateVpcEndpoint and ModifyVpcEndpoint also authorize each route table the gateway endpoint joins
+        out += [world.existing("", "ec2", f"route-table/{rt}", rt) for rt in inputs.get("routeTableIds") or () if isinstance(rt, str)]
     if resource["type"].startswith("aws:vpc/securityGroup") and resource["type"].endswith("Rule"):
         out.append(world.existing("", "ec2", f"security-group-rule/{resource['id']}", resource["id"]))
     if resource["type"] == "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation":

@@ -114,6 +114,11 @@ OFF_PATH: dict[tuple[str, str], Off] = {
        for a in ("ec2:DeleteNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DetachNetworkInterface")},
     **{("aws:ec2/vpc:Vpc", a): Off("an IPv6 CIDR block: the VPC is IPv4 only", _set("assignGeneratedIpv6CidrBlock", "ipv6CidrBlock", "ipv6IpamPoolId"))
        for a in ("ec2:AssociateVpcCidrBlock", "ec2:DisassociateVpcCidrBlock")},
+    **{("aws:ec2/vpcEndpoint:VpcEndpoint", a): Off(
+        "auto_accept: the endpoints are to AWS services, which accept their own connections", _set("autoAccept"))
+       for a in ("ec2:AcceptVpcEndpointConnections", "ec2:DescribeVpcEndpointServiceConfigurations")},
+    ("aws:ec2/vpcEndpoint:VpcEndpoint", "ec2:DescribeNetworkInterfaces"): Off(
+        "an endpoint's network interfaces: the S3 endpoint is a gateway endpoint (route tables, no subnets)", _set("subnetIds", "subnetConfigurations")),
     ("aws:ec2/vpc:Vpc", "ec2:ModifyVpcTenancy"): Off("instance_tenancy: not set (default tenancy)", _set("instanceTenancy")),
     ("aws:ec2/vpc:Vpc", "ec2:GetIpamPoolAllocations"): Off("an IPAM pool: the VPC's CIDR is the plan's", _set("ipv4IpamPoolId", "ipv6IpamPoolId")),
     ("aws:eks/addon:Addon", "iam:PassRole"): Off(

@@ -128,4 +128,4 @@ def test_the_data_says_where_it_came_from():
     prov = pc.data()["provenance"]
     assert re.fullmatch(r"[0-9a-f]{40}", prov["commit"]) and prov["source_repository"] == "hashicorp/terraform-provider-aws"
     assert all(re.fullmatch(r"[0-9a-f]{40}", c["commit"]) if c["commit"] else c["note"] for c in prov["confirmed_in_current_source"])
-    assert len(pc.data()["types"]) == 36
+    assert len(pc.data()["types"]) == 37

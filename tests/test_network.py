@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rlinf_eks.config import PROJECT
-from rlinf_eks.network import Network, default_availability_zones, subnet_plan
+from rlinf_eks.network import Network, default_availability_zones, region_of_zone, subnet_plan
 from rlinf_eks.offline import engine
 from tests.harness import has_inputs, one, run_component, settings
 
@@ -81,6 +81,28 @@ def test_given_public_subnets_when_network_built_then_they_carry_the_elb_tag_and
     assert all(has_inputs(s, {"tags": {"kubernetes.io/role/elb": "1"}, "mapPublicIpOnLaunch": False}) for s in public)
     route = one(resources, "aws:ec2/route:Route", "rlinf-public-default")
     assert route["inputs"]["destinationCidrBlock"] == "0.0.0.0/0" and "gatewayId" in route["inputs"]
+
+
+def test_given_a_new_vpc_when_network_built_then_s3_gateway_endpoint_serves_every_private_route_table():
+    """S3 traffic (image layers, staged inputs, checkpoints) leaves by the free gateway endpoint,
+    not the NAT gateway: the endpoint is on each private route table and on no public one."""
+    sections = {"network": {"availabilityZones": ["us-east-1a", "us-east-1b", "us-east-1c"]}}
+    run = engine.run(lambda: _build(sections, {"project": "t"}) and {}, project=PROJECT, stack="test", config={})
+    endpoints = [r for r in run.registrations if r.type == "aws:ec2/vpcEndpoint:VpcEndpoint"]
+    assert len(endpoints) == 1
+    endpoint = endpoints[0].inputs
+    assert endpoint["vpcEndpointType"] == "Gateway" and endpoint["serviceName"] == "com.amazonaws.us-east-1.s3"
+    tables = {r.id: r.name for r in run.registrations if r.type == "aws:ec2/routeTable:RouteTable"}
+    assert sorted(tables[i] for i in endpoint["routeTableIds"]) == [f"rlinf-private-rt-us-east-1{x}" for x in "abc"]
+    assert endpoint["tags"] == {"project": "t", "Name": "demo-s3"}
+    vpc = next(r for r in run.registrations if r.type == "aws:ec2/vpc:Vpc")
+    assert endpoint["vpcId"] == vpc.id
+
+
+def test_region_of_a_zone_or_local_zone():
+    assert region_of_zone("us-east-1a") == "us-east-1"
+    assert region_of_zone("us-west-2-lax-1a") == "us-west-2"
+    assert region_of_zone("ap-southeast-2b") == "ap-southeast-2"
 
 
 def test_given_existing_vpc_when_network_built_then_nothing_is_created_and_outputs_come_from_config():

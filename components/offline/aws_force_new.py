@@ -42,6 +42,9 @@ READ_BEYOND_RECORD: frozenset[str] = frozenset({
     # expected_bucket_owner are RequiresReplace (framework schema); both regional
     'aws:cloudwatch/logGroup:LogGroup',
     'aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration',
+    # issue 55 (the S3 gateway endpoint): read 2026-12-06 at the commit in its source; ForceNew in the
+    # SDK schema, private_dns_enabled replaced by CustomizeDiff on an endpoint not of Interface type
+    'aws:ec2/vpcEndpoint:VpcEndpoint',
 })
 """Types read from the provider's source after the shared record was made (the source of each is
 its ``source``); the record's own types are exactly the others."""
@@ -126,6 +129,15 @@ FORCE_NEW: dict[str, AwsForceNew] = {
         ('availabilityZone', 'availabilityZoneId', 'cidrBlock', 'ipv4IpamPoolId', 'ipv4NetmaskLength', 'ipv6IpamPoolId', 'ipv6Native', 'ipv6NetmaskLength', 'outpostArn', 'vpcId'),
         (
             ('ipv6CidrBlock', 'customdiff.ForceNewIf: replaced when ipv6_cidr_block changes and the subnet had assign_ipv6_address_on_creation = true; otherwise the IPv6 CIDR association is modified in place'),
+        ),
+    ),
+    'aws:ec2/vpcEndpoint:VpcEndpoint': AwsForceNew(
+        'aws_vpc_endpoint',
+        'internal/service/ec2/vpc_endpoint.go@008db85aad5e56627b1eecab8830464a282552ed',
+        ('dnsOptions.privateDnsPreference', 'dnsOptions.privateDnsSpecifiedDomains', 'resourceConfigurationArn', 'serviceName',
+         'serviceNetworkArn', 'serviceRegion', 'vpcEndpointType', 'vpcId'),
+        (
+            ('privateDnsEnabled', 'CustomizeDiff: replaced when private_dns_enabled changes on an endpoint whose vpc_endpoint_type is not Interface (a Gateway endpoint); modified in place on an Interface endpoint'),
         ),
     ),
     'aws:ec2/vpc:Vpc': AwsForceNew(
