@@ -260,7 +260,7 @@ def test_given_an_efa_stack_then_nccl_is_pinned_to_aws_ofi_nccl_and_torch_tears_
     assert env["NCCL_NET"] == "AWS Libfabric"
     assert env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
     assert env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] == "600"
-    no_efa = network_env(settings("multi-node", "gpuNodes.efa=false"))
+    no_efa = network_env(settings("multi-node", "gpuNodes.efa=false", "gpuNodes.allowTcpFabric=true"))
     assert "NCCL_NET" not in no_efa and no_efa["TORCH_NCCL_ENABLE_MONITORING"] == "1"
 
 
@@ -310,7 +310,7 @@ def test_given_any_stack_when_planned_then_the_plan_says_what_happens_on_a_dead_
     assert "NCCL_NET='AWS Libfabric'" in text and f"exit {exit_codes.FABRIC_FAILED}" in text
     assert f"exits {exit_codes.PROGRESS_TIMEOUT}" in text and "0h 30m" in text
     assert "node auto repair replaces it" in text
-    base = settings("multi-node", "gpuNodes.autoRepair=false", "gpuNodes.efa=false")
+    base = settings("multi-node", "gpuNodes.autoRepair=false", "gpuNodes.efa=false", "gpuNodes.allowTcpFabric=true")
     # null cannot be given through --set (a string there): the stack file's null, as the model holds it
     off = resilience.render(base.model_copy(update={"workload": base.workload.model_copy(update={"progress_timeout_seconds": None})}), "multi-node")
     assert "progress watchdog off" in off and "auto repair off" in off and "TCP sockets" in off
@@ -342,7 +342,7 @@ def test_given_an_efa_stack_when_planned_then_every_training_pod_checks_its_fabr
         assert check["image"] == spec["containers"][0]["image"]
         assert check["resources"] == spec["containers"][0]["resources"]  # the same EFA devices, handed on
         assert check["command"] == ["/bin/bash", "/etc/rlinf/fabric-check.sh"]
-    no_efa = manifests(plan_stack("multi-node", "gpuNodes.efa=false", "workload.restart.maxRestarts=0"))["job-rlinf-training.yaml"]
+    no_efa = manifests(plan_stack("multi-node", "gpuNodes.efa=false", "gpuNodes.allowTcpFabric=true", "workload.restart.maxRestarts=0"))["job-rlinf-training.yaml"]
     assert "fabric-check" not in [c["name"] for c in no_efa["spec"]["template"]["spec"].get("initContainers", [])]
 
 

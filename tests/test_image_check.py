@@ -90,7 +90,7 @@ def test_given_a_broken_image_when_checked_then_the_pod_fails_in_seconds_naming_
 
 
 def test_given_no_efa_when_checked_then_libfabric_is_not_asked_for(tmp_path):
-    done, _ = run_check(tmp_path, contract("multi-node", "gpuNodes.efa=false"), fi_info=False, plugin=False)
+    done, _ = run_check(tmp_path, contract("multi-node", "gpuNodes.efa=false", "gpuNodes.allowTcpFabric=true"), fi_info=False, plugin=False)
     assert done.returncode == 0, done.stderr
     # nor is the EFA installer's folder put on PATH: the script names nothing of EFA
     script = image_check_script(contract("quickstart"))

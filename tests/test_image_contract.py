@@ -155,7 +155,7 @@ def test_each_dialect_names_its_entry_script_and_config_dir_as_its_command_line_
     for contract in by_dialect.values():
         assert contract.ray_version == "2.49.2" and contract.efa
         assert posixpath.isabs(contract.entry_script)
-    off = contract_for(resolve_run(plan_stack("multi-node", "gpuNodes.efa=false").settings, "multi-node"))
+    off = contract_for(resolve_run(plan_stack("multi-node", "gpuNodes.efa=false", "gpuNodes.allowTcpFabric=true").settings, "multi-node"))
     assert not off.efa and "fi_info" not in off.tools and not off.plugin_dirs
 
 

@@ -132,7 +132,7 @@ def test_given_two_gpu_nodes_when_smoke_is_built_then_one_valid_job_pinned_to_ea
     [
         ("single-node", (), {"smoke.sh", "image-check.sh", "config-check.sh", "fabric-check.sh", "render-check.sh"}),  # verl-ppo: LIBERO renders
         ("vllm-rollout", (), {"smoke.sh", "image-check.sh", "config-check.sh", "fabric-check.sh"}),  # reasoning renders nothing
-        ("multi-node", ("gpuNodes.efa=false",), {"smoke.sh", "image-check.sh", "config-check.sh", "render-check.sh"}),  # no EFA: no fabric check
+        ("multi-node", ("gpuNodes.efa=false", "gpuNodes.allowTcpFabric=true"), {"smoke.sh", "image-check.sh", "config-check.sh", "render-check.sh"}),  # no EFA: no fabric check
     ],
     ids=["single-node", "vllm-rollout", "multi-node-no-efa"],
 )
@@ -648,7 +648,7 @@ def test_given_an_old_nccl_that_only_says_net_socket_when_parsed_then_it_is_a_fa
 
 
 def test_given_a_socket_run_on_a_stack_without_efa_then_the_network_passes():
-    settings = run_of("multi-node", "gpuNodes.efa=false").settings
+    settings = run_of("multi-node", "gpuNodes.efa=false", "gpuNodes.allowTcpFabric=true").settings
     results = by_name(fabric_verdict(settings, parse_all_reduce(healthy_log(init=SOCKET_INIT, busbw=[10.0] * 11)), 0))
     assert results["fabric.network"].outcome == "pass" and "this stack has no EFA" in results["fabric.network"].detail
     # the mark is still the instance type's line rate (preflight's): TCP sockets do not reach it

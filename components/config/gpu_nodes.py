@@ -189,6 +189,10 @@ class GpuNodeSettings(SettingsModel):
     """The cluster placement group that keeps the nodes close on the network."""
     efa: Bool = True
     """Wire every network card with EFA. Defaults to true."""
+    allow_tcp_fabric: Bool = False
+    """With efa: false on a type that has EFA and more than one node: run NCCL between the nodes over
+    TCP on purpose (a fraction of the EFA bandwidth, at the same price per hour). Refused without it.
+    Defaults to false."""
     auto_repair: Bool = True
     """EKS node auto repair for the GPU node group (nodeRepairConfig) plus, on a new cluster, the
     eks-node-monitoring-agent add-on whose node conditions (AcceleratedHardwareReady: GPU XID
@@ -312,6 +316,12 @@ class GpuNodeSettings(SettingsModel):
         if self.efa and not instance.efa_capable:
             efa_types = sorted(name for name, row in catalog.CATALOG.items() if row.efa_capable)
             return [rule_error("efa", True, f"{self.instance_type} has no EFA; set efa: false or use one of {', '.join(efa_types)}")]
+        if not self.efa and instance.efa_capable and self.node_count > 1 and not self.allow_tcp_fabric:
+            return [rule_error(
+                "efa", False,
+                f"{self.instance_type} has EFA and the stack runs {self.node_count} nodes: without it NCCL between them goes "
+                f"over TCP at the same hourly price; set efa: true, or allowTcpFabric: true to run over TCP on purpose",
+            )]  # fmt: skip
         return []
 
     def _capacity_problems(self) -> list[PydanticCustomError]:

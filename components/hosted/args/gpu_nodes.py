@@ -101,6 +101,12 @@ class GpuNodeSettings(TypedDict):
     "The cluster placement group that keeps the nodes close on the network."
     efa: NotRequired[bool]
     "Wire every network card with EFA. Defaults to true."
+    allow_tcp_fabric: NotRequired[bool]
+    (
+        "With efa: false on a type that has EFA and more than one node: run NCCL between the nodes over\n"
+        "TCP on purpose (a fraction of the EFA bandwidth, at the same price per hour). Refused without it.\n"
+        "Defaults to false."
+    )
     auto_repair: NotRequired[bool]
     (
         "EKS node auto repair for the GPU node group (nodeRepairConfig) plus, on a new cluster, the\n"
