@@ -41,6 +41,7 @@ import yaml
 
 from tests import kube_processes
 from tests.fetch_shared_data import shared_folder
+from tests.reference import reference
 from tests.kube_processes import stop
 
 __all__ = ["ApiError", "ApiServer", "Session", "assets", "misconfigured", "shared_server", "server_dir", "start", "stop"]
@@ -79,7 +80,7 @@ CRD_FILES = (
 )
 """The CustomResourceDefinitions of the kinds the stacks' objects and what the controllers make of
 them are (tests/controllers.py: Kueue's Workloads), below ../shared/schemas (pinned releases:
-KubeRay 1.7.0, JobSet 0.11.1, Kueue 0.19.2, prometheus-operator, Karpenter 1.14.1). Only those:
+KubeRay 1.7.0, JobSet at its pin (tests/data/reference), Kueue 0.19.2, prometheus-operator, Karpenter 1.14.1). Only those:
 each costs the server CPU at every session's start (the unused RayService alone is 1 MB), and an
 object of a kind not installed is refused ("the server has no kind"), so a new kind says so."""
 
@@ -316,7 +317,7 @@ def shared_server(binaries: Optional[Path] = None) -> Session:
             try:
                 server = start(binaries, workdir, parent)
                 began = time.monotonic()
-                crds = server.install_crds([SHARED / "schemas" / f for f in CRD_FILES])
+                crds = server.install_crds([reference(f"schemas/{f}") for f in CRD_FILES])
             except Exception as err:
                 failed.write_text(f"the tests' kube-apiserver did not start: {type(err).__name__}: {err}")
                 raise

@@ -16,6 +16,7 @@ import yaml
 
 from rlinf_eks import pins
 from tests.harness import SHARED, require_shared
+from tests.reference import reference
 
 KUBERAY_SCHEMAS = SHARED / "schemas" / "kuberay"
 CRD_FILES = {"RayCluster": "ray.io_rayclusters.yaml", "RayJob": "ray.io_rayjobs.yaml"}
@@ -239,11 +240,11 @@ def karpenter_errors(obj: dict[str, Any]) -> list[str]:
     return errors + cel_errors(karpenter_schema(kind, version), obj)
 
 
-JOBSET_CRD = SHARED / "schemas" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
+JOBSET_CRD = reference("schemas/jobset/jobset.x-k8s.io_jobsets.yaml")
 
 
 def jobset_crd_errors(obj: dict[str, Any]) -> list[str]:
-    """A JobSet against the released v0.11.1 CRD (../shared/schemas/jobset), unknown fields rejected."""
+    """A JobSet against the released CRD of the pinned version (tests/reference.py), unknown fields rejected."""
     return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in closed_crd_validator(JOBSET_CRD, "v1alpha2", "the JobSet CRD").iter_errors(obj)]
 
 
@@ -278,7 +279,7 @@ def chart_values(chart: str) -> dict[str, Any]:
     200 KB): shared, copy it to change it."""
     if chart == KARPENTER_CHART:
         return _parsed(require_shared(KARPENTER_SCHEMAS / "values.yaml", "the karpenter chart's values"))
-    return _parsed(require_shared(HELM_CHARTS / chart / "values.yaml", f"the {chart} chart's values"))
+    return _parsed(require_shared(reference(f"schemas/helm/{chart}/values.yaml"), f"the {chart} chart's values"))
 
 
 @lru_cache(maxsize=None)
@@ -287,7 +288,7 @@ def chart_passthrough(chart: str) -> frozenset[str]:
     passthrough and template_keys, and the subcharts' keys above)."""
     if chart == KARPENTER_CHART:  # no meta.json in ../shared: its toYaml keys, read from its templates
         return KARPENTER_PASSTHROUGH
-    meta = json.loads(require_shared(HELM_CHARTS / chart / "meta.json", f"the {chart} chart's metadata").read_text())
+    meta = json.loads(require_shared(reference(f"schemas/helm/{chart}/meta.json"), f"the {chart} chart's metadata").read_text())
     name = chart.rsplit("-", 1)[0]
     return frozenset(meta.get("passthrough") or {}) | frozenset(meta.get("template_keys") or {}) | SUBCHART_KEYS.get(name, frozenset())
 

@@ -69,7 +69,7 @@ def child_job(jobset: dict[str, Any]) -> dict[str, Any]:
 def test_given_restart_settings_when_the_controller_is_installed_then_the_oci_chart_is_pinned_on_the_system_nodes():
     res = run_component(lambda: JobSetController("jobset", settings=RestartSettings(maxRestarts=2)))
     release = one(res, RELEASE)
-    assert has_inputs(release, {"chart": "oci://registry.k8s.io/jobset/charts/jobset", "version": "0.11.1",
+    assert has_inputs(release, {"chart": "oci://registry.k8s.io/jobset/charts/jobset", "version": "0.12.0",
                                 "namespace": "jobset-system", "createNamespace": True})
     assert "repositoryOpts" not in release["inputs"]  # an OCI reference has no repository
     assert release["inputs"]["values"]["controller"]["nodeSelector"] == dict(SYSTEM_NODE_LABELS)
@@ -94,7 +94,7 @@ def test_given_a_jobset_chart_older_than_0_10_1_when_parsed_then_it_is_refused_b
         restart_settings(jobsetVersion=version)
 
 
-@pytest.mark.parametrize("version", ["0.10.1", "0.11.1"])
+@pytest.mark.parametrize("version", ["0.10.1", "0.11.1", "0.12.0"])
 def test_given_a_jobset_chart_with_the_message_patterns_in_its_crd_when_parsed_then_it_is_accepted(version):
     assert restart_settings(jobsetVersion=version).workload.restart.jobset_version == version
 

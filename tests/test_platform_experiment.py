@@ -46,7 +46,7 @@ def test_the_platform_exports_every_output_an_experiment_reads_and_runs_nothing(
     assert plan.outputs["kubeconfig"] == "[secret]"
     shape = {k: plan.outputs[k] for k in ("gpuInstanceType", "gpusPerNode", "efaPerNode", "gpuNodeCount", "gpuMaxNodes")}
     assert shape == {"gpuInstanceType": "p5.48xlarge", "gpusPerNode": 8, "efaPerNode": 32, "gpuNodeCount": 2, "gpuMaxNodes": 2}
-    assert plan.outputs["kuberayVersion"] == "1.7.0" and plan.outputs["jobsetVersion"] == "0.11.1"
+    assert plan.outputs["kuberayVersion"] == "1.7.0" and plan.outputs["jobsetVersion"] == "0.12.0"
     assert plan.outputs["platformConfig"]["storage"]["sharedFilesystem"]["enabled"] is True
     kinds = {r["inputs"].get("kind") for r in plan.resources}
     assert not kinds & {"Job", "JobSet", "RayJob", "RayCluster", "ConfigMap", "NetworkPolicy"}

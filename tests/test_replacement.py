@@ -15,6 +15,7 @@ from rlinf_eks.__main__ import main
 from rlinf_eks.offline.diff import diff_plans, render_markdown
 from rlinf_eks.offline.replacement import contains, forced, replacement_paths, segments
 from tests.harness import ROOT, SHARED, STACKS
+from tests.reference import reference
 from tests.schemas import crd_schema
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
@@ -45,7 +46,7 @@ BUILT_IN_IMMUTABLE: dict[str, tuple[str, ...]] = {
     # rbac ValidateRoleBindingUpdate: roleRef
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
 }
-# Rules of admission webhooks, which no CRD carries: JobSet v0.11.1 ValidateUpdate
+# Rules of admission webhooks, which no CRD carries: JobSet ValidateUpdate (v0.11.1, unchanged in v0.12.0)
 # (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go, ValidateImmutableField).
 WEBHOOK_IMMUTABLE = {JOBSET: ("spec.replicatedJobs", "spec.managedBy")}
 KUEUE_TOPOLOGY = "kubernetes:kueue.x-k8s.io/v1beta2:Topology"
@@ -82,7 +83,7 @@ def crd_immutable(type_: str) -> list[str]:
     each CRD parsed once per process, shared with the CRD validators)."""
     file, version = CRDS[type_]
     found: list[str] = []
-    _cel_immutable(crd_schema(SHARED / file, version, f"the {type_} CRD"), "", found)
+    _cel_immutable(crd_schema(reference(file), version, f"the {type_} CRD"), "", found)
     return found
 
 

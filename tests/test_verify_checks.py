@@ -25,6 +25,7 @@ from rlinf_eks.verify.expect import Expectation, expectation_of, helm_fullname, 
 from rlinf_eks.verify.model import CheckResult, Observed
 from rlinf_eks.verify.nodes import AGENT_CONDITIONS, check_nodes
 from tests.harness import SHARED, manifests, plan_stack, require_shared, settings
+from tests.reference import reference
 
 GI = 2**30
 
@@ -431,8 +432,8 @@ def test_the_objects_are_named_as_the_pinned_charts_name_them():
     # Helm's fullname rule: the release name when it contains the chart's name
     assert helm_fullname("kueue", "kueue") == "kueue" and helm_fullname("rlinf", "kueue") == "rlinf-kueue"
     helm = require_shared(SHARED / "schemas" / "helm", "the pinned charts' values")
-    values = {chart: yaml.safe_load((helm / chart / "values.yaml").read_text()) for chart in ("kuberay-operator-1.7.0", "kueue-0.19.2", "jobset-0.11.1",
-                                                                                              "nvidia-device-plugin-0.18.0", "aws-efa-k8s-device-plugin-v0.5.20")}  # fmt: skip
+    charts = ("kuberay-operator-1.7.0", "kueue-0.19.2", "jobset-0.12.0", "nvidia-device-plugin-0.18.0", "aws-efa-k8s-device-plugin-v0.5.20")
+    values = {chart: yaml.safe_load(reference(f"schemas/helm/{chart}/values.yaml").read_text()) for chart in charts}
     assert values["kuberay-operator-1.7.0"]["fullnameOverride"] == "kuberay-operator"  # the operator's Deployment name
     # the others leave the fullname to the rule
     assert not any(values[c].get("fullnameOverride") for c in values if not c.startswith("kuberay"))

@@ -20,7 +20,7 @@ Helm names an object ``<release>`` when the release name contains the chart's na
 - aws-efa-k8s-device-plugin v0.5.20, release ``aws-efa-k8s-device-plugin``: DaemonSet of that name;
 - kueue 0.19.2 (``templates/manager/manager.yaml``): Deployment ``<fullname>-controller-manager``,
   ``kueue-controller-manager``; its CRDs are templates (``templates/crd``), applied on every upgrade;
-- jobset 0.11.1 (``templates/controller/_helpers.tpl``: ``jobset.controller.deployment.name`` is
+- jobset 0.12.0 (``templates/controller/_helpers.tpl``: ``jobset.controller.deployment.name`` is
   ``<fullname>-controller``): Deployment ``jobset-controller``; CRD in ``crds/`` (first install only);
 - kuberay-operator 1.7.0: ``fullnameOverride: kuberay-operator`` in its values, Deployment
   ``kuberay-operator``; CRDs in ``crds/`` (first install only);

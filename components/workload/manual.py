@@ -46,7 +46,7 @@ JOBSET_REPLACE_ON_CHANGES = (
     "spec.replicatedJobs", "spec.managedBy", "spec.failurePolicy", "spec.successPolicy", "spec.startupPolicy",
     "spec.network", "spec.volumeClaimPolicies",
 )
-"""JobSet v0.11.1: ``replicatedJobs`` and ``managedBy`` by its webhook (ValidateUpdate; not in the
+"""JobSet v0.11.1 and v0.12.0: ``replicatedJobs`` and ``managedBy`` by its webhook (ValidateUpdate; not in the
 CRD), the others by the CRD's CEL rules (``self == oldSelf``). A new node count changes the
 replicated Job's parallelism and completions: a new JobSet."""
 REPLICATED_JOB = "training"
