@@ -60,7 +60,7 @@ def test_a_misspelt_or_misplaced_key_is_named_with_its_chart():
 
 
 def test_passed_through_keys_take_any_content_and_nothing_else_is_exempt():
-    chart = "nvidia-device-plugin-0.18.0"
+    chart = "nvidia-device-plugin-0.20.0"
     passthrough = chart_passthrough(chart)
     assert {"nodeSelector", "tolerations", "config.map", "nvidiaDevRoot"} <= passthrough  # meta.json
     values = {"config": {"map": {"default": "anything: [at, all]"}}, "nvidiaDevRoot": "/", "tolerations": [{"x": 1}]}

@@ -104,7 +104,7 @@ def test_given_efa_off_when_built_then_no_efa_plugin():
 
 def test_given_default_versions_then_they_are_the_verified_pins():
     s = settings()
-    # nvidia 0.18.0 is in the chart repo (0.18.1 never was, NVIDIA/k8s-device-plugin #1588);
-    # the eks-charts EFA chart versions carry a leading v.
-    assert s.device_plugins.nvidia_version == "0.18.0"
-    assert s.device_plugins.efa_version.startswith("v0.5.")
+    # nvidia 0.20.0 is in the chart repo's index (0.18.1 never was, NVIDIA/k8s-device-plugin #1588);
+    # the eks-charts EFA chart versions carry a leading v (v0.5.30 lists p6-b300, p5.4xlarge, g6e, g7e).
+    assert s.device_plugins.nvidia_version == "0.20.0"
+    assert s.device_plugins.efa_version == "v0.5.30"

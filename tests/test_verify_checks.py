@@ -432,7 +432,7 @@ def test_the_objects_are_named_as_the_pinned_charts_name_them():
     # Helm's fullname rule: the release name when it contains the chart's name
     assert helm_fullname("kueue", "kueue") == "kueue" and helm_fullname("rlinf", "kueue") == "rlinf-kueue"
     helm = require_shared(SHARED / "schemas" / "helm", "the pinned charts' values")
-    charts = ("kuberay-operator-1.7.0", "kueue-0.19.2", "jobset-0.12.0", "nvidia-device-plugin-0.18.0", "aws-efa-k8s-device-plugin-v0.5.20")
+    charts = ("kuberay-operator-1.7.0", "kueue-0.19.2", "jobset-0.12.0", "nvidia-device-plugin-0.20.0", "aws-efa-k8s-device-plugin-v0.5.30")
     values = {chart: yaml.safe_load(reference(f"schemas/helm/{chart}/values.yaml").read_text()) for chart in charts}
     assert values["kuberay-operator-1.7.0"]["fullnameOverride"] == "kuberay-operator"  # the operator's Deployment name
     # the others leave the fullname to the rule

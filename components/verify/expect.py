@@ -16,8 +16,8 @@ Chart facts (the templates of the pinned charts; their values are in ../shared/s
 Helm names an object ``<release>`` when the release name contains the chart's name, else
 ``<release>-<chart>`` (each chart's ``fullname`` helper), unless ``fullnameOverride`` is set:
 
-- nvidia-device-plugin 0.18.0, release ``nvidia-device-plugin``: DaemonSet ``nvidia-device-plugin``;
-- aws-efa-k8s-device-plugin v0.5.20, release ``aws-efa-k8s-device-plugin``: DaemonSet of that name;
+- nvidia-device-plugin 0.20.0, release ``nvidia-device-plugin``: DaemonSet ``nvidia-device-plugin``;
+- aws-efa-k8s-device-plugin v0.5.30, release ``aws-efa-k8s-device-plugin``: DaemonSet of that name;
 - kueue 0.19.2 (``templates/manager/manager.yaml``): Deployment ``<fullname>-controller-manager``,
   ``kueue-controller-manager``; its CRDs are templates (``templates/crd``), applied on every upgrade;
 - jobset 0.12.0 (``templates/controller/_helpers.tpl``: ``jobset.controller.deployment.name`` is
