@@ -5,7 +5,8 @@ It sits above config and trainers (both below it, neither imports it):
 1. validate every section of the stack by itself (rlinf_eks.config.validate_sections);
 2. run the rule table, skipping each rule that reads a section which failed: config's stack
    rules, the trainers' rules (rollout backend, world sizes), config's GPU node rules, then the
-   queue's (rlinf_eks.quota: a run that can never fit the pool), then the storage budget's
+   queue's (rlinf_eks.quota: a run that can never fit the pool), the staged model's volume
+   (rlinf_eks.model_size: a model larger than the emptyDir it is staged into), then the storage budget's
    (rlinf_eks.storage_budget: a run whose checkpoints cannot fit its run directory's storage);
 3. compare the times that must lie ahead (a Capacity Block's) with ``clock()`` or ``now``;
 4. raise one ConfigError with every problem, or return StackSettings.
@@ -28,11 +29,12 @@ from .config import (
     validate_sections,
 )
 from .config.eks_versions import version_problems
+from .model_size import MODEL_VOLUME_RULES
 from .quota import QUEUE_RULES
 from .storage_budget import STORAGE_RULES
 from .trainers import TRAINER_RULES
 
-RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES, *QUEUE_RULES, *STORAGE_RULES)
+RULES: tuple[StackRule, ...] = (*STACK_RULES, *TRAINER_RULES, *NODE_RULES, *QUEUE_RULES, *MODEL_VOLUME_RULES, *STORAGE_RULES)
 """Every cross-section rule, in the order its problems are reported."""
 
 

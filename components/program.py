@@ -71,9 +71,7 @@ def build(settings: StackSettings, secrets: Secrets, stack: str) -> dict[str, An
     tags = {"project": PROJECT, "stack": stack, **settings.tags}
     cluster_name = settings.cluster.name or f"rlinf-{stack}"
 
-    network = Network(
-        "rlinf", settings=settings.network, gpu_az=settings.gpu_az, cluster_name=cluster_name, tags=tags, region=settings.region
-    )
+    network = Network("rlinf", settings=settings.network, gpu_az=settings.gpu_az, region=settings.region, cluster_name=cluster_name, tags=tags)
     cluster = _cluster(settings, secrets, network, cluster_name, tags)
     k8s = pulumi.ResourceOptions(provider=cluster.provider)
     before_gpu: list[pulumi.Resource] = [network, cluster, *_node_add_ons(settings, cluster, tags, k8s)]
