@@ -24,7 +24,7 @@ Helm names an object ``<release>`` when the release name contains the chart's na
   ``<fullname>-controller``): Deployment ``jobset-controller``; CRD in ``crds/`` (first install only);
 - kuberay-operator 1.7.0: ``fullnameOverride: kuberay-operator`` in its values, Deployment
   ``kuberay-operator``; CRDs in ``crds/`` (first install only);
-- cluster-autoscaler 9.53.0, ``fullnameOverride: cluster-autoscaler`` (autoscaler.py): Deployment
+- cluster-autoscaler 9.59.0, ``fullnameOverride: cluster-autoscaler`` (autoscaler.py): Deployment
   ``cluster-autoscaler``.
 """
 
