@@ -54,6 +54,7 @@ class _Env:
     def close(self): pass
 def make(name, **kwargs):
     assert name == "PickCube-v1" and kwargs["render_mode"] == "rgb_array" and kwargs["num_envs"] == 1, kwargs
+    assert kwargs["sim_backend"] == "cpu" and kwargs["obs_mode"] == "rgb", kwargs
     import os
     if os.environ.get("FAKE_VULKAN") == "missing":
         raise RuntimeError("vk::createInstanceUnique: ErrorIncompatibleDriver")
@@ -190,7 +191,7 @@ def test_a_libero_node_that_renders_with_egl_goes_on_and_says_what_rendered(tmp_
 def test_a_maniskill_node_renders_pickcube_through_sapien(tmp_path):
     done, _, _ = run_check(tmp_path, "quickstart")
     assert done.returncode == 0, done.stderr
-    assert "render-check: OK: SAPIEN (Vulkan), ManiSkill PickCube-v1: a 512x512 frame" in done.stderr
+    assert "render-check: OK: SAPIEN (Vulkan, render backend unknown), ManiSkill PickCube-v1: a 512x512 frame" in done.stderr
 
 
 @pytest.mark.parametrize(

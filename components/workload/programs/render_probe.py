@@ -12,20 +12,22 @@ def failed(message):
 
 
 def maniskill_frame():
-    # a task with no downloaded assets (ManiSkill builds its cube and ships its Panda), CPU physics:
-    # only the rendering goes through the GPU, through SAPIEN's Vulkan renderer
+    # a task with no downloaded assets (ManiSkill builds its cube and ships its Panda), CPU physics
+    # ("cpu", as RLinf's configs name it): only the rendering goes through the GPU, through SAPIEN's
+    # Vulkan renderer (ManiSkill's default render backend, "gpu")
     import gymnasium as gym
     import mani_skill.envs  # noqa: F401  (registers the tasks)
 
-    env = gym.make("PickCube-v1", num_envs=1, obs_mode="rgb", render_mode="rgb_array", sim_backend="physx_cpu")
+    env = gym.make("PickCube-v1", num_envs=1, obs_mode="rgb", render_mode="rgb_array", sim_backend="cpu")
     try:
         env.reset(seed=0)
         frame = env.render()
+        backend = getattr(getattr(env.unwrapped, "backend", None), "render_backend", "unknown")
     finally:
         env.close()
     if hasattr(frame, "cpu"):
         frame = frame.cpu().numpy()
-    return frame[0] if frame.ndim == 4 else frame, "SAPIEN (Vulkan), ManiSkill PickCube-v1"
+    return frame[0] if frame.ndim == 4 else frame, f"SAPIEN (Vulkan, render backend {backend}), ManiSkill PickCube-v1"
 
 
 SCENE = """<mujoco><worldbody><light pos="0 0 2"/>
