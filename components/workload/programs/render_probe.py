@@ -22,7 +22,7 @@ def maniskill_frame():
     try:
         env.reset(seed=0)
         frame = env.render()
-        backend = getattr(getattr(env.unwrapped, "backend", None), "render_backend", "unknown")
+        backend = getattr(getattr(getattr(env, "unwrapped", env), "backend", None), "render_backend", "unknown")
     finally:
         env.close()
     if hasattr(frame, "cpu"):
