@@ -4,11 +4,15 @@ evaluation config passes; a planted bad override, a key the evaluation reads tha
 config the trainer's validation refuses each fail with exit CONFIG_INVALID and one line, written to
 the termination message too. RLinf itself (torch, Ray) is not installed here: a stand-in package
 ``rlinf`` with the shape of v0.3's ``rlinf.config.validate_cfg`` (it constructs ``Cluster`` first,
-which would ray.init, checks the model type, then places the components on the cluster) shows
-that the check replaces the cluster and stops where the validation needs it."""
+which would ray.init, checks the model type, then places the components on the cluster and checks
+the sizes against their world size, then an FSDP actor's config with RLinf's own
+``validate_fsdp_cfg``, read from the unmodified upstream copy) shows that the check replaces the
+cluster, answers the placement from the run's GPUs, and refuses what RLinf refuses."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
 import os
 import re
@@ -24,6 +28,7 @@ from rlinf_eks.workload import exit_codes
 from rlinf_eks.workload.config_check import CONTAINER, check_spec, config_check_script
 from rlinf_eks.workload.run import resolve_run
 from tests.harness import EXPERIMENT_STACKS, STACKS, dialect_of, plan_stack
+from tests.reference_trainers import UPSTREAM_OVERLAY
 from tests.test_trainers import EMBODIED_DIR, REFERENCE, needs_reference, pending_upstream_config
 from tests.test_trainers import reference_trainers  # noqa: F401 (the fixture needs_reference uses)
 
@@ -34,15 +39,32 @@ EVAL_STACKS = [s for s in WORKLOAD_STACKS if not recipe_of(dialect_of(s)).evalua
 
 # The shape of rlinf/config.py at 0505431, for what the check relies on: validate_cfg constructs
 # Cluster(cluster_cfg=...) first (config.py:1313-1317; the real one ray.init()s), then the task's
-# validation (the model type from rollout.model in evaluation, config.py:816-826), then places the
-# components on the cluster (config.py:922, 1373). rlinf/__init__.py registers the resolvers the
-# reasoning config uses (rlinf/utils/omega_resolver.py).
+# validation (the model type from rollout.model in evaluation, config.py:816-826; the reasoning
+# batch sizes, config.py:1197-1210), then places the components on the cluster and checks the
+# sizes against a component's world size (config.py:922-924, 970-972, 1372-1381), then an FSDP
+# actor's config: RLinf's own validate_fsdp_cfg (config.py:377-475), its source read from the
+# unmodified copy (tests/data/upstream-trainers/README.md). rlinf/__init__.py registers the
+# resolvers the reasoning config uses (rlinf/utils/omega_resolver.py).
+UPSTREAM_CONFIG = UPSTREAM_OVERLAY / "RLinf" / "rlinf" / "config.py"
+
+
+def upstream_function(name: str) -> str:
+    """The source of one top-level function of RLinf's rlinf/config.py at 0505431, as it is."""
+    source = UPSTREAM_CONFIG.read_text()
+    (node,) = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name]
+    return ast.get_source_segment(source, node)
+
+
 RLINF_INIT = """
 from omegaconf import OmegaConf
 OmegaConf.register_new_resolver("subtract", lambda x, y: x - y, replace=True)
 OmegaConf.register_new_resolver("not", lambda x: not bool(x), replace=True)
 """
 RLINF_CONFIG = """
+import logging
+from omegaconf import OmegaConf, open_dict
+from omegaconf.dictconfig import DictConfig
+
 class Cluster:
     def __init__(self, *args, **kwargs):
         raise RuntimeError("ray.init() would run here: the check must stand in for Cluster")
@@ -61,8 +83,23 @@ def validate_cfg(cfg):
         only_eval = cfg.runner.get("only_eval", False) or cfg.runner.task_type == "embodied_eval"
         model = cfg.rollout.model if only_eval else cfg.actor.model
         assert model.model_type in EMBODIED, f"Model type: '{model.model_type}' is not an embodied model."
-    HybridComponentPlacement(cfg, Cluster())
-    raise AssertionError("the validation went past the placement: nothing stood in for the cluster")
+        env_world_size = HybridComponentPlacement(cfg, Cluster()).get_world_size("env")
+        if not only_eval:
+            assert cfg.env.train.total_num_envs % env_world_size == 0, (
+                "Total number of parallel environments for training must be divisible by the number of environment processes"
+            )
+        return cfg
+    with open_dict(cfg):
+        cfg.actor.micro_batch_size = cfg.algorithm.get("training_batch_size_per_gpu", 1)
+        cfg.actor.global_batch_size = cfg.data.rollout_batch_size * cfg.algorithm.group_size // cfg.algorithm.get("n_minibatches", 1)
+    if cfg.actor.training_backend == "fsdp":
+        component_placement = HybridComponentPlacement(cfg, Cluster())
+        actor_world_size = component_placement.get_world_size("actor")
+        assert cfg.actor.global_batch_size % (cfg.actor.micro_batch_size * actor_world_size) == 0, (
+            f"actor.global_batch_size ({cfg.actor.global_batch_size}) must be divisible by (actor.micro_batch_size ({cfg.actor.micro_batch_size}) * actor_world_size ({actor_world_size}))"
+        )
+        cfg.actor = validate_fsdp_cfg(cfg.actor)
+    return cfg
 """
 
 
@@ -71,7 +108,7 @@ def rlinf_stand_in(tmp_path: Path) -> Path:
     package = tmp_path / "site" / "rlinf"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(RLINF_INIT)
-    (package / "config.py").write_text(RLINF_CONFIG)
+    (package / "config.py").write_text(RLINF_CONFIG + "\n\n" + upstream_function("validate_fsdp_cfg") + "\n")
     return tmp_path / "site"
 
 
@@ -82,8 +119,11 @@ def _pod_env(site: Path) -> dict[str, str]:
     return {**os.environ, "PATH": path, "PYTHONPATH": str(site), "EMBODIED_PATH": str(EMBODIED_DIR)}
 
 
-def _check(stack: str, sets: tuple[str, ...], tmp_path: Path, site: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+def _check(stack: str, sets: tuple[str, ...], tmp_path: Path, site: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``extra``: overrides appended to the rendered command (for what the stack itself refuses)."""
     run = resolve_run(plan_stack(stack, *sets).settings, stack)
+    if extra:
+        run = dataclasses.replace(run, launch=dataclasses.replace(run.launch, argv=[*run.launch.argv, *extra]))
     checkout = CHECKOUTS[run.settings.workload.trainer.dialect]
     log = tmp_path / "termination-log"
     log.unlink(missing_ok=True)
@@ -108,7 +148,8 @@ def test_every_stack_s_training_and_evaluation_config_passes_the_check(stack, se
     assert result.stderr.strip().splitlines()[-1].startswith("rlinf-eks config-check: OK:")
     dialect = plan_stack(stack, *sets).settings.workload.trainer.dialect
     if dialect.startswith("rlinf"):
-        assert "rlinf.config:validate_cfg passes up to where it needs the Ray cluster" in result.stderr
+        # the placement is answered from the run's GPUs: the validation runs to its end
+        assert "rlinf.config:validate_cfg passes the whole validation" in result.stderr
     assert log == ""
 
 
@@ -139,6 +180,41 @@ def test_a_config_the_trainer_would_refuse_fails_with_its_exit_code_and_one_line
     assert says in line, line
     assert log == line  # the termination message is the same one line
     assert "Traceback" not in result.stderr
+
+
+REASONING_STACKS = [s for s in WORKLOAD_STACKS if dialect_of(s) == "rlinf-reasoning"]
+AMP_REFUSED = ("rlinf.config:validate_cfg refuses the composed config: AssertionError: "
+               "amp_autocast should not be enabled when fsdp mixed_precision is enabled")
+
+
+@needs_reference
+@pytest.mark.skipif(BASH is None, reason="bash runs the rendered script")
+@pytest.mark.parametrize("stack", REASONING_STACKS)
+def test_the_reasoning_config_as_upstream_ships_it_is_refused_with_rlinf_s_own_message_and_the_stack_s_passes(stack, tmp_path, rlinf_stand_in):
+    """qwen2.5-1.5b-grpo-fsdp.yaml:218-228 enables FSDP mixed precision and amp_autocast together,
+    which RLinf's validate_fsdp_cfg refuses (config.py:377-420) once the actor is placed: upstream's
+    value (amp_autocast.enabled True, put back over the stack's fix) fails the pod's check with
+    RLinf's message before staging and Ray; the stack's rendered command passes it."""
+    assert REASONING_STACKS
+    result, log = _check(stack, ("workload.trainer.overrides[0]=actor.fsdp_config.amp_autocast.enabled=True",), tmp_path, rlinf_stand_in)
+    assert result.returncode == exit_codes.CONFIG_INVALID == 96, result.stderr
+    assert AMP_REFUSED in log and log == result.stderr.strip().splitlines()[-1]
+    result, log = _check(stack, (), tmp_path, rlinf_stand_in)
+    assert result.returncode == 0 and log == "", result.stderr
+    assert "rlinf.config:validate_cfg passes the whole validation" in result.stderr
+
+
+@needs_reference
+@pytest.mark.skipif(BASH is None, reason="bash runs the rendered script")
+@pytest.mark.parametrize("stack, gpus", [("vllm-rollout", 8), ("autoscaled", 16)])
+def test_the_placement_s_world_size_is_the_run_s_gpus_where_the_config_places_the_actor_on_all(stack, gpus, tmp_path, rlinf_stand_in):
+    """cluster.component_placement "actor,rollout,reward: all": the actor's world size is every GPU
+    of the run (nodes x GPUs a node). The stack's own size rule refuses such a batch at plan time, so
+    the overrides are appended to the rendered command here, as an image's older rule would let through."""
+    extra = ("data.rollout_batch_size=1", "algorithm.group_size=4", "algorithm.n_minibatches=1")
+    result, log = _check(stack, (), tmp_path, rlinf_stand_in, extra)
+    assert result.returncode == exit_codes.CONFIG_INVALID, result.stderr
+    assert f"actor.global_batch_size (4) must be divisible by (actor.micro_batch_size (1) * actor_world_size ({gpus}))" in log
 
 
 def test_the_check_runs_after_the_image_check_and_before_staging_fabric_and_ray_in_every_pod():
@@ -193,7 +269,6 @@ def test_the_check_fails_the_evaluation_rendered_without_the_trained_model_s_sec
     """The evaluation as it was rendered before the evaluated model was derived (issue 43, part 2):
     rollout.model held only model_path and precision, and validate_cfg died on model_type after the
     cluster formed. The check ends it before anything is staged."""
-    import dataclasses
 
     run = resolve_run(plan_stack("multi-node", "workload.mode=eval").settings, "multi-node")
     argv = [a for a in run.launch.argv if a != "rollout.model=${actor.model}"]

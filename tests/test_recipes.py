@@ -109,6 +109,34 @@ def test_the_rendered_command_carries_each_upstream_setting_and_no_left_out_one(
     assert len(keys) == len(set(keys)), f"{config_name}: a key twice on the command line"
 
 
+@pytest.mark.parametrize("dialect, backend, config_name", CASES)
+def test_the_recipe_s_fixes_to_upstream_s_config_are_on_the_command_line_before_the_user_s(dialect, backend, config_name):
+    """Each override the stack adds to fix upstream's config: on the rendered command with its
+    value, with why and the upstream file:line, not the run script's (settings) nor generated; a
+    user's override of the same key comes after it and wins."""
+    config = recipe_of(dialect).configs[config_name]
+    for key, fix in config.fixes.items():
+        assert fix.why and re.search(r"\.(py|yaml):\d+", fix.source), f"{config_name}: {key}"
+        assert key not in config.settings and key not in config.generated, f"{config_name}: {key}"
+        s = settings(
+            workload={"image": "x/y:1", "trainer": {"dialect": dialect, "configName": config_name, "overrides": [f"{key}=mine"]},
+                      "rollout": {"backend": backend, "tensorParallelSize": 1}},
+            gpuNodes={"nodeCount": 1},
+        )
+        overrides = overrides_of(resolve_run(s, "t").launch.argv)
+        assert overrides.index(f"{key}={fix.value}") < overrides.index(f"{key}=mine"), f"{config_name}: {key}"
+
+
+def test_the_reasoning_config_turns_off_amp_autocast_and_keeps_fsdp_mixed_precision_and_the_grad_scaler():
+    """qwen2.5-1.5b-grpo-fsdp enables FSDP mixed precision and amp_autocast together, which RLinf's
+    validate_fsdp_cfg refuses: the stack turns autocast off and sets nothing else of the FSDP config."""
+    fixes = recipe_of("rlinf-reasoning").configs["qwen2.5-1.5b-grpo-fsdp"].fixes
+    assert {key: fix.value for key, fix in fixes.items()} == {"actor.fsdp_config.amp_autocast.enabled": "False"}
+    overrides = overrides_of(resolve_run(plan_stack("vllm-rollout").settings, "vllm-rollout").launch.argv)
+    assert "actor.fsdp_config.amp_autocast.enabled=False" in overrides
+    assert not [o for o in overrides if "mixed_precision" in o or "grad_scaler" in o]
+
+
 @needs_reference
 @pytest.mark.parametrize("dialect, backend, config_name", CASES)
 def test_each_recipe_names_every_placeholder_of_its_upstream_config(dialect, backend, config_name, monkeypatch):

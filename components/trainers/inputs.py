@@ -198,13 +198,15 @@ def recipe_env(settings: StackSettings, root: str) -> dict[str, str]:
 
 
 def recipe_overrides(settings: StackSettings, generated: list[str]) -> list[str]:
-    """The upstream run script's settings, less the keys the dialect generates (``generated``: its
-    overrides, ``key=value``), so that each key is on the command line once before the user's."""
+    """The upstream run script's settings, then the recipe's ``fixes`` to upstream's config, less
+    the keys the dialect generates (``generated``: its overrides, ``key=value``), so that each key
+    is on the command line once before the user's."""
     config = config_recipe(settings)
     if config is None:
         return []
     taken = {item.lstrip("~+").split("=", 1)[0] for item in generated}
-    return [f"{key}={value}" for key, value in config.settings.items() if key not in taken]
+    given = {**config.settings, **{key: fix.value for key, fix in config.fixes.items()}}
+    return [f"{key}={value}" for key, value in given.items() if key not in taken]
 
 
 def prepare_commands(settings: StackSettings, root: str) -> tuple[str, ...]:

@@ -18,6 +18,10 @@ For each config the dialect knows:
   -> ours`` where the run script sets them); ``leftOut``: what the run script sets that the stack
   deliberately does not, and why; ``overrideCount``: how many Hydra overrides the run script passes
   (``settings`` + the run script's ``generated`` + ``leftOut`` keys cover them all);
+- ``fixes``: Hydra overrides the stack adds to upstream's config because the trainer refuses (or
+  mishandles) it as it ships, each with its ``value``, ``why`` and the upstream ``source``
+  (file:line); not the run script's, so outside ``overrideCount``; after ``settings`` on the
+  command line, before the user's ``workload.trainer.overrides``;
 - ``unread``: placeholder paths of the composed upstream config that this run never opens, and why;
   ``placeholders``: every placeholder value of the composed upstream config (a stack that would
   hand one of them to the trainer is refused).
@@ -43,12 +47,22 @@ import yaml
 
 from .startup import StartupFacts, parse_startup
 
-__all__ = ["ConfigRecipe", "DialectRecipe", "EvalRecipe", "ImagePatch", "OtherConfig", "RecipeInput", "Renderer", "recipe_of", "PLACEHOLDER"]
+__all__ = ["ConfigFix", "ConfigRecipe", "DialectRecipe", "EvalRecipe", "ImagePatch", "OtherConfig", "RecipeInput", "Renderer", "recipe_of", "PLACEHOLDER"]
 
 PLACEHOLDER = re.compile(r"^(/path/to/|/dataset/|~/|/home/|/data/public/)")
 """The shapes of upstream's example paths, to find them in a composed config (the tests walk every
 stack's); a stack is refused only for the exact ``placeholders`` of its config's recipe, a
 ``/path/to/`` path or a ``~`` (:mod:`.inputs`), never for a real path that merely starts alike."""
+
+
+@dataclass(frozen=True)
+class ConfigFix:
+    """An override the stack adds to upstream's config (``fixes``): ``value``, ``why`` upstream's
+    config needs it, ``source``: the upstream file:line it answers."""
+
+    value: str
+    why: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -100,6 +114,8 @@ class ConfigRecipe:
     """Every placeholder path of the composed upstream config (a test compares it with the config)."""
     renders: str = ""
     """The simulator whose renderer the config uses (a key of the dialect's ``renderers``), if any."""
+    fixes: Mapping[str, ConfigFix] = field(default_factory=dict)
+    """Overrides the stack adds because upstream's config is refused as it ships (key: the fix)."""
 
     def input(self, name: str) -> Optional[RecipeInput]:
         return next((i for i in self.inputs if i.name == name), None)
@@ -302,6 +318,8 @@ def _config(name: str, data: Mapping, model_keys: tuple[str, ...]) -> ConfigReci
         unread=_strings(data.get("unread")),
         placeholders=tuple(data.get("placeholders") or ()),
         renders=str(data.get("renders") or ""),
+        fixes={str(key): ConfigFix(str(fix["value"]), " ".join(str(fix["why"]).split()), " ".join(str(fix["source"]).split()))
+               for key, fix in (data.get("fixes") or {}).items()},
     )
 
 

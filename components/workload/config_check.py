@@ -4,7 +4,8 @@ composes the trainer's Hydra config from the trainer's own config dir with the r
 (the run's command line, the evaluation's with its run-time keys), requires the keys the trainer
 reads at startup (in eval mode: ``startup.evaluation.reads`` of the dialect's recipe), resolves
 every interpolation, and runs the trainer's own validation (``startup.configCheck``: RLinf's
-``validate_cfg``) as far as it goes without the Ray cluster and the staged model. A config the
+``validate_cfg``, with its component placement answered from the run's GPUs, so that the FSDP
+config's validation runs too) as far as it goes without the Ray cluster and the staged model. A config the
 trainer would refuse fails the pod in seconds with ``exit_codes.CONFIG_INVALID`` and one line,
 written to the container's termination message too, instead of after the cluster formed.
 
@@ -73,6 +74,8 @@ def check_spec(run: Run, *, termination_log: str = TERMINATION_LOG, checkout: st
         "requires": requires,
         "validate": check.validate,
         "stand_ins": dict(check.stand_ins),
+        # the GPUs of the Ray cluster the trainer will join: where its placement says "all"
+        "gpus": run.nnodes * run.shape.pod.gpus,
         "exit": exit_codes.CONFIG_INVALID,
         "what": what,
         "termination_log": termination_log,

@@ -5,7 +5,8 @@ import copy, json, os, sys
 # keys the trainer reads at startup, resolve every interpolation, and run the trainer's own config
 # validation as far as it goes without a Ray cluster. argv[1]: the check as JSON (config_dir,
 # config_name, version_base, overrides, requires {key: why}, validate "module:function" or "",
-# stand_ins {name in that module: "cluster" | "placement"}, exit, what). A failure prints one line and writes it to the termination message.
+# stand_ins {name in that module: "cluster" | "placement" | "weights"}, gpus: the GPUs the run's Ray cluster
+# will have, exit, what). A failure prints one line and writes it to the termination message.
 spec = json.loads(sys.argv[1])
 status, what = int(spec["exit"]), spec["what"]
 
@@ -84,17 +85,58 @@ class NoCluster:
 
 
 def needs_cluster(*args, **kwargs):
-    raise NeedsCluster("placement or staged model")
+    raise NeedsCluster("staged model")
+
+
+def ranks(text):
+    """How many ranks an integer range of RLinf's placement syntax names ("3", "0-7"), None for
+    anything else."""
+    first, _, last = text.strip().partition("-")
+    if not first.isdigit() or not (last or first).isdigit() or int(last or first) < int(first):
+        return None
+    return int(last or first) - int(first) + 1
+
+
+class Placement:
+    """A stand-in for the trainer's component placement on the run's GPUs (spec "gpus": nodes
+    times GPUs a node): it answers a component's world size from cluster.component_placement
+    where that is a plain string of RLinf's syntax ("actor,rollout: all", "env: 0-3",
+    "0-1:0-3,4-7": each segment's process ranks, else its resource ranks, "all" every GPU), so
+    that the validation after it (batch sizes against the world size, then the FSDP config) runs
+    here; anything else (a node group, ranks or attributes it cannot answer without the cluster)
+    ends the validation there."""
+
+    def __init__(self, cfg, cluster=None, *args, **kwargs):
+        self.placement = {}
+        for names, where in (cfg.cluster.get("component_placement") or {}).items():
+            for name in str(names).split(","):
+                self.placement[name.strip()] = where if isinstance(where, (str, int)) else None
+
+    def get_world_size(self, component):
+        where = self.placement.get(component)
+        if where is None:
+            raise NeedsCluster(f"the placement of {component}")
+        size = 0
+        for segment in str(where).split(","):
+            resources, _, processes = segment.partition(":")
+            count = int(spec["gpus"]) if not processes and resources.strip() == "all" else ranks(processes or resources)
+            if not count:
+                raise NeedsCluster(f"the placement {where} of {component}")
+            size += count
+        return size
+
+    def __getattr__(self, name):
+        raise NeedsCluster(name)
 
 
 reached = "the whole validation"
 if validate is not None:
     # the names the validation calls for the cluster ("cluster"), for placing work on it
-    # ("placement") or to read the staged model ("weights"), in its module: replaced, so that
-    # nothing connects to Ray and nothing unstaged is read from this container
+    # ("placement": on the run's GPUs) or to read the staged model ("weights"), in its module:
+    # replaced, so that nothing connects to Ray and nothing unstaged is read from this container
     for name, kind in spec.get("stand_ins", {}).items():
         if hasattr(module, name):
-            setattr(module, name, NoCluster if kind == "cluster" else needs_cluster)
+            setattr(module, name, {"cluster": NoCluster, "placement": Placement}.get(kind, needs_cluster))
     try:
         validate(copy.deepcopy(cfg))
     except NeedsCluster:
