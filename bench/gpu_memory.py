@@ -407,7 +407,7 @@ def _figure_entries(memory: dict, date: str) -> list[dict]:
         entries.append({
             "recipe": r["recipe"], "model": SHAPE_WORDS, "seqLength": s["seq_length"], "microBatch": s["micro_batch"],
             "gradientCheckpointing": s["gradient_checkpointing"], "peakGiB": peak, "oom": bool(r["oom"]),
-            "activationsOnly": True, "gpu": gpu, "date": date, "how": how, "source": "bench/RESULTS-gpu.md",
+            "activationsOnly": True, "trainerCode": True, "gpu": gpu, "date": date, "how": how, "source": "bench/RESULTS-gpu.md",
         })
     return entries
 

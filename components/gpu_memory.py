@@ -5,21 +5,26 @@ The settings a figure depends on are the recipe's ``models.<config>`` keys (sequ
 micro batch, gradient checkpointing) as the command sets them: the config's default, then
 ``workload.trainer.batch`` and ``workload.trainer.overrides``. The figure used is the nearest one
 at or above the run's sequence length with the same micro batch and gradient checkpointing (a
-longer sequence needs more memory, so it bounds the run's need from above). A figure of the
+longer sequence needs more memory, so it bounds the run's need from above); of those at that
+length, one measured with the trainer's own code (``trainerCode``: the GPU proof's
+bench/gpu_memory.py runs RLinf's FSDPActor.training_step) before one that was not (issue 52's plain
+Hugging Face model), then the newest (``date``). The plan names the figure it read (its source and
+date). A figure of the
 activations only (``activationsOnly``) gets the model's own state added: FSDP ``full_shard`` keeps
 1/N of the weights, their gradients and Adam's two moments on each of the N GPUs of the actor
 (:func:`model_state_gib`). A run no figure covers is "not measured", never guessed.
 
 :func:`gpu_memory_problems` refuses, at plan time (``plan`` exits 2 before writing anything), a
 GPU type a figure says the run does not fit, naming the keys that fix it. It is a plan-time check,
-not a stack rule of every load: the issue's figures were measured outside the trainers' own code
-(a plain Hugging Face model), so they judge the plan a person reviews, not every settings object
-the library builds; figures measured with the trainers' code (the GPU proof) sharpen it.
+not a stack rule of every load: some figures were measured outside the trainers' own code (issue
+52's plain Hugging Face model), so they judge the plan a person reviews, not every settings object
+the library builds; figures measured with the trainers' code (the GPU proof) are preferred.
 :func:`gpu_memory` is plan.json's ``gpuMemory`` and :func:`render` the plan's lines.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -54,6 +59,18 @@ class Figure:
     source: str
     how: str
     activations_only: bool
+    trainer_code: bool = False
+    """Measured with the trainer's own code (``trainerCode``), not a stand-in model."""
+    date: str = ""
+
+    @property
+    def preference(self) -> tuple[bool, int]:
+        """Sorts first the figure to prefer among equals: the trainer's own code's, then the newest."""
+        try:
+            day = datetime.date.fromisoformat(self.date).toordinal()
+        except ValueError:
+            day = 0
+        return (not self.trainer_code, -day)
 
     @property
     def gpu_gib(self) -> Optional[float]:
@@ -73,6 +90,7 @@ def figures() -> tuple[Figure, ...]:
             peak_gib=None if f.get("peakGiB") is None else float(f["peakGiB"]), oom=bool(f.get("oom")),
             gpu=str(f.get("gpu") or ""), source=str(f.get("source") or ""), how=str(f.get("how") or ""),
             activations_only=bool(f.get("activationsOnly")),
+            trainer_code=bool(f.get("trainerCode")), date=str(f.get("date") or ""),
         )
         for f in data.get("figures") or ()
     )
@@ -131,11 +149,12 @@ def model_state_gib(model: ModelFacts, gpus: int) -> float:
 
 def _nearest(recipe: str, run: Mapping[str, Setting]) -> tuple[Optional[Figure], Optional[Figure]]:
     """(the figure at the smallest sequence length >= the run's, an out-of-memory figure at a
-    sequence length <= the run's), both at the run's micro batch and gradient checkpointing."""
+    sequence length <= the run's), both at the run's micro batch and gradient checkpointing; among
+    equals, the trainer's own code's figure, then the newest (:attr:`Figure.preference`)."""
     alike = [f for f in figures() if f.recipe == recipe and f.micro_batch == run["microBatch"].value
              and f.gradient_checkpointing == run["gradientCheckpointing"].value]
-    above = sorted((f for f in alike if f.seq_length >= run["seqLength"].value), key=lambda f: (f.seq_length, f.oom))
-    oom_below = sorted((f for f in alike if f.oom and f.seq_length <= run["seqLength"].value), key=lambda f: -(f.gpu_gib or 0))
+    above = sorted((f for f in alike if f.seq_length >= run["seqLength"].value), key=lambda f: (f.seq_length, *f.preference, f.oom))
+    oom_below = sorted((f for f in alike if f.oom and f.seq_length <= run["seqLength"].value), key=lambda f: (-(f.gpu_gib or 0), *f.preference))
     return (above[0] if above else None), (oom_below[0] if oom_below else None)
 
 
@@ -164,12 +183,13 @@ def gpu_memory(settings: StackSettings) -> Optional[dict[str, Any]]:
         verdict = "fits" if need <= usable else "does not fit"
         return {**report, "verdict": verdict, "needGiB": round(need, 1),
                 "figure": {"seqLength": figure.seq_length, "peakGiB": figure.peak_gib, "activationsOnly": figure.activations_only,
-                           "gpu": figure.gpu, "source": figure.source, "how": figure.how},
+                           "gpu": figure.gpu, "source": figure.source, "date": figure.date, "trainerCode": figure.trainer_code, "how": figure.how},
                 "modelStateGiB": round(state, 2) if figure.activations_only else None, "actorGpus": gpus}
     for failed in (f for f in (figure, oom) if f is not None and f.oom):
         if failed.gpu_gib is not None and gpu_gib <= failed.gpu_gib:
             return {**report, "verdict": "does not fit", "needGiB": None,
-                    "figure": {"seqLength": failed.seq_length, "oom": True, "gpu": failed.gpu, "source": failed.source, "how": failed.how}}
+                    "figure": {"seqLength": failed.seq_length, "oom": True, "gpu": failed.gpu, "source": failed.source, "date": failed.date,
+                               "trainerCode": failed.trainer_code, "how": failed.how}}
     return {**report, "verdict": "not measured", "reason": f"no figure of {recipe} at sequence length >= {run['seqLength'].value}, "
             f"micro batch {run['microBatch'].value}, gradient checkpointing {run['gradientCheckpointing'].value} for a {gpu_gib:g} GiB GPU "
             "(trainers/gpu_memory.yaml)"}
@@ -220,8 +240,14 @@ def render(report: Optional[Mapping[str, Any]]) -> str:
     at = ", ".join(f"{s['key']}={str(s['value']).lower() if isinstance(s['value'], bool) else s['value']}" for s in run.values())
     figure = report["figure"]
     if figure.get("oom"):
-        need = f"out of memory on an {figure['gpu']} at {figure['seqLength']} tokens ({figure['source']})"
+        need = f"out of memory on an {figure['gpu']} at {figure['seqLength']} tokens"
     else:
         state = f" + model state {report['modelStateGiB']:g} GiB ({report['actorGpus']} GPUs)" if figure["activationsOnly"] else ""
-        need = f"{report['needGiB']:g} of {report['usableGiB']:g} GiB: measured {figure['peakGiB']:g} GiB at {figure['seqLength']} tokens{state} ({figure['source']})"
-    return f"{head}\n  at {at}\n  need {need}"
+        need = f"{report['needGiB']:g} of {report['usableGiB']:g} GiB: measured {figure['peakGiB']:g} GiB at {figure['seqLength']} tokens{state}"
+    return f"{head}\n  at {at}\n  need {need}\n  figure {_figure_words(figure)}"
+
+
+def _figure_words(figure: Mapping[str, Any]) -> str:
+    """Which figure the rule read: its source, date and whether the trainer's own code measured it."""
+    code = "with the trainer's own code" if figure.get("trainerCode") else "outside the trainer's code"
+    return f"{figure['source']}, {figure.get('date') or 'undated'}, measured {code} on an {figure['gpu']}"

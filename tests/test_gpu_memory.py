@@ -9,7 +9,8 @@ import pytest
 
 from rlinf_eks import catalog
 from rlinf_eks.__main__ import main
-from rlinf_eks.gpu_memory import figures, gpu_memory, gpu_memory_problems, model_state_gib, render
+from rlinf_eks import gpu_memory as gpu_memory_module
+from rlinf_eks.gpu_memory import Figure, figures, gpu_memory, gpu_memory_problems, model_state_gib, render
 from rlinf_eks.trainers import DIALECTS
 from rlinf_eks.trainers.recipe import recipe_of
 from tests.harness import plan_stack, settings
@@ -40,8 +41,9 @@ def test_the_fsdp_share_of_the_model_state_is_weights_gradients_and_adam_over_th
 
 def test_the_nearest_figure_at_or_above_the_run_s_sequence_length_bounds_its_need():
     at_8192 = gpu_memory(reasoning(f"{GC}=True", "runner.seq_length=8192"))
-    assert at_8192["figure"]["seqLength"] == 8192 and at_8192["figure"]["peakGiB"] == 19.3
-    assert at_8192["needGiB"] == pytest.approx(19.3 + 16 * 1777088000 / 8 / 2**30, abs=0.1)
+    # RLinf's own FSDPActor.training_step measured 14.05 GiB (bench/RESULTS-gpu.md), issue 52's plain model 19.3
+    assert at_8192["figure"]["seqLength"] == 8192 and at_8192["figure"]["peakGiB"] == 14.05
+    assert at_8192["needGiB"] == pytest.approx(14.05 + 16 * 1777088000 / 8 / 2**30, abs=0.1)
     at_10000 = gpu_memory(reasoning(f"{GC}=True", "runner.seq_length=10000"))
     assert at_10000["figure"]["seqLength"] == 18432 and at_10000["verdict"] == "fits"
     longer = gpu_memory(reasoning(f"{GC}=True", "runner.seq_length=32768"))
@@ -60,9 +62,10 @@ def test_an_out_of_memory_figure_refuses_gpus_no_larger_and_leaves_larger_ones_n
 
 def test_a_measured_need_above_the_gpu_names_the_types_that_hold_it():
     (line,) = gpu_memory_problems(reasoning(f"{GC}=True", instanceType="p4d.24xlarge", nodeCount=2))
-    assert "needs 45.1 GiB a GPU (43.4 GiB measured at 18432 tokens + 1.66 GiB of model state over 16 GPUs)" in line
-    # the 8-GPU types whose GPUs hold it, the catalog's newer ones among them (RTX PRO 6000, B300)
-    assert "gpuNodes.instanceType: g7e.48xlarge, p4de.24xlarge, p5.48xlarge" in line and "p6-b300.48xlarge" in line
+    assert "needs 39.8 GiB a GPU (38.18 GiB measured at 18432 tokens + 1.66 GiB of model state over 16 GPUs)" in line
+    assert "(trainers/gpu_memory.yaml, bench/RESULTS-gpu.md)" in line
+    # the 8-GPU types whose GPUs hold it, the catalog's newer ones among them (L40S 48 GB, RTX PRO 6000, B300)
+    assert "gpuNodes.instanceType: g6e.48xlarge, g7e.48xlarge, p4de.24xlarge, p5.48xlarge" in line and "p6-b300.48xlarge" in line
     assert "turn on gradient checkpointing" not in line  # already on
 
 
@@ -87,8 +90,36 @@ def test_plan_refuses_autoscaled_without_its_memory_overrides_naming_the_keys(tm
 
 
 def test_plan_refuses_the_reasoning_config_s_default_on_h100_and_accepts_it_with_gradient_checkpointing(tmp_path, capsys):
-    argv = ["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path / "v")]
-    assert main([*argv, "--unset", "workload.trainer.overrides"]) == 2
-    assert "ran out of memory on an NVIDIA H100 80GB HBM3 at 18432 tokens" in capsys.readouterr().err
+    argv = ["plan", "vllm-rollout", "--out", str(tmp_path / "v")]
+    assert main([*argv, "--quiet", "--unset", "workload.trainer.overrides"]) == 2
+    assert "ran out of memory on an NVIDIA H100 80GB HBM3 at 18432 tokens (trainers/gpu_memory.yaml, bench/RESULTS-gpu.md)" in capsys.readouterr().err
+    # the plan's GPU memory lines (without --quiet, which prints the five-line summary only)
     assert main(argv) == 0
     assert "GPU memory (fits, rlinf-reasoning/qwen2.5-1.5b-grpo-fsdp on H100 80 GiB (p5.48xlarge)):" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stack, peak", [("vllm-rollout", 38.18), ("autoscaled", 14.05)])
+def test_the_printed_plan_names_the_figure_rlinf_s_own_code_measured(stack, peak, tmp_path, capsys):
+    assert main(["plan", stack, "--out", str(tmp_path / stack)]) == 0
+    out = capsys.readouterr().out
+    lines = out[out.index("GPU memory ("):].splitlines()[:4]
+    assert f"measured {peak:g} GiB at " in lines[2], lines
+    assert lines[3] == "  figure bench/RESULTS-gpu.md, 2026-12-06, measured with the trainer's own code on an NVIDIA H100 80GB HBM3", lines
+
+
+def _figure(peak: float, *, trainer_code: bool, date: str) -> Figure:
+    return Figure("rlinf-reasoning/qwen2.5-1.5b-grpo-fsdp", 8192, 1, True, peak, False, "NVIDIA H100 80GB HBM3",
+                  "here", "", True, trainer_code=trainer_code, date=date)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0)])
+def test_a_figure_of_the_trainer_s_own_code_is_preferred_then_the_newest(order, monkeypatch):
+    """At the same settings: the trainer's own code's figure over a newer one that is not, and of
+    two alike the newest, whatever their order in the file."""
+    candidates = [_figure(10.0, trainer_code=True, date="2026-12-06"), _figure(20.0, trainer_code=False, date="2026-12-07"),
+                  _figure(30.0, trainer_code=True, date="2026-12-01")]
+    monkeypatch.setattr(gpu_memory_module, "figures", lambda: tuple(candidates[i] for i in order))
+    report = gpu_memory(reasoning(f"{GC}=True", "runner.seq_length=8192"))
+    assert report["figure"]["peakGiB"] == 10.0 and report["figure"]["trainerCode"] is True and report["figure"]["date"] == "2026-12-06"
+    candidates[0] = _figure(10.0, trainer_code=False, date="2026-12-06")
+    assert gpu_memory(reasoning(f"{GC}=True", "runner.seq_length=8192"))["figure"]["peakGiB"] == 30.0
