@@ -232,6 +232,20 @@ def test_the_report_folders_own_names_are_what_the_report_writes():
     assert {PAGE, DATA, FIGURES_DIR} <= set(REPORT_OUTPUTS)
 
 
+def test_the_launcher_s_hidden_folder_of_the_eval_directory_is_no_evaluation(tmp_path, capsys):
+    """The evaluation pod's launcher keeps its records in eval/.rlinf-eks (the GPU proof's report
+    listed it as "evaluation .rlinf-eks: no metrics yet"): report skips hidden folders there."""
+    from rlinf_eks.report.logs import read_run
+
+    run = report_logs.rlinf_run(tmp_path / "run", steps=3)
+    (run / "eval" / ".rlinf-eks").mkdir()
+    (run / "eval" / ".rlinf-eks" / "run-identity").write_text("x\n")
+    assert [e.name for e in read_run(run).evaluations] == ["step-5", "step-10"]
+    result = make_report(run, tmp_path / "out", title="t")
+    assert [e["name"] for e in page_data(tmp_path / "out")["evaluations"]] == ["step-5", "step-10"]
+    assert "evaluation step-10:" in result.summary and ".rlinf-eks" not in result.summary
+
+
 def test_an_evaluation_of_a_verl_attempts_checkpoint_keeps_its_step(tmp_path):
     from rlinf_eks.report.logs import read_run
 

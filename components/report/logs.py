@@ -221,11 +221,12 @@ class Run:
 
 
 def read_run(run_dir: Path) -> Run:
-    """The training run's logs and every evaluation below ``<run_dir>/eval``."""
+    """The training run's logs and every evaluation below ``<run_dir>/eval``: each folder there but
+    the hidden ones (the launcher's ``eval/.rlinf-eks``, its own records, is no evaluation)."""
     evaluations = []
     eval_root = run_dir / EVAL_DIR
     if eval_root.is_dir():
-        folders = [p for p in eval_root.iterdir() if p.is_dir()]
+        folders = [p for p in eval_root.iterdir() if p.is_dir() and not p.name.startswith(".")]
         for folder in sorted(folders, key=lambda p: (len(p.name), p.name)):
             evaluations.append(_evaluation(run_dir, folder))
     return Run(read_logs(run_dir), evaluations)
