@@ -66,7 +66,7 @@ def _trainer_settings(*overrides: str):
         ("~cluster.component_placement", "cluster.component_placement", True),  # deleted
         ("+cluster.component_placement={actor:0-7}", "cluster.component_placement", True),
         ("++runner.resume_dir=/fsx/keep", "runner.resume_dir", True),
-        ("cluster.component_placement_extra=1", "cluster.component_placement", False),  # a sibling, not below
+        ("+cluster.component_placement_extra=1", "cluster.component_placement", False),  # a sibling, not below (added: the config has no such key)
         ("algorithm=x", "algorithm.resume_dir", False),  # a key above it (runner=x is refused: it replaces pinned keys)
     ],
 )
@@ -80,9 +80,9 @@ def test_given_a_hydra_override_when_checked_then_it_touches_its_key_and_the_key
 def test_given_an_integer_size_override_with_any_hydra_prefix_then_it_is_the_effective_size(prefix):
     from rlinf_eks.trainers.base import effective_sizes
 
-    sizes = effective_sizes(_trainer_settings(f"{prefix}data.train_batch_size=64"), {"data.train_batch_size": 256})
-    assert sizes["data.train_batch_size"].value == 64
-    assert sizes["data.train_batch_size"].path == "workload.trainer.overrides[0]"
+    sizes = effective_sizes(_trainer_settings(f"{prefix}actor.global_batch_size=640"), {"actor.global_batch_size": 256})
+    assert sizes["actor.global_batch_size"].value == 640
+    assert sizes["actor.global_batch_size"].path == "workload.trainer.overrides[0]"
 
 
 # test_workload / test_workload_stacks assert ``nodeSelector.items() <= labels.items()``, which an

@@ -156,24 +156,25 @@ def test_every_stack_s_training_and_evaluation_config_passes_the_check(stack, se
 @needs_reference
 @pytest.mark.skipif(BASH is None, reason="bash runs the rendered script")
 @pytest.mark.parametrize(
-    "stack, sets, says",
+    "stack, sets, extra, says",
     [
-        # a key the trainer's config does not have: Hydra refuses it in struct mode
-        ("single-node", ("workload.trainer.overrides[0]=actor_rollout_ref.rollout.unnorm_keys=libero_10",),
-         "Hydra cannot compose ppo_trainer (", ),
-        ("multi-node", ("workload.trainer.overrides[0]=actor.model.lora_pth=/x",), "Could not override 'actor.model.lora_pth'"),
+        # a key the trainer's config does not have: Hydra refuses it in struct mode (the plan refuses it
+        # first, rlinf_eks.trainers.override_keys: appended to the rendered command here, as an image's
+        # own config the plan does not know would pass it)
+        ("single-node", (), ("actor_rollout_ref.rollout.unnorm_keys=libero_10",), "Hydra cannot compose ppo_trainer (", ),
+        ("multi-node", (), ("actor.model.lora_pth=/x",), "Could not override 'actor.model.lora_pth'"),
         # the evaluation reads the model's policy_setup from rollout.model (the trained actor.model)
-        ("multi-node", ("workload.mode=eval", "workload.trainer.overrides[0]=~actor.model.policy_setup"),
+        ("multi-node", ("workload.mode=eval", "workload.trainer.overrides[0]=~actor.model.policy_setup"), (),
          "rollout.model.policy_setup is not in the composed config; the evaluation (rlinf/config.py:1040-1046"),
         # a model the trainer's validation refuses, before it needs the cluster
-        ("multi-node", ("workload.mode=eval", "workload.trainer.overrides[0]=actor.model.model_type=gpt2"),
+        ("multi-node", ("workload.mode=eval", "workload.trainer.overrides[0]=actor.model.model_type=gpt2"), (),
          "rlinf.config:validate_cfg refuses the composed config: AssertionError: Model type: 'gpt2' is not an embodied model."),
         # an interpolation that does not resolve
-        ("vllm-rollout", ("workload.trainer.overrides[0]=runner.seq_length=${runner.no_such_key}",), "the composed config does not resolve"),
+        ("vllm-rollout", ("workload.trainer.overrides[0]=runner.seq_length=${runner.no_such_key}",), (), "the composed config does not resolve"),
     ],
 )
-def test_a_config_the_trainer_would_refuse_fails_with_its_exit_code_and_one_line(stack, sets, says, tmp_path, rlinf_stand_in):
-    result, log = _check(stack, sets, tmp_path, rlinf_stand_in)
+def test_a_config_the_trainer_would_refuse_fails_with_its_exit_code_and_one_line(stack, sets, extra, says, tmp_path, rlinf_stand_in):
+    result, log = _check(stack, sets, tmp_path, rlinf_stand_in, extra)
     assert result.returncode == exit_codes.CONFIG_INVALID == 96, result.stderr
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("rlinf-eks config-check: FAILED: ") and line.endswith(f"(exit {exit_codes.CONFIG_INVALID})")

@@ -3,6 +3,7 @@ generated override composed against the real trainer configs with Hydra."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import shlex
@@ -433,11 +434,16 @@ def _rlinf_resolvers():
 @needs_reference
 @pytest.mark.parametrize("dialect,backend,config_name", [CASES[0], CASES[2], CASES[5]])
 def test_a_user_override_naming_an_unknown_key_fails_composition(dialect, backend, config_name, monkeypatch):
+    """Hydra refuses it; so does the plan first (rlinf_eks.trainers.override_keys), from its key data."""
     from hydra.errors import ConfigCompositionException as HydraCompositionError
 
-    s = stack(dialect, backend, configName=config_name, overrides=["trainer.no_such_key=1" if dialect == "verl-ppo" else "runner.no_such_key=1"])
+    override = "trainer.no_such_key=1" if dialect == "verl-ppo" else "runner.no_such_key=1"
+    with pytest.raises(ConfigError, match=r"no_such_key is not a key of the"):
+        stack(dialect, backend, configName=config_name, overrides=[override])
+    s = stack(dialect, backend, configName=config_name)
+    run = launch(s)
     with pytest.raises(HydraCompositionError, match="no_such_key"):
-        _compose_launch(launch(s), s, monkeypatch)
+        _compose_launch(dataclasses.replace(run, argv=[*run.argv, override]), s, monkeypatch)
 
 
 @needs_reference

@@ -75,6 +75,12 @@ class TrainerSettings(SettingsModel):
             )
         raise PydanticCustomError("rules", "{text}", {"text": "\n".join(lines)})
 
+    @field_validator("overrides", mode="before")
+    @classmethod
+    def _one_override(cls, value: Any) -> Any:
+        """``--set workload.trainer.overrides=runner.max_steps=100``: one override, a list of one."""
+        return [value] if isinstance(value, str) else value
+
     @field_validator("overrides")
     @classmethod
     def _overrides(cls, value: list[str]) -> list[str]:

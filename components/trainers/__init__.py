@@ -18,7 +18,8 @@ One module per dialect (verl_ppo, rlinf_embodied, rlinf_reasoning), each a
 config, from the upstream run script). ``TRAINER_RULES`` are the stack rules the loading step
 (rlinf_eks.loading) runs: the dialect's rollout backend, world sizes, inputs (:mod:`.inputs`), the
 environment its trainer refuses at startup (:mod:`.startup_rules`, from the recipe's ``startup``) and
-the generated keys an override may not change (:mod:`.pinned`, where the trainer writes among them).
+the generated keys an override may not change (:mod:`.pinned`, where the trainer writes among them)
+and the keys an override may name (:mod:`.override_keys`, the upstream config's).
 Generated overrides come first (the world, the inputs' paths), then the recipe's settings, then
 ``workload.trainer.batch`` as ``key=value``, then ``workload.trainer.overrides`` (the user wins).
 Every generated key exists in the reference trainer configs (tests compose them with Hydra).
@@ -35,6 +36,7 @@ from .base import DIALECTS, Resume, TrainerDialect, TrainerLaunch, World, config
 from .startup_rules import refused_env_problems, startup_env
 from .evaluation import eval_problems, evaluation_launch
 from .inputs import ChosenInput, chosen_inputs, config_recipe, input_problems
+from .override_keys import override_key_problems
 from .pinned import pinned_problems
 from .recipe import recipe_of
 from .rlinf_runner import runner_problems
@@ -93,6 +95,7 @@ TRAINER_RULES: tuple[StackRule, ...] = (
     StackRule(("workload",), input_problems),
     StackRule(("workload", "gpuNodes"), _world_size),
     StackRule(("workload",), pinned_problems),
+    StackRule(("workload",), override_key_problems),
     StackRule(("workload",), eval_problems),
     StackRule(("workload",), refused_env_problems),
     StackRule(("workload",), runner_problems),
