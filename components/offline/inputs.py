@@ -51,6 +51,8 @@ def input_lines(settings: StackSettings, stack: str) -> list[str]:
     if config is not None:
         for key, why in config.left_out.items():
             lines.append(f"left out of the upstream run: {key}: {why}")
+        for key, fix in config.fixes.items():
+            lines.append(f"added to upstream's config: {key}={fix.value}: {fix.why} ({fix.source})")
         lines.append(f"expect: {config.expect}")
     contract = contract_for(run)
     first = f"; the image check imports first: {' '.join(contract.trainer_modules)}" if contract.trainer_modules else ""
