@@ -296,9 +296,11 @@ def test_each_stack_training_pods_fill_the_gpu_nodes(stack):
     assert 0.8 < report["cpu"]["requestedMillicpu"] / spare <= 1.0, report["cpu"]
     assert 0.8 < report["memory"]["fraction"] <= 1.0, report["memory"]
     assert report["placement"]["oneAvailabilityZone"] is True
-    # nodes idle at zero with scale-to-zero, and before a Capacity Block starts
+    # nodes idle at zero with scale-to-zero, and before a Capacity Block starts; a Capacity Block is
+    # paid whether its nodes run or not (offline/capacity_block.py: its rate, here the On-Demand stand-in)
     gpu = stack_settings.gpu_nodes
-    expected_idle = 0 if gpu.scale_to_zero or gpu.scheduled_start else gpu.node_count
+    block = gpu.capacity_type == "CAPACITY_BLOCK"
+    expected_idle = gpu.node_count if block else 0 if gpu.scale_to_zero or gpu.scheduled_start else gpu.node_count
     if report["cost"]["onDemandPerNodeHour"] is not None:
         assert report["cost"]["perHourIdle"] == pytest.approx(expected_idle * report["cost"]["onDemandPerNodeHour"])
 

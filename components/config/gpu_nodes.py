@@ -18,7 +18,7 @@ from .. import catalog, pins
 from ..scheduling import AUTOSCALER_GPU_LABEL, EFA_LABEL, node_labels
 from .aws_rules import label_problem
 from .errors import key_path, problem_line, raise_all, rule_error
-from .types import Bool, ChartVersion, Ec2InstanceType, Int, SettingsModel
+from .types import Bool, ChartVersion, Ec2InstanceType, Int, PositiveFloat, SettingsModel
 
 
 class InstanceOverrides(SettingsModel):
@@ -75,6 +75,12 @@ class CapacityBlockSettings(SettingsModel):
     end_time: Optional[datetime] = None
     """The block's end (11:30 UTC). EKS itself scales the group to zero 40 minutes before it;
     used to check startTime; an end already past is refused. Defaults to None."""
+    usd_per_instance_hour: Optional[PositiveFloat] = None
+    """The block's reservation fee per instance-hour, as its offering quoted it (the effective
+    instance hourly rate: UpfrontFee / (instances x hours) of aws ec2 describe-capacity-block-offerings),
+    for the plan's cost: the whole block is paid up front at reservation, whether its nodes run or
+    not. Defaults to None: the On-Demand price stands in (the block's rate is set by supply and
+    demand at purchase)."""
 
     @field_validator("start_time", "end_time", mode="before")
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
+from annotated_types import Gt
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict, StrictBool
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
@@ -27,6 +28,8 @@ def _no_bool(value: Any) -> Any:
 Int = Annotated[int, Strict()]
 Bool = StrictBool
 Float = Annotated[float, BeforeValidator(_no_bool)]
+PositiveFloat = Annotated[float, Gt(0), BeforeValidator(_no_bool)]
+"""A number above 0; the bound before the validator, so that Optional[PositiveFloat]'s JSON schema has it."""
 
 
 def _aws_id(kind: str, what: str, hint: str = "") -> Any:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 from .. import catalog, pricing
 from ..karpenter_reader import karpenter_pools
 from .efficiency_render import render_efficiency  # noqa: F401 (the report's text, re-exported)
+from .capacity_block import apply_to_cost, capacity_block_cost, rate_warning
 from .image_cost import image_build_cost
 from ..plan_reader import (
     EFA,
@@ -423,6 +424,12 @@ def efficiency_report(plan: PlanLike, settings: StackSettings, on_date: Optional
     report = efficiency_of(
         plan.resources, instance=settings.gpu_nodes.instance, region=settings.region, known_az=known_az, on_date=on_date
     )
+    block = capacity_block_cost(settings)
+    if block is not None:
+        # paid in full whether the nodes run or not: billed in every scenario, the warning says what stands in
+        report["cost"] = apply_to_cost(report["cost"], block)
+        report["warnings"] = [w for w in report["warnings"] if not w.startswith("capacity type ")]
+        report["warnings"] += [w for w in (rate_warning(block),) if w]
     return {"project": plan.project, "stack": plan.stack, **report}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from .capacity_block import render as render_capacity_block
 from .image_cost import render as render_image_cost
 
 
@@ -36,7 +37,13 @@ def render_efficiency(report: Mapping[str, Any]) -> str:
         f"  placement    one AZ: {'yes' if place['oneAvailabilityZone'] else 'no'} ({_names(place['availabilityZones'])}); "
         f"one placement group: {'yes' if place['onePlacementGroup'] else 'no'} ({_names(place['placementGroups'])})",
     ]
-    if cost["onDemandPerNodeHour"] is None:
+    block = cost.get("capacityBlock")
+    if block is not None and block["perHour"] is not None:
+        lines.append(
+            f"  cost         {_usd(block['perHour'])} while the Capacity Block lasts, its {block['instances']} nodes running or not "
+            f"(${block['usdPerInstanceHour']:,.2f} per instance-hour)"
+        )
+    elif cost["onDemandPerNodeHour"] is None:
         lines.append(f"  cost         unknown: {price['reason']}")
     else:
         lines.append(
@@ -74,7 +81,13 @@ def _render_stack_cost(cost: Mapping[str, Any]) -> list[str]:
         )
     lines.extend(f"    note: {note}" for note in cost.get("notes", []))
     lines.append("    plus usage-based: " + "; ".join(cost["usageBased"]))
-    if cost["totalPerHourWhileTraining"] is not None:
+    block = cost.get("capacityBlock")
+    if block is not None:
+        lines += render_capacity_block(block)
+        if cost["totalPerHourWhileTraining"] is not None and block["perHour"] is not None:
+            rest = cost["totalPerHourWhileTraining"] - block["perHour"]
+            lines.append(f"  a 30-minute run within it: {_usd_total(rest * TRY_HOURS)} more (the rest of the stack x 0.5 h, usage-based not included)")
+    elif cost["totalPerHourWhileTraining"] is not None:
         lines.append(f"  a 30-minute run: {_usd_total(cost['totalPerHourWhileTraining'] * TRY_HOURS)} (the stack cost while training x 0.5 h, usage-based not included)")
     lines += render_image_cost(cost.get("imageBuild"))
     return lines

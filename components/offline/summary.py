@@ -30,8 +30,10 @@ def cost_line(report: Optional[Mapping[str, Any]], experiment: bool = False) -> 
         return f"cost: GPU nodes {_usd(cost['perHourWhileTraining'])} while training, {_usd(cost['perHourIdle'])} idle"
     if cost["totalPerHourWhileTraining"] is None:
         return f"cost: unknown: {cost.get('totalUnknownSummary') or 'no sourced price'}"
+    block = cost.get("capacityBlock") or {}
+    whole = f"; the Capacity Block ${block['totalUsd']:,.2f}, paid up front" if block.get("totalUsd") is not None else ""
     return (f"cost: {_usd(cost['totalPerHourWhileTraining'])} while training, {_usd(cost['totalPerHourIdle'])} idle "
-            f"({report['instanceType']} in {report['region']}; everything the stack bills by the hour, usage-based not included)")  # fmt: skip
+            f"({report['instanceType']} in {report['region']}; everything the stack bills by the hour, usage-based not included{whole})")  # fmt: skip
 
 
 def storage_line(budget: Optional[Mapping[str, Any]]) -> str:

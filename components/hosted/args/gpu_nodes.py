@@ -44,6 +44,14 @@ class CapacityBlockSettings(TypedDict):
         "The block's end (11:30 UTC). EKS itself scales the group to zero 40 minutes before it;\n"
         "used to check startTime; an end already past is refused. Defaults to None."
     )
+    usd_per_instance_hour: NotRequired[float]
+    (
+        "The block's reservation fee per instance-hour, as its offering quoted it (the effective\n"
+        "instance hourly rate: UpfrontFee / (instances x hours) of aws ec2 describe-capacity-block-offerings),\n"
+        "for the plan's cost: the whole block is paid up front at reservation, whether its nodes run or\n"
+        "not. Defaults to None: the On-Demand price stands in (the block's rate is set by supply and\n"
+        "demand at purchase)."
+    )
 
 
 class PlacementGroupSettings(TypedDict):
