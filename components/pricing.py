@@ -155,6 +155,7 @@ AWS_KMS_PRICING = "aws-kms-pricing"
 AWS_EBS_PRICING = "aws-ebs-pricing"
 AWS_CODEBUILD_PRICING = "aws-codebuild-pricing"
 AWS_ECR_PRICING = "aws-ecr-pricing"
+AWS_PRIVATELINK_PRICING = "aws-privatelink-pricing"
 
 SERVICE_SOURCES: Mapping[str, str] = {
     AWS_EKS_PRICING: "AWS Containers blog 'Amazon EKS extended support for Kubernetes versions pricing' (2024): "
@@ -173,6 +174,10 @@ SERVICE_SOURCES: Mapping[str, str] = {
     "build-minute (xlarge and 2xlarge: not found in any source read here)",
     AWS_ECR_PRICING: "aws.amazon.com/ecr/pricing: private repository storage $0.10 per GB-month (the price page's figure, "
     "not re-read on 2026-12-05)",
+    AWS_PRIVATELINK_PRICING: "aws.amazon.com/privatelink/pricing (read 2026-12-06): an interface endpoint is billed per hour in "
+    "each Availability Zone it is provisioned in, $0.01 per endpoint-AZ-hour in us-east-1 and us-west-2 (the rate as "
+    "quoted by awsnegotiations.com 'AWS PrivateLink Cost Analysis', May 2026; the AWS page's table did not load), plus "
+    "$0.01 per GB processed for the first PB a month; gateway endpoints (S3, DynamoDB) are free",
 }
 
 # End of standard support per EKS minor version (AWS_EKS_CALENDAR): the calendar lives with the
@@ -182,6 +187,8 @@ EKS_STANDARD_PER_HOUR = 0.10
 EKS_EXTENDED_PER_HOUR = 0.60
 
 _NAT_PER_HOUR: Mapping[str, float] = {"us-east-1": 0.045, "us-west-2": 0.045}
+_NAT_PER_GB: Mapping[str, float] = {"us-east-1": 0.045, "us-west-2": 0.045}
+_INTERFACE_ENDPOINT_PER_AZ_HOUR: Mapping[str, float] = {"us-east-1": 0.01, "us-west-2": 0.01}
 PUBLIC_IPV4_PER_HOUR = 0.005
 KMS_KEY_PER_MONTH = 1.0
 _FSX_PERSISTENT2_SSD_PER_GB_MONTH: Mapping[str, Mapping[int, float]] = {
@@ -241,6 +248,20 @@ def eks_control_plane(version: str, on: str) -> ServicePrice:
 def nat_gateway(region: str) -> ServicePrice:
     price = _NAT_PER_HOUR.get(region)
     return ServicePrice(price, AWS_VPC_PRICING, None, "hourly charge only") if price is not None else _unpriced("NAT gateway", region, _NAT_PER_HOUR)
+
+
+def nat_gateway_per_gb(region: str) -> ServicePrice:
+    """Per GB the NAT gateway processes (the usage price beside its hourly one)."""
+    price = _NAT_PER_GB.get(region)
+    return ServicePrice(price, AWS_VPC_PRICING, None, "per GB processed") if price is not None else _unpriced("NAT data", region, _NAT_PER_GB)
+
+
+def interface_endpoint(region: str) -> ServicePrice:
+    """Per interface endpoint per Availability Zone per hour (AWS PrivateLink)."""
+    price = _INTERFACE_ENDPOINT_PER_AZ_HOUR.get(region)
+    if price is None:
+        return _unpriced("interface endpoint", region, _INTERFACE_ENDPOINT_PER_AZ_HOUR)
+    return ServicePrice(price, AWS_PRIVATELINK_PRICING, None, "per endpoint per AZ, plus $0.01/GB processed")
 
 
 def public_ipv4(region: str) -> ServicePrice:

@@ -28,6 +28,7 @@ from ..karpenter_reader import karpenter_pools
 from .efficiency_render import render_efficiency  # noqa: F401 (the report's text, re-exported)
 from .capacity_block import apply_to_cost, capacity_block_cost, rate_warning
 from .image_cost import image_build_cost
+from .nat_data import nat_data_at_start
 from ..plan_reader import (
     EFA,
     EIP,
@@ -424,6 +425,9 @@ def efficiency_report(plan: PlanLike, settings: StackSettings, on_date: Optional
     report = efficiency_of(
         plan.resources, instance=settings.gpu_nodes.instance, region=settings.region, known_az=known_az, on_date=on_date
     )
+    nat = nat_data_at_start(settings)
+    if nat is not None:
+        report["cost"]["natDataAtStart"] = nat
     block = capacity_block_cost(settings)
     if block is not None:
         # paid in full whether the nodes run or not: billed in every scenario, the warning says what stands in

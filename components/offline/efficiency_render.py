@@ -8,6 +8,7 @@ from typing import Any, Mapping, Optional
 
 from .capacity_block import render as render_capacity_block
 from .image_cost import render as render_image_cost
+from .nat_data import render as render_nat_data
 
 
 def _pct(value: Optional[float]) -> str:
@@ -89,6 +90,7 @@ def _render_stack_cost(cost: Mapping[str, Any]) -> list[str]:
             lines.append(f"  a 30-minute run within it: {_usd_total(rest * TRY_HOURS)} more (the rest of the stack x 0.5 h, usage-based not included)")
     elif cost["totalPerHourWhileTraining"] is not None:
         lines.append(f"  a 30-minute run: {_usd_total(cost['totalPerHourWhileTraining'] * TRY_HOURS)} (the stack cost while training x 0.5 h, usage-based not included)")
+    lines += render_nat_data(cost.get("natDataAtStart"))
     lines += render_image_cost(cost.get("imageBuild"))
     return lines
 
