@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rlinf_eks.trainers import config_name_of, recipe_of
+from rlinf_eks.trainers.base import ATTEMPT_PREFIX
 from rlinf_eks.workload.run import resolve_run
 from tests.harness import EXPERIMENT_STACKS, STACKS, dialect_of, plan_stack
 from tests.test_recipes import WHERE
@@ -36,9 +37,11 @@ def _select(cfg: Any, key: str) -> Any:
 def _written_checkpoint(dialect: str, train_cfg: Any) -> str:
     """Where the training run writes its step-24 checkpoint, read from its composed config:
     veRL's ``<default_local_dir>/actor/global_step_N`` (ray_trainer.py save), RLinf's
-    ``<log_path>/<experiment_name>/checkpoints/global_step_N`` (embodied_runner.py:645-649)."""
+    ``<log_path>/<experiment_name>/checkpoints/global_step_N`` (embodied_runner.py:645-649).
+    veRL cannot resume: its trainer.sh appends the attempt's own ``attempt-<K>`` to
+    default_local_dir when it starts (trainers/base.py ATTEMPT_PREFIX), here the first attempt's."""
     if dialect == "verl-ppo":
-        return f"{train_cfg.trainer.default_local_dir}/actor/global_step_{STEP}"
+        return f"{train_cfg.trainer.default_local_dir}/{ATTEMPT_PREFIX}1/actor/global_step_{STEP}"
     return f"{train_cfg.runner.logger.log_path}/{train_cfg.runner.logger.experiment_name}/checkpoints/global_step_{STEP}"
 
 
