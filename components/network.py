@@ -3,7 +3,9 @@ public subnets that only hold the NAT gateways, or an existing VPC given in conf
 
 A new VPC has an S3 gateway endpoint on its private route tables: image layers from ECR (stored
 in S3), model downloads from S3 and the checkpoint sync reach S3 without crossing the NAT gateway,
-whose data processing AWS charges per GB; the gateway endpoint itself is free.
+whose data processing AWS charges per GB; the gateway endpoint itself is free. With
+``network.interfaceEndpoints`` it also has interface endpoints (billed per AZ-hour) for ECR's API
+and registry, STS and CloudWatch Logs in its private subnets.
 
 The GPU nodes live in exactly one private subnet, the one in the GPU AZ (EFA traffic does not
 cross AZs; field notes section 1).
@@ -73,6 +75,12 @@ def region_of_zone(zone: str) -> str:
 def s3_service_name(region: str) -> str:
     """The S3 endpoint service of a region (com.amazonaws.<region>.s3), gateway or interface."""
     return f"com.amazonaws.{region}.s3"
+
+
+INTERFACE_SERVICES = ("ecr.api", "ecr.dkr", "sts", "logs")
+"""The interface endpoints of ``network.interfaceEndpoints``: ECR's API (the image's authorization and
+manifests) and registry (dkr), STS (the pods' web identity and Pod Identity credentials go through
+it) and CloudWatch Logs (the observability agents)."""
 
 
 def private_subnet_tags(cluster_name: str) -> dict[str, str]:
@@ -168,6 +176,8 @@ class Network(pulumi.ComponentResource):
             private_subnets.append(subnet)
             private_routes.append(routes)
         _s3_gateway_endpoint(name, vpc, region, private_routes, cluster_name, tags, child)
+        if net.interface_endpoints:
+            _interface_endpoints(name, vpc, net.cidr, region, private_subnets, cluster_name, tags, child)
 
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block
@@ -299,3 +309,53 @@ def _s3_gateway_endpoint(
         ),
         opts=child,
     )
+
+
+def _interface_endpoints(
+    name: str,
+    vpc: aws.ec2.Vpc,
+    cidr: str,
+    region: str,
+    private_subnets: list[aws.ec2.Subnet],
+    cluster_name: str,
+    tags: dict[str, str],
+    child: pulumi.ResourceOptions,
+) -> list[aws.ec2.VpcEndpoint]:
+    """One interface endpoint per service of INTERFACE_SERVICES in every private subnet, with private
+    DNS (the services' usual names resolve to the endpoints inside the VPC), behind a security group
+    that admits HTTPS from the VPC (VPC User Guide, "Access an AWS service using an interface VPC
+    endpoint": the endpoint's group must allow 443 from the clients)."""
+    group = aws.ec2.SecurityGroup(
+        f"{name}-endpoints",
+        vpc_id=vpc.id,
+        # EC2's description charset (CreateSecurityGroup): no apostrophes
+        description="Interface endpoints: HTTPS from the VPC",
+        tags=_named(tags, f"{cluster_name}-endpoints"),
+        opts=child,
+    )
+    aws.vpc.SecurityGroupIngressRule(
+        f"{name}-endpoints-https-from-vpc",
+        security_group_id=group.id,
+        ip_protocol="tcp",
+        from_port=443,
+        to_port=443,
+        cidr_ipv4=cidr,
+        description="HTTPS to the interface endpoints from the VPC",
+        opts=child,
+    )
+    return [
+        aws.ec2.VpcEndpoint(
+            f"{name}-{service.replace('.', '-')}",
+            aws.ec2.VpcEndpointArgs(
+                vpc_id=vpc.id,
+                service_name=f"com.amazonaws.{region}.{service}",
+                vpc_endpoint_type="Interface",
+                private_dns_enabled=True,
+                subnet_ids=[subnet.id for subnet in private_subnets],
+                security_group_ids=[group.id],
+                tags=_named(tags, f"{cluster_name}-{service.replace('.', '-')}"),
+            ),
+            opts=child,
+        )
+        for service in INTERFACE_SERVICES
+    ]

@@ -286,9 +286,12 @@ RULES: dict[tuple[str, str], Rule] = {
     ("ec2", "CreateNatGateway"): _ec2_create("natgateway", ("subnet", "SubnetId"), ("elastic-ip", "AllocationId")),
     ("ec2", "CreateRouteTable"): _ec2_create("route-table", ("vpc", "VpcId")),
     ("ec2", "CreateRoute"): _ec2_on("route-table", "RouteTableId"),
-    # CreateVpcEndpoint authorizes the new endpoint, its VPC and each route table it joins (reference)
+    # CreateVpcEndpoint authorizes the new endpoint, its VPC and each route table, subnet and security
+    # group it names (reference)
     ("ec2", "CreateVpcEndpoint"): lambda w, c, r: _ec2_create("vpc-endpoint", ("vpc", "VpcId"))(w, c, r) + [
-        w.existing("ec2:CreateVpcEndpoint", "ec2", f"route-table/{rt}", rt) for rt in c.params.get("RouteTableIds", ())
+        w.existing("ec2:CreateVpcEndpoint", "ec2", f"{kind}/{id_}", id_)
+        for key, kind in (("RouteTableIds", "route-table"), ("SubnetIds", "subnet"), ("SecurityGroupIds", "security-group"))
+        for id_ in c.params.get(key, ())
     ],
     ("ec2", "AssociateRouteTable"): lambda w, c, r: _ec2_on("route-table", "RouteTableId")(w, c, r) + _ec2_on("subnet", "SubnetId")(w, c, r),
     ("ec2", "CreateSecurityGroup"): _ec2_create("security-group", ("vpc", "VpcId")),
@@ -485,8 +488,10 @@ def related_resources(world: World, resource: Mapping[str, Any]) -> list[Request
     if resource["type"].startswith(("aws:ec2/", "aws:vpc/")):
         out += [world.existing("", "ec2", f"{kind}/{inputs[key]}", inputs[key]) for key, kind in _EC2_PARENTS.items() if isinstance(inputs.get(key), str)]
     if resource["type"] == "aws:ec2/vpcEndpoint:VpcEndpoint":
-        # CreateVpcEndpoint and ModifyVpcEndpoint also authorize each route table the gateway endpoint joins
-        out += [world.existing("", "ec2", f"route-table/{rt}", rt) for rt in inputs.get("routeTableIds") or () if isinstance(rt, str)]
+        # CreateVpcEndpoint and ModifyVpcEndpoint also authorize each route table a gateway endpoint joins
+        # and each subnet and security group of an interface endpoint
+        for key, kind in (("routeTableIds", "route-table"), ("subnetIds", "subnet"), ("securityGroupIds", "security-group")):
+            out += [world.existing("", "ec2", f"{kind}/{i}", i) for i in inputs.get(key) or () if isinstance(i, str)]
     if resource["type"].startswith("aws:vpc/securityGroup") and resource["type"].endswith("Rule"):
         out.append(world.existing("", "ec2", f"security-group-rule/{resource['id']}", resource["id"]))
     if resource["type"] == "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation":

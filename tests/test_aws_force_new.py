@@ -19,6 +19,7 @@ VARIANTS = [
     ("multi-node", "observability.backend=cloudwatch"),
     ("single-node", "storage.sharedFilesystem.enabled=true"),
     ("single-node", "workload.model.source=s3://acme-models/openvla"),
+    ("single-node", "network.interfaceEndpoints=true"),
     ("multi-node", "gpuNodes.provisioner=karpenter"),
     ("single-node", "images.build=true", "images.dockerHubCache.credentialArn="
      "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"),

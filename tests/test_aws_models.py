@@ -41,6 +41,7 @@ VARIANTS: list[tuple[str, tuple[str, ...]]] = [
     ("single-node", ("storage.sharedFilesystem.enabled=true",)),
     ("single-node", ("storage.bucketName=rlinf-checkpoints-0123",)),
     ("single-node", ("network.natGateways=one-per-az",)),
+    ("single-node", ("network.interfaceEndpoints=true",)),
     ("single-node", ("cluster.endpointPublicAccessCidrs[0]=203.0.113.0/24",)),
     ("single-node", ("cluster.adminRoleArns[0]=arn:aws:iam::123456789012:role/admin",)),
     (

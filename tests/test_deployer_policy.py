@@ -25,7 +25,8 @@ from tests.test_aws_models import VARIANTS
 
 # every fourth variant, and every one that builds the training images (images.build) or provisions with Karpenter
 CASES = [(s, ()) for s in STACKS] + [
-    v for n, v in enumerate(VARIANTS) if n % 4 == 0 or any(x.startswith(("images.", "gpuNodes.provisioner=")) for x in v[1])
+    v for n, v in enumerate(VARIANTS)
+    if n % 4 == 0 or any(x.startswith(("images.", "gpuNodes.provisioner=", "network.interfaceEndpoints=")) for x in v[1])
 ]
 
 

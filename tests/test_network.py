@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 
+import pytest
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlinf_eks.config import PROJECT
+from rlinf_eks.config import PROJECT, ConfigError
 from rlinf_eks.network import Network, default_availability_zones, region_of_zone, subnet_plan
 from rlinf_eks.offline import engine
 from tests.harness import has_inputs, one, run_component, settings
@@ -97,6 +99,32 @@ def test_given_a_new_vpc_when_network_built_then_s3_gateway_endpoint_serves_ever
     assert endpoint["tags"] == {"project": "t", "Name": "demo-s3"}
     vpc = next(r for r in run.registrations if r.type == "aws:ec2/vpc:Vpc")
     assert endpoint["vpcId"] == vpc.id
+
+
+def test_given_interface_endpoints_when_network_built_then_ecr_sts_and_logs_sit_in_every_private_subnet():
+    sections = {"network": {"interfaceEndpoints": True}}
+    run = engine.run(lambda: _build(sections, {"project": "t"}) and {}, project=PROJECT, stack="test", config={})
+    endpoints = {r.inputs["serviceName"]: r.inputs for r in run.registrations if r.type == "aws:ec2/vpcEndpoint:VpcEndpoint"}
+    services = ["ecr.api", "ecr.dkr", "logs", "sts"]
+    assert sorted(endpoints) == sorted(["com.amazonaws.us-east-1.s3", *(f"com.amazonaws.us-east-1.{s}" for s in services)])
+    private = {r.id for r in run.registrations if r.type == SUBNET and "-private-" in r.name}
+    group = next(r for r in run.registrations if r.type == "aws:ec2/securityGroup:SecurityGroup")
+    for service in services:
+        endpoint = endpoints[f"com.amazonaws.us-east-1.{service}"]
+        assert endpoint["vpcEndpointType"] == "Interface" and endpoint["privateDnsEnabled"] is True
+        assert set(endpoint["subnetIds"]) == private and endpoint["securityGroupIds"] == [group.id]
+    rule = next(r for r in run.registrations if r.type == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    assert rule.inputs["securityGroupId"] == group.id
+    assert (rule.inputs["fromPort"], rule.inputs["toPort"], rule.inputs["cidrIpv4"]) == (443, 443, "10.0.0.0/16")
+
+
+def test_interface_endpoints_are_off_by_default_and_refused_with_an_existing_vpc():
+    resources = _network()
+    assert [r["inputs"]["vpcEndpointType"] for r in resources.of_type("aws:ec2/vpcEndpoint:VpcEndpoint")] == ["Gateway"]
+    existing = {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0123456789abcdef1", "subnet-0123456789abcdef2"],
+                "gpuSubnetId": "subnet-0123456789abcdef1", "interfaceEndpoints": True}
+    with pytest.raises(ConfigError, match=r"network.interfaceEndpoints=true: only a new VPC gets them"):
+        settings(network=existing)
 
 
 def test_region_of_a_zone_or_local_zone():

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .errors import rule_error
-from .types import SettingsModel, SubnetId, VpcId
+from .types import Bool, SettingsModel, SubnetId, VpcId
 
 
 class NetworkSettings(SettingsModel):
@@ -29,6 +29,12 @@ class NetworkSettings(SettingsModel):
     """With vpcId: the cluster's private subnets (at least two AZs)."""
     gpu_subnet_id: Optional[SubnetId] = None
     """With vpcId: the private subnet of the GPU nodes, in the GPU AZ."""
+    interface_endpoints: Bool = False
+    """A new VPC: interface endpoints (private DNS) for ECR's API and registry (ecr.api, ecr.dkr),
+    STS and CloudWatch Logs in every private subnet, so image manifests, the pods' role credentials
+    and the logs stay off the NAT gateway (the image's layers already come through the S3 gateway
+    endpoint). Each is billed per AZ per hour, plus per GB processed (the plan prices them).
+    Defaults to false."""
 
     @field_validator("cidr")
     @classmethod
@@ -55,6 +61,8 @@ class NetworkSettings(SettingsModel):
         # network.subnet_plan: one private block per AZ plus a spare one carved into the public
         # subnets; AWS's smallest subnet is /28.
         if not self.create:
+            if self.interface_endpoints:
+                raise rule_error("interfaceEndpoints", True, "only a new VPC gets them (network.vpcId is set): add them to your VPC yourself")
             return self
         azs = max(len(set(self.availability_zones)), 2)
         private = ipaddress.ip_network(self.cidr).prefixlen + math.ceil(math.log2(azs + 1))

@@ -137,10 +137,11 @@ ACTIONS: dict[str, Grants] = {
         EC2_CHANGE: ("ec2:AssociateRouteTable", "ec2:ReplaceRouteTableAssociation", "ec2:DisassociateRouteTable"),
         **_reads("ec2:DescribeRouteTables"),
     }),
-    # S3's gateway endpoint on the stack's private route tables (ModifyVpcEndpoint when they change);
-    # its read looks up the service's prefix list
+    # S3's gateway endpoint on the stack's private route tables, interface endpoints in its private
+    # subnets (ModifyVpcEndpoint when they change); its read looks up the service's prefix list and
+    # an interface endpoint's network interfaces
     "aws:ec2/vpcEndpoint:VpcEndpoint": Grants({
-        **_ec2("ec2:CreateVpcEndpoint", ("ec2:DescribeVpcEndpoints", "ec2:DescribePrefixLists"),
+        **_ec2("ec2:CreateVpcEndpoint", ("ec2:DescribeVpcEndpoints", "ec2:DescribePrefixLists", "ec2:DescribeNetworkInterfaces"),
                ("ec2:ModifyVpcEndpoint", "ec2:DeleteVpcEndpoints"), in_vpc=True).scopes,
         EC2_CHANGE: ("ec2:CreateVpcEndpoint", "ec2:ModifyVpcEndpoint", "ec2:DeleteVpcEndpoints", "ec2:CreateTags", "ec2:DeleteTags"),
     }),

@@ -41,6 +41,7 @@ from ..plan_reader import (
     NODE_GROUP_TYPES,
     PLACEMENT_GROUP,
     SUBNET,
+    VPC_ENDPOINT,
     NodeGroup,
     by_id,
     inputs_of,
@@ -176,7 +177,7 @@ def _system_node_items(resources: list[Mapping[str, Any]], region: str, gpu_grou
 
 
 def _shared_items(resources: list[Mapping[str, Any]], region: str) -> list[dict[str, Any]]:
-    """NAT gateways, public IPv4 addresses, FSx for Lustre, KMS keys."""
+    """NAT gateways, public IPv4 addresses, FSx for Lustre, interface endpoints, KMS keys."""
     items = []
     for item, type_, unit, price in (("natGateways", NAT_GATEWAY, "gateway-hour", pricing.nat_gateway),
                                      ("publicIpv4", EIP, "address-hour", pricing.public_ipv4)):
@@ -188,6 +189,12 @@ def _shared_items(resources: list[Mapping[str, Any]], region: str) -> list[dict[
         price = pricing.fsx_lustre_per_gb(region, str(inputs.get("deploymentType")), str(inputs.get("storageType") or "SSD"),
                                           int(inputs.get("perUnitStorageThroughput") or 0))
         items.append(_item("sharedFilesystem", [fs.get("name", "?")], "GB-hour", price, _constant(float(inputs.get("storageCapacity") or 0))))
+    # interface endpoints are billed per endpoint in each AZ, that is per subnet (a gateway endpoint is free)
+    interface = [r for r in of_type(resources, VPC_ENDPOINT) if inputs_of(r).get("vpcEndpointType") == "Interface"]
+    if interface:
+        count = sum(len(inputs_of(r).get("subnetIds") or ()) for r in interface)
+        items.append(_item("interfaceEndpoints", [r.get("name", "?") for r in interface], "endpoint-AZ-hour",
+                           pricing.interface_endpoint(region), _constant(count)))
     keys = of_type(resources, KMS_KEY)
     if keys:
         items.append(_item("kmsKeys", [r.get("name", "?") for r in keys], "key-hour", pricing.kms_key(region), _constant(len(keys))))
