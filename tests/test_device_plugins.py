@@ -92,7 +92,8 @@ def test_given_efa_chart_when_built_then_it_selects_the_efa_label_and_this_insta
 
 
 def test_given_bottlerocket_when_built_then_no_nvidia_plugin_but_efa_plugin():
-    _, run = run_plugins(amiType="BOTTLEROCKET_x86_64_NVIDIA")
+    # Bottlerocket has no NVMe RAID0: the run directory shares its data volume with the image
+    _, run = run_plugins(amiType="BOTTLEROCKET_x86_64_NVIDIA", rootVolumeGib=400)
     names = [r["name"] for r in run.of_type(RELEASE)]
     assert names == ["device-plugins-efa"]
 

@@ -238,13 +238,13 @@ def test_halves_of_the_internet_need_the_same_opt_in_as_the_whole(monkeypatch, c
 
 
 def test_the_plan_says_what_it_could_not_check(monkeypatch, capsys, tmp_path):
-    status, out, err = _run(monkeypatch, capsys, ["plan", "--quiet", "--set", "cluster.kubernetesVersion=1.37"], tmp_path / "out")
+    status, out, err = _run(monkeypatch, capsys, ["plan", "--set", "cluster.kubernetesVersion=1.37"], tmp_path / "out")
     assert status == 0, err
     section = out.split("Not checked offline (`pulumi up` is the first to test them):\n", 1)[1].split("\n\n", 1)[0]
     assert "  cluster.kubernetesVersion='1.37': not in the EKS release calendar this project carries" in section
     assert "  workload.image='123456789012.dkr.ecr.us-east-1.amazonaws.com/" in section
     unchecked = json.loads((tmp_path / "out" / "plan.json").read_text())["unchecked"]
-    assert [line.split("=", 1)[0] for line in unchecked] == ["cluster.kubernetesVersion", "cluster.endpointPublicAccessCidrs", "workload.image"]
+    assert [line.split("=", 1)[0] for line in unchecked] == ["cluster.kubernetesVersion", "cluster.endpointPublicAccessCidrs", "gpuNodes.instanceType", "workload.image"]
 
 
 def test_a_region_missing_from_the_zone_table_is_said_not_checked():

@@ -423,7 +423,7 @@ def test_a_platform_has_no_run_but_installs_jobset_for_its_experiments():
 
 
 def test_bottlerocket_brings_its_own_nvidia_plugin_and_no_queue_means_no_kueue():
-    e = expectation_of(settings(gpuNodes={"amiType": "BOTTLEROCKET_x86_64_NVIDIA"}, queue={"enabled": False}), "bare")
+    e = expectation_of(settings(gpuNodes={"amiType": "BOTTLEROCKET_x86_64_NVIDIA", "rootVolumeGib": 400}, queue={"enabled": False}), "bare")
     assert [d.name for d in e.daemonsets] == ["aws-efa-k8s-device-plugin"]
     assert e.queue is None and e.run.priority_class is None and not e.crds and not e.controllers
 
