@@ -63,8 +63,10 @@ def test_the_foreign_program_example_registers_gpu_nodes_and_device_plugins():
     plugins = one(resources, "rlinf-eks:index:DevicePlugins", "device-plugins")
     cluster = one(resources, "aws:eks/cluster:Cluster", "my-cluster")
     nodes = one(resources, "aws:eks/nodeGroup:NodeGroup", "gpu-nodes")
-    # depends_on a component waits for its children: the plugins wait for the node group
-    assert nodes["urn"] in plugins["options"]["dependsOn"]
+    # the plugins first, the nodes last (as the stacks order them): the node group waits for the
+    # plugins' releases (depends_on a component waits for its children)
+    releases = [r["urn"] for r in resources if r.get("parent") == plugins["urn"]]
+    assert releases and set(releases) <= set(node_group["options"]["dependsOn"]), (releases, node_group["options"]["dependsOn"])
     assert nodes["parent"] == node_group["urn"]
     assert has_inputs(nodes, {"clusterName": cluster["id"], "scalingConfig": {"desiredSize": 4}})
     assert has_inputs(nodes, {"tags": {"team": "robotics"}})
