@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rlinf_eks.config import PROJECT, ConfigError
 from rlinf_eks.network import Network, default_availability_zones, region_of_zone, subnet_plan
 from rlinf_eks.offline import engine
-from tests.harness import has_inputs, one, run_component, settings
+from tests.harness import ALL_STACKS, ROLES, has_inputs, one, plan_stack, run_component, settings
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NAT = "aws:ec2/natGateway:NatGateway"
@@ -159,3 +159,24 @@ def test_subnet_plan_never_overlaps_and_stays_inside_the_vpc(prefix, az_count):
     assert not any(a.overlaps(b) for i, a in enumerate(blocks) for b in blocks[i + 1 :])
     # private subnets hold the pods (one VPC IP each): they must dwarf the NAT-only public ones
     assert all(ipaddress.ip_network(p.private_cidr).num_addresses >= 4 * ipaddress.ip_network(p.public_cidr).num_addresses for p in plans)
+
+
+# --- every stack that creates its VPC (issue 55) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", [s for s in ALL_STACKS if ROLES[s] != "experiment"])
+def test_every_stack_that_creates_its_vpc_has_the_s3_gateway_endpoint_on_each_private_route_table(stack):
+    plan = plan_stack(stack)
+    endpoints = [r for r in plan.resources if r["type"] == "aws:ec2/vpcEndpoint:VpcEndpoint"]
+    gateway = [e for e in endpoints if e["inputs"]["vpcEndpointType"] == "Gateway"]
+    assert len(gateway) == 1 and gateway[0]["inputs"]["serviceName"] == f"com.amazonaws.{plan.settings.region}.s3"
+    tables = {r["id"]: r["name"] for r in plan.resources if r["type"] == "aws:ec2/routeTable:RouteTable"}
+    private = sorted(i for i, name in tables.items() if "-private-rt-" in name)
+    assert private and sorted(gateway[0]["inputs"]["routeTableIds"]) == private
+
+
+def test_a_stack_in_an_existing_vpc_creates_no_endpoint():
+    existing = ("network.vpcId=vpc-0123456789abcdef0", "network.privateSubnetIds[0]=subnet-0123456789abcdef0",
+                "network.privateSubnetIds[1]=subnet-0123456789abcdef1", "network.gpuSubnetId=subnet-0123456789abcdef0")
+    plan = plan_stack("single-node", *existing)
+    assert not [r for r in plan.resources if r["type"] == "aws:ec2/vpcEndpoint:VpcEndpoint"]
