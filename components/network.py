@@ -79,8 +79,9 @@ def s3_service_name(region: str) -> str:
 
 INTERFACE_SERVICES = ("ecr.api", "ecr.dkr", "sts", "logs")
 """The interface endpoints of ``network.interfaceEndpoints``: ECR's API (the image's authorization and
-manifests) and registry (dkr), STS (the pods' web identity and Pod Identity credentials go through
-it) and CloudWatch Logs (the observability agents)."""
+manifests) and registry (dkr), STS (the training pods' IRSA credentials: AssumeRoleWithWebIdentity;
+EKS Pod Identity's agent calls the EKS Auth API instead, not added here) and CloudWatch Logs (the
+observability agents)."""
 
 
 def private_subnet_tags(cluster_name: str) -> dict[str, str]:

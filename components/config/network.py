@@ -31,8 +31,8 @@ class NetworkSettings(SettingsModel):
     """With vpcId: the private subnet of the GPU nodes, in the GPU AZ."""
     interface_endpoints: Bool = False
     """A new VPC: interface endpoints (private DNS) for ECR's API and registry (ecr.api, ecr.dkr),
-    STS and CloudWatch Logs in every private subnet, so image manifests, the pods' role credentials
-    and the logs stay off the NAT gateway (the image's layers already come through the S3 gateway
+    STS and CloudWatch Logs in every private subnet, so image manifests, the training pods' IRSA
+    credentials and the logs stay off the NAT gateway (the image's layers already come through the S3 gateway
     endpoint). Each is billed per AZ per hour, plus per GB processed (the plan prices them).
     Defaults to false."""
 

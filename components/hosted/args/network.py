@@ -28,8 +28,8 @@ class NetworkSettings(TypedDict):
     interface_endpoints: NotRequired[bool]
     (
         "A new VPC: interface endpoints (private DNS) for ECR's API and registry (ecr.api, ecr.dkr),\n"
-        "STS and CloudWatch Logs in every private subnet, so image manifests, the pods' role credentials\n"
-        "and the logs stay off the NAT gateway (the image's layers already come through the S3 gateway\n"
+        "STS and CloudWatch Logs in every private subnet, so image manifests, the training pods' IRSA\n"
+        "credentials and the logs stay off the NAT gateway (the image's layers already come through the S3 gateway\n"
         "endpoint). Each is billed per AZ per hour, plus per GB processed (the plan prices them).\n"
         "Defaults to false."
     )
