@@ -84,19 +84,25 @@ def test_the_changelog_the_version_and_every_pin_in_the_docs_agree():
     for path in [*DOCUMENTS, ROOT / "examples" / "own-cluster" / "requirements.txt", ROOT / "provider" / "PulumiPlugin.yaml"]:
         for version in pins(path.read_text()):
             found.setdefault(version, []).append(str(path.relative_to(ROOT)))
-    assert set(found) == {newest}, f"pins other than v{newest}: {found}"
+    assert set(found) <= {newest}, f"pins other than v{newest}: {found}"
     import json
 
     assert json.loads((ROOT / "provider" / "schema.json").read_text())["version"] == newest
 
 
-def test_the_readme_install_lines_pin_the_release_tag():
-    text = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in DOCUMENTS[1:])
-    lines = re.findall(r'^pip install "rlinf-eks @ git\+(\S+)"$', text, flags=re.M)
-    assert lines, "no install line for foreign programs"
-    for url in lines:
-        assert url.endswith(f"/rlinf-eks@v{rlinf_eks.__version__}"), url
-    packages = re.findall(r"^pulumi package add (\S+)$", text, flags=re.M)
-    assert packages and all(p.endswith(f"/provider@v{rlinf_eks.__version__}") for p in packages), packages
-    requirements = (ROOT / "examples" / "own-cluster" / "requirements.txt").read_text()
-    assert f"rlinf-eks @ git+{lines[0]}" in requirements
+def test_the_install_lines_pin_a_commit_until_a_release_tag_exists():
+    """No tag is published yet: the install lines clone and check out the commit the reader tested
+    (never a tag that does not exist, nor a branch that moves), and the example and the plugin
+    install the library from that clone."""
+    assert not pins("\n".join(p.read_text() for p in DOCUMENTS)), "a tag pinned before one is published"
+    text = (ROOT / "docs" / "components.md").read_text()
+    assert re.search(r'^git clone "\$RLINF_EKS_REPO" rlinf-eks && git -C rlinf-eks checkout "\$COMMIT"', text, flags=re.M)
+    assert re.search(r"^pip install \./rlinf-eks$", text, flags=re.M)
+    urls = re.findall(r'pip install "rlinf-eks @ git\+(\S+)"', text)
+    assert urls and all(url.endswith("@$COMMIT") for url in urls), urls
+    packages = re.findall(r"^pulumi package add (\S+)", text, flags=re.M)
+    assert packages == ["./rlinf-eks/provider"], packages
+    for requirements, path in ((ROOT / "examples" / "own-cluster" / "requirements.txt", "../.."), (ROOT / "provider" / "requirements.txt", "..")):
+        lines = [line for line in requirements.read_text().splitlines() if line and not line.startswith("#")]
+        assert lines == [path], (requirements, lines)
+        assert (requirements.parent / path / "pyproject.toml").is_file()

@@ -82,7 +82,7 @@ def test_cli_writes_plan_and_one_manifest_per_kubernetes_object(tmp_path, capsys
         (["plan", "single-node", "--set", "gpuNodes.nodeCount=0"], "gpuNodes.nodeCount=0"),
         (["plan", "single-node", "--set", "workload.rollout.tensorParallelSize=3", "--set", "workload.rollout.backend=vllm"], "tensorParallelSize=3"),
         (["plan", "single-node", "--set", "gpuNodes.instanceType=p9.huge"], "not an EC2 instance type"),
-        (["plan", "single-node", "--set", "gpuNodes.instanceType=p6-b300.48xlarge"], "known types"),
+        (["plan", "single-node", "--set", "gpuNodes.instanceType=g6.12xlarge"], "known types"),
         (["plan", "single-node", "--set", "gpuNodez.nodeCount=2"], "rlinf-eks:gpuNodez: unknown key"),
         (["plan", "no-such-stack"], "unknown stack"),
         (["plan", "single-node", "--set", "gpuNode.nodeCount=2"], "rlinf-eks:gpuNode: unknown key (did you mean gpuNodes?)"),
