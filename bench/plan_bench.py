@@ -7,7 +7,7 @@ Each measurement is a fresh `python -m rlinf_eks plan` process (interpreter star
 included: what a user waits for), timed by its wall time and by its CPU time (user + system, from
 ``os.wait4``: comparable on a loaded machine where wall times are not). The floor (issue 21) is a
 one-resource Pulumi program under the same mocks: a fresh process that runs one
-``pulumi.CustomResource`` through the offline engine (``rlinf_eks.offline.engine.run``) with the
+``pulumi.CustomResource`` through the offline engine (``rlinf_eks.offline.engine.engine.run``) with the
 plan command's interpreter settings, importing no provider SDK. Targets (issues 2, 6 and 21): every
 stack's median wall within 2.5x the floor's, paired in one run; resource count constant and wall
 time flat from 1 to 512 nodes (max/min of the medians <= 1.1). --instructions adds, for the floor and
@@ -61,7 +61,7 @@ SDK_IMPORTS = (
 # process set up as the plan command's (no cyclic GC, no interpreter teardown).
 ONE_RESOURCE = (
     "import gc, os; gc.disable();"
-    "import pulumi; from rlinf_eks.offline import engine;"
+    "import pulumi; from rlinf_eks.offline.engine import engine;"
     "run = engine.run(lambda: (pulumi.CustomResource('rlinf:bench:One', 'one', {'size': 1}), {})[1],"
     " project='rlinf-eks', stack='bench', config={});"
     "assert len(run.registrations) >= 1, run.registrations;"
@@ -146,7 +146,7 @@ def main() -> int:
         parser.exit(2, "plan_bench.py: --instructions needs valgrind on PATH (Debian: apt-get install valgrind)\n")
 
     from rlinf_eks.experiment import role_of
-    from rlinf_eks.offline.stack_config import load
+    from rlinf_eks.offline.engine.stack_config import load
 
     sys.path.insert(0, str(ROOT))
     from tests.harness import ALL_STACKS  # the project's stacks, not a stack file of your own beside them
@@ -177,9 +177,9 @@ def main() -> int:
         "(load average above the core count) the wall times are inflated and the CPU ratios are the ones to read.",
         "",
         f"Floor: {floor:.2f} s wall, {floor_cpu:.2f} s CPU, a one-resource Pulumi program under the same mocks",
-        "(one `pulumi.CustomResource` through `rlinf_eks.offline.engine.run`, the plan command's interpreter",
+        "(one `pulumi.CustomResource` through `rlinf_eks.offline.engine.engine.run`, the plan command's interpreter",
         f"settings, no provider SDK). For scale: importing the SDK modules the program uses alone takes",
-        f"{walls['sdk-imports']:.2f} s wall, {cpus['sdk-imports']:.2f} s CPU (with `rlinf_eks.offline.sdk_imports` the plan imports",
+        f"{walls['sdk-imports']:.2f} s wall, {cpus['sdk-imports']:.2f} s CPU (with `rlinf_eks.offline.engine.sdk_imports` the plan imports",
         "fewer of them than that).",
         "",
         f"## Per stack (target: median wall <= {TARGET_RATIO} x the floor's)",

@@ -27,9 +27,9 @@ half-written)."""
 
 def _plan(args: argparse.Namespace) -> int:
     from .config import ConfigError
-    from .offline import plan as plan_mod
-    from .offline.arguments import load_stack
-    from .offline.stack_config import StackConfigError
+    from .offline.outputs import plan as plan_mod, tree
+    from .offline.engine.arguments import load_stack
+    from .offline.engine.stack_config import StackConfigError
 
     try:
         stack = load_stack(args, Path(args.out) if args.out else None)
@@ -49,16 +49,16 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"error: stack {args.stack}: {err}", file=sys.stderr)
         return 2
     report = plan_mod.efficiency_of_plan(plan)
-    if args.quiet:  # the few lines a script or a reviewer needs (rlinf_eks.offline.summary); plan.json has the rest
-        from .offline import summary
+    if args.quiet:  # the few lines a script or a reviewer needs (rlinf_eks.offline.outputs.summary); plan.json has the rest
+        from .offline.outputs import summary
 
         budget = plan.to_json().get(plan_mod.STORAGE_BUDGET)
         print("\n".join(summary.lines(plan, report, budget, out, plan_mod.PLAN_FILE, plan_mod.MANIFESTS)))
         return _verdicts(plan, args, [*plan.warnings, *written])
-    print(plan_mod.render_tree(plan))
+    print(tree.render_tree(plan))
     print()
     if report is not None:
-        from .offline.efficiency import render_efficiency
+        from .offline.outputs.efficiency import render_efficiency
 
         print(render_efficiency(report))
         print()
@@ -70,8 +70,8 @@ def _plan(args: argparse.Namespace) -> int:
         if section:
             print(section)
             print()
-    from .offline.inputs import render as render_inputs
-    from .offline.resilience import render as render_faults
+    from .offline.outputs.inputs import render as render_inputs
+    from .offline.outputs.resilience import render as render_faults
 
     inputs = render_inputs(plan.settings, plan.stack)
     if inputs:
@@ -85,13 +85,13 @@ def _plan(args: argparse.Namespace) -> int:
     if faults:
         print(faults)
         print()
-    from .offline.first_step import render as render_first_step
+    from .offline.outputs.first_step import render as render_first_step
 
     first_step = render_first_step(plan.first_step)
     if first_step:
         print(first_step)
         print()
-    from .offline.queue import render as render_queue
+    from .offline.outputs.queue import render as render_queue
 
     queue = render_queue(plan.settings, plan.stack)
     if queue:
@@ -102,7 +102,7 @@ def _plan(args: argparse.Namespace) -> int:
 
         print(render_quotas(plan.settings))
         print()
-    print("\n".join(plan_mod.render_outputs(plan.outputs)))
+    print("\n".join(tree.render_outputs(plan.outputs)))
     print()
     print(f"wrote {out / plan_mod.PLAN_FILE} and {counted(len(plan.manifests()), 'manifest')} in {out / plan_mod.MANIFESTS}")
     return _verdicts(plan, args, [*plan.warnings, *written])
@@ -113,7 +113,7 @@ def _verdicts(plan: Any, args: argparse.Namespace, warnings: list[str]) -> int:
     stderr (with --quiet too: they are what to act on), and the status: 1 under --strict for any but
     a warning (placeholders allowed by --allow-placeholders or allowPlaceholders: true), else 0."""
     from .offerings import not_sold
-    from .offline import plan as plan_mod
+    from .offline.outputs import plan as plan_mod
 
     strict = " (--strict: failing)" if args.strict else ""
     allowed = args.allow_placeholders or (plan.settings is not None and plan.settings.allow_placeholders)
@@ -145,9 +145,9 @@ def _verdicts(plan: Any, args: argparse.Namespace, warnings: list[str]) -> int:
 
 def _image_contract(args: argparse.Namespace) -> int:
     from .config import ConfigError
-    from .offline import plan as plan_mod
-    from .offline.arguments import load_stack
-    from .offline.stack_config import StackConfigError
+    from .offline.outputs import plan as plan_mod
+    from .offline.engine.arguments import load_stack
+    from .offline.engine.stack_config import StackConfigError
     from .workload.image_contract import contract_for
     from .workload.run import resolve_run
 
@@ -168,8 +168,8 @@ def _image_contract(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from .offline import diff as diff_mod
-    from .offline.diff_text import render_text
+    from .offline.diff import diff as diff_mod
+    from .offline.diff.diff_text import render_text
 
     form = args.format or ("text" if sys.stdout.isatty() else "markdown")
     status, text = diff_mod.run(args.base, args.new, render_text if form == "text" else diff_mod.render_markdown)
@@ -195,7 +195,7 @@ and build-image's imports); --help, no command or an unknown one registers them 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .offline.arguments import Grammar, add_stack_arguments, output_folder
+    from .offline.engine.arguments import Grammar, add_stack_arguments, output_folder
 
     parser = Grammar(
         prog="python -m rlinf_eks", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter

@@ -53,7 +53,7 @@ def _stop(signum: int) -> None:
     for path in list(_staging):
         try:
             if os.path.isdir(path):
-                import shutil  # loaded already: an output is being written (rlinf_eks.offline.output)
+                import shutil  # loaded already: an output is being written (rlinf_eks.offline.outputs.output)
 
                 shutil.rmtree(path, ignore_errors=True)
             else:

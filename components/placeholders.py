@@ -105,7 +105,7 @@ _planned_offline: contextvars.ContextVar[bool] = contextvars.ContextVar("rlinf_e
 
 @contextlib.contextmanager
 def planned_offline() -> Iterator[None]:
-    """Within the block the program runs under the offline plan's engine (rlinf_eks.offline.engine),
+    """Within the block the program runs under the offline plan's engine (rlinf_eks.offline.engine.engine),
     which reports each placeholder itself (a ``placeholder:`` line; ``--strict`` fails on them), so
     the program plans them instead of refusing them. ``pulumi preview`` and ``pulumi up`` never
     enter it."""

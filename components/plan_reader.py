@@ -1,5 +1,5 @@
 """One typed reader of resources in plan.json shape, shared by the policies (``policies.py``,
-the CrossGuard pack) and the efficiency report (``offline/efficiency.py``).
+the CrossGuard pack) and the efficiency report (``offline/outputs/efficiency.py``).
 
 A resource is a dict ``{"urn", "type", "name", "id"?, "parent"?, "inputs" (wire names),
 "options", "propertyDependencies"? {input: [urn]}}``: what the offline plan writes, and what
@@ -28,7 +28,7 @@ UNKNOWN = "[unknown]"
 
 # --- resource types -----------------------------------------------------------------------------
 # Every type token the library reads in a plan (policies, efficiency report, diff, manifests) or
-# mocks (offline/fake_cloud.py), spelt once.
+# mocks (offline/engine/fake_cloud.py), spelt once.
 
 ROOT_STACK = "pulumi:pulumi:Stack"
 PROVIDER_PREFIX = "pulumi:providers:"

@@ -36,7 +36,7 @@ GIB = 2**30
 
 # Estimates, not measurements: what a node's disk holds besides the run.
 IMAGE_ON_DISK_GIB = 50
-"""The training image unpacked by containerd: 15-20 GB compressed (offline/first_step.py
+"""The training image unpacked by containerd: 15-20 GB compressed (offline/outputs/first_step.py
 TYPICAL_IMAGE_GB, issue 35), about 2.5 times that unpacked; nodeadm's containerd drops the
 compressed layers once unpacked (discard_unpacked_layers defaults to true: amazon-eks-ami's nodeadm
 docs, "Configuring containerd"): 50 GiB, an estimate (none of the images was built here)."""

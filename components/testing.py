@@ -24,7 +24,7 @@ project's; then its ``__main__.py`` runs as ``pulumi up`` runs it)::
 
 Every run gets a fresh event loop, reset Pulumi settings and its whole config replaced, so runs
 do not leak into each other. The mocks give every resource a deterministic id and answer the
-invokes this project's components make (``rlinf_eks.offline.fake_cloud``); a program that
+invokes this project's components make (``rlinf_eks.offline.engine.fake_cloud``); a program that
 invokes anything else gets empty results.
 """
 
@@ -37,10 +37,10 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from pulumi.runtime.settings import get_root_resource
 
-from .offline import engine
-from .offline.plan import Plan, plan_of_run, violations_of_plan
-from .offline.plan import write as _write
-from .offline.stack_config import StackConfig, StackConfigError, load
+from .offline.engine import engine
+from .offline.outputs.plan import Plan, plan_of_run, violations_of_plan
+from .offline.outputs.plan import write as _write
+from .offline.engine.stack_config import StackConfig, StackConfigError, load
 from .policies import PolicyOptions, Violation, evaluate
 
 __all__ = [
@@ -144,7 +144,7 @@ def plan_project(project_dir: str | Path, stack: str, *, sets: Iterable[str] = (
     ``__main__.py`` by default) run as ``pulumi up`` runs it. Secure values in the stack file stay
     secret (``[secret]``). A stack of this project itself carries its settings, as the CLI's plan
     does (plan.json's ``firstStep``, the placeholders). Raises
-    ``rlinf_eks.offline.stack_config.StackConfigError`` for a missing or malformed file or ``--set``."""
+    ``rlinf_eks.offline.engine.stack_config.StackConfigError`` for a missing or malformed file or ``--set``."""
     root = Path(project_dir).resolve()
     stack_config = load(root, stack, list(sets))
     if stack_config.problems:
@@ -157,8 +157,8 @@ def _own_settings(stack_config: StackConfig) -> Any:
     """This project's settings of a stack of its own (what the CLI's plan carries: plan.json's
     firstStep, efficiency.json), else None (another project, or an experiment without its platform)."""
     from .config import PROJECT, ConfigError
-    from .offline.plan import settings_of
-    from .offline.stack_config import StackConfigError
+    from .offline.outputs.plan import settings_of
+    from .offline.engine.stack_config import StackConfigError
 
     if stack_config.project != PROJECT:
         return None

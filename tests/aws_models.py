@@ -1354,12 +1354,12 @@ ACTION_EXCEPTIONS: dict[str, str] = {
     # AWS STS: sts:TagSession is a permission-only action, granted with AssumeRole to pass session
     # tags (IAM User Guide, "Passing session tags in AWS STS"); EKS Pod Identity needs it
     "sts:TagSession": "AssumeRole",
-    # Amazon S3 (the deployer policy, offline/deployer_policy.py): the bucket reads the AWS provider makes
+    # Amazon S3 (the deployer policy, offline/deployer/deployer_policy.py): the bucket reads the AWS provider makes
     "s3:GetAccelerateConfiguration": "GetBucketAccelerateConfiguration",
     "s3:GetBucketObjectLockConfiguration": "GetObjectLockConfiguration",
     "s3:GetLifecycleConfiguration": "GetBucketLifecycleConfiguration",
     # Amazon S3: s3:PutLifecycleConfiguration grants PutBucketLifecycleConfiguration (the training
-    # images' context bucket, offline/deployer_policy.py)
+    # images' context bucket, offline/deployer/deployer_policy.py)
     "s3:PutLifecycleConfiguration": "PutBucketLifecycleConfiguration",
     "s3:GetReplicationConfiguration": "GetBucketReplication",
     "s3:GetBucketPublicAccessBlock": "GetPublicAccessBlock",

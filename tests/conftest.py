@@ -21,7 +21,7 @@ import pytest
 sys.dont_write_bytecode = False
 
 # Before any test module imports an SDK: the SDKs' generated packages load only the modules used
-# (rlinf_eks/offline/sdk_imports.py, installed on importing rlinf_eks.offline), as in the plan.
+# (rlinf_eks/offline/engine/sdk_imports.py, installed on importing rlinf_eks.offline), as in the plan.
 import rlinf_eks.offline  # noqa: F401
 
 from tests import kube_apiserver, warm_cli

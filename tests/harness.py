@@ -21,8 +21,8 @@ from typing import Any, Callable, Mapping
 
 from rlinf_eks import config as config_mod
 from rlinf_eks.loading import parse
-from rlinf_eks.offline.plan import Plan, make_plan
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.outputs.plan import Plan, make_plan
+from rlinf_eks.offline.engine.stack_config import load
 from rlinf_eks.testing import Registered, has_inputs, of_type, one, register
 from tests.fetch_shared_data import SHARED_ENV, shared_folder
 
@@ -199,7 +199,7 @@ def plan_stack(stack: str, *sets: str) -> Plan:
 
 
 def _make_stack_plan(stack: str, sets: tuple[str, ...]) -> Plan:
-    from rlinf_eks.offline.stack_config import Unset
+    from rlinf_eks.offline.engine.stack_config import Unset
 
     # "--unset KEY" as on the command line; every other edit is a --set KEY=VALUE
     edits = [Unset(item[len("--unset "):]) if item.startswith("--unset ") else item for item in sets]
@@ -210,7 +210,7 @@ def _make_stack_plan(stack: str, sets: tuple[str, ...]) -> Plan:
 def platform_of(config: Any) -> Any:
     """The PlatformPlan an experiment's config reads (its platform stack file's plan), else None."""
     from rlinf_eks.experiment import platform_stack, role_of
-    from rlinf_eks.offline.plan import platform_plan
+    from rlinf_eks.offline.outputs.plan import platform_plan
 
     if role_of(config.values) != "experiment":
         return None

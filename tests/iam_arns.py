@@ -480,7 +480,7 @@ def related_resources(world: World, resource: Mapping[str, Any]) -> list[Request
     ModifySecurityGroupRules authorizes the rule as well as its group); a repository association's
     file system; an EKS node group's, add-on's, access entry's or pod identity association's
     cluster (CreateNodegroup, CreateAddon, ... take the ``cluster`` type); pulumi-eks's cluster's
-    add-ons and access entries (offline/eks_children.py), and the cluster creator's access entry EKS
+    add-ons and access entries (offline/engine/eks_children.py), and the cluster creator's access entry EKS
     makes (``bootstrapClusterCreatorAdminPermissions``)."""
     own = own_resource(world, resource)
     out = [own]
@@ -500,7 +500,7 @@ def related_resources(world: World, resource: Mapping[str, Any]) -> list[Request
     if resource["type"] in _EKS_CHILDREN:
         out.append(Request("", world.arn("eks", f"cluster/{inputs['clusterName']}")))
     if resource["type"] == "eks:index:Cluster":
-        from rlinf_eks.offline.eks_children import cluster_children
+        from rlinf_eks.offline.engine.eks_children import cluster_children
 
         cluster = inputs["name"]
         for child in cluster_children(dict(resource)):

@@ -26,8 +26,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
-from rlinf_eks.offline import deployer_policy as dp
-from rlinf_eks.offline.eks_children import cluster_children
+from rlinf_eks.offline.deployer import deployer_policy as dp
+from rlinf_eks.offline.engine.eks_children import cluster_children
 from tests import aws_models as m
 from tests import iam_reference
 from tests.harness import ROOT

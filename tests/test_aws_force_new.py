@@ -1,4 +1,4 @@
-"""The AWS force-new table (rlinf_eks.offline.aws_force_new) against the record of reading
+"""The AWS force-new table (rlinf_eks.offline.diff.aws_force_new) against the record of reading
 terraform-provider-aws (../shared/reference/terraform-provider-aws/force-new.json), every AWS type
 the stacks plan covered by it, and the diff applying it."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from rlinf_eks.offline.aws_force_new import FORCE_NEW, READ_BEYOND_RECORD
-from rlinf_eks.offline.diff import diff_plans
+from rlinf_eks.offline.diff.aws_force_new import FORCE_NEW, READ_BEYOND_RECORD
+from rlinf_eks.offline.diff.diff import diff_plans
 from tests.harness import ALL_STACKS, SHARED, plan_stack, require_shared
 
 FORCE_NEW_JSON = SHARED / "reference" / "terraform-provider-aws" / "force-new.json"
@@ -92,7 +92,7 @@ def test_the_diff_replaces_exactly_on_the_providers_force_new_inputs(type_, old,
 
 
 def test_a_replaced_protected_store_is_data_at_risk_at_the_top_and_counted_as_a_replacement():
-    from rlinf_eks.offline.diff import render_markdown
+    from rlinf_eks.offline.diff.diff import render_markdown
 
     old = _resource("aws:fsx/lustreFileSystem:LustreFileSystem", {"subnetIds": "subnet-a"}, protect=True, retainOnDelete=True)
     new = _resource("aws:fsx/lustreFileSystem:LustreFileSystem", {"subnetIds": "subnet-b"}, protect=True, retainOnDelete=True)

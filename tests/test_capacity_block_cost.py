@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rlinf_eks import pricing
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline.capacity_block import capacity_block_cost, render
-from rlinf_eks.offline.efficiency import efficiency_report, render_efficiency
+from rlinf_eks.offline.outputs.capacity_block import capacity_block_cost, render
+from rlinf_eks.offline.outputs.efficiency import efficiency_report, render_efficiency
 from tests.harness import plan_stack, settings
 
 ROOT = Path(__file__).resolve().parents[1]

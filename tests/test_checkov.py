@@ -108,7 +108,7 @@ def stack_manifests(tmp_path_factory) -> tuple[Path, list[str], dict[str, list[s
     is scanned in the first stack's folder, and ``stacks_of`` names every stack that has it."""
     import hashlib
 
-    from rlinf_eks.offline.plan import write
+    from rlinf_eks.offline.outputs.plan import write
 
     root = tmp_path_factory.mktemp("manifests")
     planned, first_of, stacks_of = [], {}, {}

@@ -75,7 +75,7 @@ def test_a_type_sold_in_the_region_passes_strict_and_the_zone_is_named_unchecked
 
 
 def test_the_quiet_lines_of_a_stack_without_a_run_or_its_own_nodes():
-    from rlinf_eks.offline.summary import cost_line, storage_line
+    from rlinf_eks.offline.outputs.summary import cost_line, storage_line
 
     assert cost_line(None, experiment=True) == "cost: the platform's (an experiment's nodes are its platform's: its plan prices them)"
     assert cost_line(None) == "cost: not estimated (no GPU node group in this plan)"

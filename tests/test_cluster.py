@@ -8,8 +8,8 @@ import pytest
 
 from rlinf_eks.cluster import Cluster, access_entries_for
 from rlinf_eks.config import PROJECT, ClusterSettings, ConfigError
-from rlinf_eks.offline import engine
-from rlinf_eks.offline.engine import SECRET
+from rlinf_eks.offline.engine import engine
+from rlinf_eks.offline.engine.engine import SECRET
 from tests.harness import has_inputs, one, run_component
 
 EKS = "eks:index:Cluster"

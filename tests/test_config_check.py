@@ -247,7 +247,7 @@ def test_the_job_and_the_jobset_do_not_retry_a_config_the_trainer_refuses():
 
 
 def test_the_plan_faults_section_names_the_check_and_its_exit_code():
-    from rlinf_eks.offline.resilience import render
+    from rlinf_eks.offline.outputs.resilience import render
 
     text = render(plan_stack("multi-node").settings, "multi-node")
     assert f"config: a config-check init container composes the trainer's Hydra config" in text

@@ -11,7 +11,7 @@ import pytest
 from rlinf_eks import loading
 from rlinf_eks.__main__ import main
 from rlinf_eks.config import ConfigError
-from rlinf_eks.offline.stack_config import StackConfigError, load
+from rlinf_eks.offline.engine.stack_config import StackConfigError, load
 from tests.harness import MINIMAL, ROOT, plan_stack
 
 BASE = """\

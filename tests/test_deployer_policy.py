@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from rlinf_eks.offline import deployer_policy as dp
-from rlinf_eks.offline.deployer_scopes import SCOPES, Target, partition_of
-from rlinf_eks.offline.plan import _cluster_name, deployer_policy_of_plan
+from rlinf_eks.offline.deployer import deployer_policy as dp
+from rlinf_eks.offline.deployer.deployer_scopes import SCOPES, Target, partition_of
+from rlinf_eks.offline.outputs.plan import _cluster_name, deployer_policy_of_plan
 from tests import aws_models as m
 from tests import iam_reference
 from tests.harness import ALL_STACKS, ROOT, STACKS, plan_stack

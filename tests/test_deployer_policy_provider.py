@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from rlinf_eks.offline import deployer_policy as dp
-from rlinf_eks.offline.plan import deployer_policy_of_plan
+from rlinf_eks.offline.deployer import deployer_policy as dp
+from rlinf_eks.offline.outputs.plan import deployer_policy_of_plan
 from tests import provider_calls as pc
 from tests.harness import ROOT, plan_stack
 from tests.iam_eval import Request, as_iam_sees_it, authorized

@@ -18,8 +18,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10: pytest brings tomli
     import tomli as tomllib
 
-from rlinf_eks.offline import deployer_policy as dp
-from rlinf_eks.offline.plan import deployer_policy_of_plan
+from rlinf_eks.offline.deployer import deployer_policy as dp
+from rlinf_eks.offline.outputs.plan import deployer_policy_of_plan
 from tests import iam_reference as ref
 from tests.harness import ALL_STACKS, ROOT, plan_stack
 from tests.iam_arns import related_resources

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from rlinf_eks.helm_releases import TIMEOUT_SECONDS
-from rlinf_eks.offline.destroy import destroy_lines
-from rlinf_eks.offline.plan import deployer_policy_of_plan
+from rlinf_eks.offline.outputs.destroy import destroy_lines
+from rlinf_eks.offline.outputs.plan import deployer_policy_of_plan
 from tests.harness import ALL_STACKS, ROOT, plan_stack
 from tests.iam_eval import Request, authorized
 

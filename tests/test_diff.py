@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline.diff import MISSING, Change, changed_paths, diff_plans, load_plan, PlanError, render_markdown
+from rlinf_eks.offline.diff.diff import MISSING, Change, changed_paths, diff_plans, load_plan, PlanError, render_markdown
 
 STACK = "urn:pulumi:single-node::rlinf-eks::"
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from rlinf_eks.config import ConfigError
-from rlinf_eks.offline.diff import diff_plans
-from rlinf_eks.offline.verdicts import regional
-from rlinf_eks.offline.stack_config import StackConfigError
+from rlinf_eks.offline.diff.diff import diff_plans
+from rlinf_eks.offline.diff.verdicts import regional
+from rlinf_eks.offline.engine.stack_config import StackConfigError
 from tests.harness import ALL_STACKS, ROLES, plan_stack
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "diffs"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline.diff import diff_plans
+from rlinf_eks.offline.diff.diff import diff_plans
 from tests.harness import plan_stack
 
 

@@ -9,8 +9,8 @@ from typing import Any, Optional
 import pytest
 
 from rlinf_eks import catalog, pricing
-from rlinf_eks.offline import efficiency
-from rlinf_eks.offline.efficiency import efficiency_of, quantity, render_efficiency
+from rlinf_eks.offline.outputs import efficiency
+from rlinf_eks.offline.outputs.efficiency import efficiency_of, quantity, render_efficiency
 
 from tests.harness import ROOT, STACKS, plan_stack
 
@@ -279,8 +279,8 @@ def _stack_plan(stack: str):
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_each_stack_training_pods_fill_the_gpu_nodes(stack):
-    from rlinf_eks.offline.plan import settings_of
-    from rlinf_eks.offline.stack_config import load
+    from rlinf_eks.offline.outputs.plan import settings_of
+    from rlinf_eks.offline.engine.stack_config import load
 
     stack_settings = settings_of(load(ROOT, stack, []))
     if not stack_settings.workload.enabled:
@@ -297,7 +297,7 @@ def test_each_stack_training_pods_fill_the_gpu_nodes(stack):
     assert 0.8 < report["memory"]["fraction"] <= 1.0, report["memory"]
     assert report["placement"]["oneAvailabilityZone"] is True
     # nodes idle at zero with scale-to-zero, and before a Capacity Block starts; a Capacity Block is
-    # paid whether its nodes run or not (offline/capacity_block.py: its rate, here the On-Demand stand-in)
+    # paid whether its nodes run or not (offline/outputs/capacity_block.py: its rate, here the On-Demand stand-in)
     gpu = stack_settings.gpu_nodes
     block = gpu.capacity_type == "CAPACITY_BLOCK"
     expected_idle = gpu.node_count if block else 0 if gpu.scale_to_zero or gpu.scheduled_start else gpu.node_count
@@ -312,7 +312,7 @@ def test_each_stack_training_pods_fill_the_gpu_nodes(stack):
 def test_given_a_plan_with_settings_when_written_then_efficiency_json_sits_beside_an_unchanged_plan_json(tmp_path):
     import json
 
-    from rlinf_eks.offline import plan as plan_mod
+    from rlinf_eks.offline.outputs import plan as plan_mod
     from tests.harness import settings
 
     stack_settings = settings(gpuNodes={"instanceType": "p5.48xlarge", "nodeCount": 2})
@@ -331,7 +331,7 @@ def test_given_a_plan_with_settings_when_written_then_efficiency_json_sits_besid
 
 
 def test_given_a_plan_without_settings_when_written_then_no_efficiency_json(tmp_path):
-    from rlinf_eks.offline import plan as plan_mod
+    from rlinf_eks.offline.outputs import plan as plan_mod
 
     plan_mod.write(plan_mod.Plan("rlinf-eks", "test", hand_built_plan(), {}, []), tmp_path)
     assert not (tmp_path / plan_mod.EFFICIENCY_FILE).exists()

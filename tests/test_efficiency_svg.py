@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from rlinf_eks.offline.efficiency_svg import efficiency_svg
-from rlinf_eks.offline.plan import write
+from rlinf_eks.offline.outputs.efficiency_svg import efficiency_svg
+from rlinf_eks.offline.outputs.plan import write
 from tests.harness import plan_stack
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -8,7 +8,7 @@ from datetime import date, datetime
 
 from rlinf_eks import pricing
 from rlinf_eks.config import ClusterSettings, eks_versions
-from rlinf_eks.offline.efficiency import efficiency_report
+from rlinf_eks.offline.outputs.efficiency import efficiency_report
 from tests.harness import plan_stack
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline.eks_children import CREATED_BY
+from rlinf_eks.offline.engine.eks_children import CREATED_BY
 from tests.harness import ROOT, plan_stack
 
 EKS_CLUSTER = "eks:index:Cluster"

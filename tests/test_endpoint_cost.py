@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline.efficiency import efficiency_report
+from rlinf_eks.offline.outputs.efficiency import efficiency_report
 from tests.harness import plan_stack
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from rlinf_eks.offline import engine
+from rlinf_eks.offline.engine import engine
 from tests.harness import one, run_component
 
 

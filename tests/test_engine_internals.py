@@ -1,4 +1,4 @@
-"""The Pulumi SDK internals the offline engine (rlinf_eks.offline.engine) relies on, checked
+"""The Pulumi SDK internals the offline engine (rlinf_eks.offline.engine.engine) relies on, checked
 against the installed SDK: when an upgrade renames or reshapes one, this fails naming the SDK
 version and what changed, instead of the plan silently recording something else.
 
@@ -16,14 +16,14 @@ from importlib.metadata import version
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from rlinf_eks.offline import engine
+from rlinf_eks.offline.engine import engine
 from tests.harness import ROOT
 
 SDK = version("pulumi")
 
 
 def _fail(what: str) -> None:
-    pytest.fail(f"pulumi {SDK}: {what} (rlinf_eks/offline/engine.py depends on it; see tests/test_engine_internals.py)")
+    pytest.fail(f"pulumi {SDK}: {what} (rlinf_eks/offline/engine/engine.py depends on it; see tests/test_engine_internals.py)")
 
 
 def _symbol(module: str, name: str):

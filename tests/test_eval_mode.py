@@ -261,7 +261,7 @@ def test_the_evaluation_scripts_pass_shellcheck(tmp_path):
 
 
 def test_the_plan_faults_section_describes_the_evaluation():
-    from rlinf_eks.offline.resilience import render
+    from rlinf_eks.offline.outputs.resilience import render
 
     s = settings(workload={"image": "x.io/r:1", "mode": "eval", "eval": {"checkpoint": "global_step_24"}})
     text = render(s, "solo")

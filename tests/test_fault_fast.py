@@ -15,8 +15,8 @@ import pytest
 
 from rlinf_eks.workload import exit_codes, fabric, progress
 from rlinf_eks.workload.run import pod_shape
-from rlinf_eks.offline.plan import settings_of
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.outputs.plan import settings_of
+from rlinf_eks.offline.engine.stack_config import load
 from tests.harness import ROOT, SAVING_EVERY_2S, saves_logged
 
 
@@ -288,7 +288,7 @@ def test_given_a_stack_then_the_gpu_node_group_auto_repairs_and_the_node_monitor
 
 
 def test_given_a_capacity_block_when_planned_then_the_plan_prints_its_end_the_time_left_and_the_stop_time():
-    from rlinf_eks.offline import resilience
+    from rlinf_eks.offline.outputs import resilience
 
     s = settings("capacity-block")
     end = s.gpu_nodes.capacity_block.end_time
@@ -304,7 +304,7 @@ def test_given_a_capacity_block_when_planned_then_the_plan_prints_its_end_the_ti
 
 
 def test_given_any_stack_when_planned_then_the_plan_says_what_happens_on_a_dead_fabric_a_hang_and_a_bad_node():
-    from rlinf_eks.offline import resilience
+    from rlinf_eks.offline.outputs import resilience
 
     text = resilience.render(settings("multi-node"), "multi-node")
     assert "NCCL_NET='AWS Libfabric'" in text and f"exit {exit_codes.FABRIC_FAILED}" in text

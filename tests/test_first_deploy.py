@@ -88,8 +88,8 @@ def test_given_no_endpoint_choice_when_planned_then_exit_2_before_anything_is_wr
 
 
 def _plan_with_cluster(cluster: dict[str, Any]):
-    from rlinf_eks.offline.plan import make_plan
-    from rlinf_eks.offline.stack_config import load
+    from rlinf_eks.offline.outputs.plan import make_plan
+    from rlinf_eks.offline.engine.stack_config import load
     from tests.harness import ROOT
 
     config = load(ROOT, "single-node")

@@ -10,7 +10,7 @@ import pytest
 
 from rlinf_eks import DevicePlugins, EfaGpuNodeGroup, KubeRayOperator, RlinfTraining
 from rlinf_eks.config import pulumi_config
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.engine.stack_config import load
 from rlinf_eks.workload import TrainingSettings
 from tests.harness import ROOT, plan_stack
 from tests.hosted_harness import construct, resources, without_component

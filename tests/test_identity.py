@@ -7,7 +7,7 @@ import json
 
 from rlinf_eks.config import PROJECT
 from rlinf_eks.identity import TrainingIdentity, checkpoint_bucket_policy
-from rlinf_eks.offline import engine
+from rlinf_eks.offline.engine import engine
 from tests.harness import has_inputs, one, run_component
 
 BUCKET_ARN = "arn:aws:s3:::ckpt-bucket"

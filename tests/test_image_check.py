@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rlinf_eks.offline.plan import settings_of
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.outputs.plan import settings_of
+from rlinf_eks.offline.engine.stack_config import load
 from rlinf_eks.workload import exit_codes, manual
 from rlinf_eks.workload.image_check import image_check_script
 from rlinf_eks.workload.image_contract import contract_for
@@ -129,7 +129,7 @@ def test_the_jobset_does_not_restart_a_broken_image():
     ],
 )
 def test_the_plans_faults_section_says_what_a_broken_image_does(stack, sets, retry):
-    from rlinf_eks.offline import resilience
+    from rlinf_eks.offline.outputs import resilience
 
     text = resilience.render(settings_of(load(ROOT, stack, list(sets))), stack)
     assert f"exit {exit_codes.IMAGE_BROKEN}, one line naming it" in text

@@ -20,8 +20,8 @@ from rlinf_eks.workload.image_contract import (
     ImageContract,
     contract_for,
 )
-from rlinf_eks.offline.plan import settings_of
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.outputs.plan import settings_of
+from rlinf_eks.offline.engine.stack_config import load
 from rlinf_eks.workload import launch_scripts
 from rlinf_eks.workload.run import resolve_run
 from tests.harness import ROOT, STACKS, plan_stack

@@ -91,7 +91,7 @@ def test_an_interrupt_while_an_output_is_moved_into_place_waits_for_the_move(tmp
         import os, signal
         from pathlib import Path
         from rlinf_eks import interrupts
-        from rlinf_eks.offline.output import commit, staged
+        from rlinf_eks.offline.outputs.output import commit, staged
 
         interrupts.install()
         out = Path({str(tmp_path / "out")!r})

@@ -16,7 +16,7 @@ import pytest
 
 from rlinf_eks.scheduling import SYSTEM_NODE_LABELS
 from rlinf_eks.config import ConfigError, RestartSettings
-from rlinf_eks.offline import resilience
+from rlinf_eks.offline.outputs import resilience
 from rlinf_eks.jobset import CHART, JobSetController, controller_values
 from rlinf_eks.plan_reader import pod_templates
 from rlinf_eks.workload import RlinfTraining, exit_codes, manual, scripts

@@ -82,7 +82,7 @@ def test_the_controller_release_is_pinned_on_the_system_nodes_with_its_queue():
 
 
 def test_the_deployer_policy_covers_the_controllers_aws_resources():
-    from rlinf_eks.offline.plan import deployer_policy_of_plan
+    from rlinf_eks.offline.outputs.plan import deployer_policy_of_plan
 
     policy = deployer_policy_of_plan(plan_stack("multi-node", KARPENTER))
     actions = {a for statement in policy["Statement"] for a in statement["Action"]}
@@ -138,7 +138,7 @@ def test_a_node_class_that_breaks_a_rule_is_reported(edit, policy, says):
 
 
 def test_idle_no_gpu_node_exists_and_the_report_and_cost_say_so():
-    from rlinf_eks.offline.efficiency import efficiency_report
+    from rlinf_eks.offline.outputs.efficiency import efficiency_report
 
     plan = plan_stack("multi-node", KARPENTER, "gpuNodes.maxNodes=4")
     report = efficiency_report(plan, plan.settings, on_date="2026-06-01")
@@ -284,7 +284,7 @@ def test_the_component_refuses_a_managed_provisioner():
 
 
 def test_a_node_class_change_is_drift_that_waits_for_the_run_and_turning_karpenter_off_says_what_goes():
-    from rlinf_eks.offline.diff import diff_plans
+    from rlinf_eks.offline.diff.diff import diff_plans
 
     base = plan_stack("multi-node", KARPENTER).to_json()
     bigger = diff_plans(base, plan_stack("multi-node", KARPENTER, "gpuNodes.rootVolumeGib=300").to_json())

@@ -10,7 +10,7 @@ import yaml
 
 from rlinf_eks import kueue
 from rlinf_eks.kueue import chart_values, frameworks, manager_config
-from rlinf_eks.offline.queue import render as render_queue
+from rlinf_eks.offline.outputs.queue import render as render_queue
 from rlinf_eks.quota import HOSTNAME_LABEL, NETWORK_LAYER_LABELS, queue_plan
 from tests import schemas
 from tests.harness import STACKS, manifests, one, plan_stack

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline.nat_data import nat_data_at_start
+from rlinf_eks.offline.outputs.nat_data import nat_data_at_start
 from tests.harness import plan_stack
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rlinf_eks.config import PROJECT, ConfigError
 from rlinf_eks.network import Network, default_availability_zones, region_of_zone, subnet_plan
-from rlinf_eks.offline import engine
+from rlinf_eks.offline.engine import engine
 from tests.harness import ALL_STACKS, ROLES, has_inputs, one, plan_stack, run_component, settings
 
 SUBNET = "aws:ec2/subnet:Subnet"

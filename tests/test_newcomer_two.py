@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline.stack_config import StackConfigError, Unset, load, split_assignment
+from rlinf_eks.offline.engine.stack_config import StackConfigError, Unset, load, split_assignment
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,8 +13,8 @@ import pulumi
 import pytest
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline import engine
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.engine import engine
+from rlinf_eks.offline.engine.stack_config import load
 from tests.harness import ROOT
 
 OWN_VALUES = [

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from rlinf_eks import catalog, plan_reader as R, policies
-from rlinf_eks.offline.efficiency import efficiency_of
+from rlinf_eks.offline.outputs.efficiency import efficiency_of
 from tests.harness import ROOT
 
 P5 = catalog.CATALOG["p5.48xlarge"]

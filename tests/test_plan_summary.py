@@ -49,7 +49,7 @@ def test_the_quick_start_says_the_default_stack_cannot_resume_and_names_one_that
     text = " ".join(quick_start.split())
     assert "`single-node`, runs veRL PPO (SimpleVLA-RL), which **cannot resume from a checkpoint**" in text
     assert "`vllm-rollout`" in text and "`multi-node`" in text
-    from rlinf_eks.offline.stack_config import available_stacks
+    from rlinf_eks.offline.engine.stack_config import available_stacks
 
     assert {"vllm-rollout", "multi-node"} <= set(available_stacks(ROOT))
 

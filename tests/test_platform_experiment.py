@@ -16,9 +16,9 @@ from rlinf_eks.__main__ import main
 from rlinf_eks.config import ConfigError
 from rlinf_eks.experiment import PLATFORM_OUTPUTS, QUEUE_NAME, Platform, experiment_settings
 from rlinf_eks.loading import RULES
-from rlinf_eks.offline import engine
-from rlinf_eks.offline.plan import make_plan, platform_plan
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.engine import engine
+from rlinf_eks.offline.outputs.plan import make_plan, platform_plan
+from rlinf_eks.offline.engine.stack_config import load
 from tests.harness import EXPERIMENT_STACKS, PLATFORM_STACKS, ROOT, STACKS, of_type, plan_stack
 
 PLATFORM = "organization/rlinf-eks/platform"
@@ -392,7 +392,7 @@ def test_an_experiment_pods_land_on_the_platform_gpu_node_group(stack):
 
 @pytest.mark.parametrize("stack", EXPERIMENT_STACKS)
 def test_no_secret_of_the_experiment_or_of_the_platform_kubeconfig_is_in_clear(stack, tmp_path):
-    from rlinf_eks.offline import plan as plan_mod
+    from rlinf_eks.offline.outputs import plan as plan_mod
     from tests.harness import platform_of
     from tests.test_secrets import CLEARTEXT, rendered, with_secrets
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from rlinf_eks import catalog, pricing, pricing_table
-from rlinf_eks.offline.efficiency import efficiency_of, efficiency_report, render_efficiency, unknown_summary
+from rlinf_eks.offline.outputs.efficiency import efficiency_of, efficiency_report, render_efficiency, unknown_summary
 from tests.harness import ROOT, plan_stack
 
 SHORT = 120  # characters of one terminal line the plan prints about a price
@@ -169,7 +169,7 @@ def test_a_hand_built_plan_in_an_unsold_region_has_no_cost_but_a_short_reason():
 
 
 def test_the_diff_says_an_unknown_total_in_its_short_phrase():
-    from rlinf_eks.offline.diff import cost_change
+    from rlinf_eks.offline.diff.diff import cost_change
 
     base = {"cost": {"totalPerHourWhileTraining": 55.9, "totalPerHourIdle": 55.9}}
     _, report = _stack_text("eu-west-1")

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings as hsettings, strategies as st
 
 from rlinf_eks import catalog, config, loading
-from rlinf_eks.offline.plan import Plan, is_manifest, make_plan
-from rlinf_eks.offline.stack_config import StackConfig
+from rlinf_eks.offline.outputs.plan import Plan, is_manifest, make_plan
+from rlinf_eks.offline.engine.stack_config import StackConfig
 from tests.harness import shared_required
 from tests.schemas import KUBERAY_SCHEMAS, KUEUE_SCHEMAS, builtin_errors, crd_errors, kueue_errors
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 from rlinf_eks import quotas
-from rlinf_eks.offline.plan import settings_of
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.outputs.plan import settings_of
+from rlinf_eks.offline.engine.stack_config import load
 from tests.harness import ROOT
 
 # The codes as checked (field notes, section 5, and the sources named in components/quotas.py):

@@ -184,7 +184,7 @@ def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path):
     import sys
 
     from rlinf_eks import quotas
-    from rlinf_eks.offline.deployer_policy import POLICY_FILE
+    from rlinf_eks.offline.deployer.deployer_policy import POLICY_FILE
 
     body = readme_section("## Before you deploy", docs_text.DOCS / "deploying.md")
     for code in re.findall(r"L-[0-9A-F]{8}", body):

@@ -135,7 +135,7 @@ def test_the_reasoning_config_turns_off_amp_autocast_and_keeps_fsdp_mixed_precis
     overrides = overrides_of(resolve_run(plan_stack("vllm-rollout").settings, "vllm-rollout").launch.argv)
     assert "actor.fsdp_config.amp_autocast.enabled=False" in overrides
     assert not [o for o in overrides if "mixed_precision" in o or "grad_scaler" in o]
-    from rlinf_eks.offline.inputs import input_lines
+    from rlinf_eks.offline.outputs.inputs import input_lines
 
     (line,) = [x for x in input_lines(plan_stack("vllm-rollout").settings, "vllm-rollout") if x.startswith("added to upstream's config: ")]
     assert line.startswith("added to upstream's config: actor.fsdp_config.amp_autocast.enabled=False: the config enables FSDP mixed precision")

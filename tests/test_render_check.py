@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rlinf_eks.offline.plan import settings_of
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.outputs.plan import settings_of
+from rlinf_eks.offline.engine.stack_config import load
 from rlinf_eks.trainers import recipe_of
 from rlinf_eks.workload import exit_codes, render_check
 from tests.harness import ROOT, manifests, plan_stack

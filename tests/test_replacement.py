@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline.diff import diff_plans, render_markdown
-from rlinf_eks.offline.replacement import contains, forced, replacement_paths, segments
+from rlinf_eks.offline.diff.diff import diff_plans, render_markdown
+from rlinf_eks.offline.diff.replacement import contains, forced, replacement_paths, segments
 from tests.harness import ROOT, SHARED, STACKS
 from tests.reference import reference
 from tests.schemas import crd_schema

@@ -1,9 +1,9 @@
-"""The plan's "Faults:" section (rlinf_eks.offline.resilience): what happens on each fault, per
+"""The plan's "Faults:" section (rlinf_eks.offline.outputs.resilience): what happens on each fault, per
 launcher and trainer dialect."""
 
 from __future__ import annotations
 
-from rlinf_eks.offline import resilience
+from rlinf_eks.offline.outputs import resilience
 from tests.harness import settings
 
 
@@ -48,8 +48,8 @@ def test_the_plan_says_when_a_run_that_never_starts_or_never_ends_gives_its_gpus
 
 
 def _faults(stack: str, *sets: str) -> str:
-    from rlinf_eks.offline.plan import settings_of
-    from rlinf_eks.offline.stack_config import load
+    from rlinf_eks.offline.outputs.plan import settings_of
+    from rlinf_eks.offline.engine.stack_config import load
     from tests.harness import ROOT
 
     return resilience.render(settings_of(load(ROOT, stack, list(sets))), stack)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rlinf_eks.offline.diff import diff_plans
+from rlinf_eks.offline.diff.diff import diff_plans
 from rlinf_eks.trainers.base import COMPLETE_MARKER
 from rlinf_eks.workload import exit_codes, scripts
 from rlinf_eks.workload.run import resolve_run, run_identity

@@ -1,4 +1,4 @@
-"""The lazy SDK packages (rlinf_eks/offline/sdk_imports.py) against the installed SDKs: when an SDK
+"""The lazy SDK packages (rlinf_eks/offline/engine/sdk_imports.py) against the installed SDKs: when an SDK
 upgrade changes its generated layout, this fails naming the SDK version and the package, instead of
 the plan silently importing everything again or, worse, a name resolving to something else.
 
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from rlinf_eks.offline import sdk_imports
-from rlinf_eks.offline.plan import make_plan
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.engine import sdk_imports
+from rlinf_eks.offline.outputs.plan import make_plan
+from rlinf_eks.offline.engine.stack_config import load
 from tests.harness import ROOT, STACKS
 
 # The SDK packages the program uses (components/*.py and pulumi_eks): each must stay lazy.
@@ -61,7 +61,7 @@ def test_every_stack_plans_with_its_sdk_packages_still_lazy():
 EAGER = r"""
 import importlib, json, sys
 from pathlib import Path
-from rlinf_eks.offline import sdk_imports
+from rlinf_eks.offline.engine import sdk_imports
 wrong = []
 for package in sys.argv[1:]:
     module = importlib.import_module(package)

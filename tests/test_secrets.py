@@ -12,8 +12,8 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 from rlinf_eks.__main__ import main
-from rlinf_eks.offline import plan as plan_mod
-from rlinf_eks.offline.stack_config import load, set_path
+from rlinf_eks.offline.outputs import plan as plan_mod, tree
+from rlinf_eks.offline.engine.stack_config import load, set_path
 from tests.harness import ROOT, STACKS
 
 CLEARTEXT = {
@@ -42,7 +42,7 @@ def rendered(plan: plan_mod.Plan, tmp_path) -> str:
     """Everything the plan writes and prints."""
     plan_mod.write(plan, tmp_path)
     files = "\n".join(p.read_text() for p in sorted(tmp_path.rglob("*")) if p.is_file())
-    printed = "\n".join([plan_mod.render_tree(plan), *plan_mod.render_outputs(plan.outputs), *plan.warnings])
+    printed = "\n".join([tree.render_tree(plan), *tree.render_outputs(plan.outputs), *plan.warnings])
     return files + printed
 
 

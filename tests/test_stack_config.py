@@ -10,8 +10,8 @@ import pytest
 from rlinf_eks.__main__ import main
 from rlinf_eks.config import ConfigError
 from rlinf_eks.loading import settings_from_config
-from rlinf_eks.offline.plan import Plan, write
-from rlinf_eks.offline.stack_config import StackConfigError, load, parse_scalar, set_path
+from rlinf_eks.offline.outputs.plan import Plan, write
+from rlinf_eks.offline.engine.stack_config import StackConfigError, load, parse_scalar, set_path
 from tests.harness import ROOT, STACKS
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rlinf_eks import pricing
-from rlinf_eks.offline.efficiency import efficiency_report, render_efficiency
+from rlinf_eks.offline.outputs.efficiency import efficiency_report, render_efficiency
 from tests.harness import STACKS, plan_stack
 
 BEFORE_1_34_ENDS, AFTER_1_34_ENDS = "2026-11-30", "2026-12-03"
@@ -69,8 +69,8 @@ def test_fsx_is_billed_per_gb_month_of_its_throughput_tier():
     ],
 )
 def test_the_control_plane_costs_six_times_more_in_extended_support(version, on, rate, tier):
-    from rlinf_eks.offline.plan import make_plan
-    from rlinf_eks.offline.stack_config import load
+    from rlinf_eks.offline.outputs.plan import make_plan
+    from rlinf_eks.offline.engine.stack_config import load
     from tests.harness import ROOT
 
     config = load(ROOT, "autoscaled")  # a structured value: `--set` would read 1.30 as a number

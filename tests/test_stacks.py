@@ -38,8 +38,8 @@ def test_every_stack_has_one_gpu_node_group_in_one_subnet(stack):
 
 
 def test_two_runs_give_identical_bytes():
-    from rlinf_eks.offline.plan import make_plan
-    from rlinf_eks.offline.stack_config import load
+    from rlinf_eks.offline.outputs.plan import make_plan
+    from rlinf_eks.offline.engine.stack_config import load
 
     assert make_plan(load(ROOT, "multi-node")).dumps() == make_plan(load(ROOT, "multi-node")).dumps()
 
@@ -130,8 +130,8 @@ def _program_file_run(values):
     """Run the project's own __main__.py (what `pulumi up` runs) under mocks."""
     import runpy
 
-    from rlinf_eks.offline import engine
-    from rlinf_eks.offline.stack_config import load
+    from rlinf_eks.offline.engine import engine
+    from rlinf_eks.offline.engine.stack_config import load
 
     config = load(ROOT, "single-node")
     config.values.update(values)
@@ -161,7 +161,7 @@ def test_the_pulumi_program_file_builds_and_exports_the_stack_outputs():
 def test_a_bad_config_stops_pulumi_up_cleanly_before_any_resource_is_registered():
     import pulumi
 
-    from rlinf_eks.offline import engine
+    from rlinf_eks.offline.engine import engine
 
     registered = []
     original = engine.RecordingMonitor.RegisterResource

@@ -160,7 +160,7 @@ def test_given_shared_filesystem_when_built_then_a_static_pv_and_rwx_claim_mount
 
 def _fs_outputs():
     from rlinf_eks.config import PROJECT
-    from rlinf_eks.offline import engine
+    from rlinf_eks.offline.engine import engine
 
     def program():
         fs = _filesystem({})

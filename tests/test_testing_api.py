@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from rlinf_eks import policies, testing
-from rlinf_eks.offline.plan import violations_of_plan
+from rlinf_eks.offline.outputs.plan import violations_of_plan
 from tests import harness
 from tests.harness import ROOT, plan_stack
 from tests.test_readme import SECTION
@@ -111,7 +111,7 @@ def test_the_root_stack_keeps_exports_as_the_engine_internals_used_here_expect()
 def test_the_test_harness_is_built_on_the_public_api():
     assert harness.one is testing.one and harness.of_type is testing.of_type and harness.has_inputs is testing.has_inputs
     source = (ROOT / "tests" / "harness.py").read_text()
-    assert "rlinf_eks.offline import engine" not in source and "engine.run(" not in source
+    assert "rlinf_eks.offline.engine import engine" not in source and "engine.run(" not in source
 
 
 def test_the_repositorys_test_command_collects_the_examples_tests():
@@ -144,7 +144,7 @@ def test_the_components_guide_documents_the_api_and_its_test_block_passes_on_the
 
 
 def test_a_missing_stack_file_names_the_stacks_there_are():
-    from rlinf_eks.offline.stack_config import StackConfigError
+    from rlinf_eks.offline.engine.stack_config import StackConfigError
 
     with pytest.raises(StackConfigError, match=r"unknown stack 'prod'.*stacks: dev"):
         testing.plan_project(EXAMPLE, "prod")

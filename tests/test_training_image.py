@@ -10,7 +10,7 @@ import pytest
 
 from rlinf_eks.config import ConfigError
 from rlinf_eks.config.images import log_group_name, project_name, repository_name
-from rlinf_eks.offline.first_step import first_step, fsx_throughput_mb_per_s, render
+from rlinf_eks.offline.outputs.first_step import first_step, fsx_throughput_mb_per_s, render
 from rlinf_eks.training_image import TrainingImage, build_role_policy, lifecycle_policy
 from tests import aws_models
 from tests.harness import ALL_STACKS, has_inputs, one, plan_stack, run_component, settings
@@ -157,7 +157,7 @@ def test_the_platform_stack_plans_a_repository_and_a_project_per_family_and_expo
 def test_a_training_stack_builds_its_own_family_by_default():
     plan = plan_stack("single-node", "images.build=true")
     assert one(plan.resources, "aws:ecr/repository:Repository")["inputs"]["name"] == "rlinf-eks/single-node/simplevla-rl"
-    from rlinf_eks.offline.plan import efficiency_of_plan
+    from rlinf_eks.offline.outputs.plan import efficiency_of_plan
 
     cost = efficiency_of_plan(plan)["cost"]["imageBuild"]
     assert [b["project"] for b in cost["builds"]] == ["rlinf-eks-single-node-simplevla-rl"]

@@ -9,8 +9,8 @@ import functools
 from typing import Any
 
 from rlinf_eks import catalog
-from rlinf_eks.offline import plan as plan_mod
-from rlinf_eks.offline.stack_config import load, project_root
+from rlinf_eks.offline.outputs import plan as plan_mod
+from rlinf_eks.offline.engine.stack_config import load, project_root
 from rlinf_eks.verify.expect import Expectation, expectation_of
 from rlinf_eks.verify.model import Observed
 from rlinf_eks.verify.nodes import check_nodes

@@ -11,7 +11,7 @@ import pytest
 
 from rlinf_eks import catalog, loading, scheduling
 from rlinf_eks.config import StackSettings
-from rlinf_eks.offline.engine import SECRET
+from rlinf_eks.offline.engine.engine import SECRET
 from rlinf_eks.workload import RlinfTraining
 from tests.harness import BEFORE_1_28_ENDED, has_inputs, of_type, one, run_component, settings, with_shared_filesystem
 from tests.schemas import builtin_errors

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from rlinf_eks import catalog
-from rlinf_eks.offline.plan import settings_of
-from rlinf_eks.offline.stack_config import load
+from rlinf_eks.offline.outputs.plan import settings_of
+from rlinf_eks.offline.engine.stack_config import load
 from tests.harness import ROOT, STACKS, of_type, one, plan_stack
 from tests.schemas import builtin_errors, crd_errors, jobset_errors
 

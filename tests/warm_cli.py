@@ -86,7 +86,7 @@ def bin_dir(into: Path, socket_path: Path) -> Path:
 
 # what a plan's child found of each module it had (``_module_states``)
 UNRUN = "unrun"  # handed out lazily (pulumi's or importlib's LazyLoader) and never used
-INDEXED = "indexed"  # an SDK package the package hands out by name (rlinf_eks.offline.sdk_imports), not run whole
+INDEXED = "indexed"  # an SDK package the package hands out by name (rlinf_eks.offline.engine.sdk_imports), not run whole
 RAN = "ran"
 
 
@@ -96,7 +96,7 @@ def _module_states() -> list[tuple[str, str]]:
 
     from pulumi._utils import _LazyModule
 
-    from rlinf_eks.offline.sdk_imports import _LazyPackage
+    from rlinf_eks.offline.engine.sdk_imports import _LazyPackage
 
     def state(module) -> str:
         if isinstance(module, (_LazyModule, importlib.util._LazyModule)):

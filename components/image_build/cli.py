@@ -21,7 +21,7 @@ from .stack_file import StackFileError, update_image
 
 
 def add_parser(commands: Any) -> None:
-    from ..offline.arguments import add_stack_arguments
+    from ..offline.engine.arguments import add_stack_arguments
 
     build = commands.add_parser(
         "build-image", help="build a training image with the stack's CodeBuild project and print workload.image (0 built, 1 failed, 2 bad input)"
@@ -44,7 +44,7 @@ def _fail(status: int, message: str) -> int:
 def _target_family(root: Path, target: str) -> str:
     """The image family the target stack's trainer dialect runs (its run's Dockerfile)."""
     from ..experiment import role_of, stack_data
-    from ..offline.stack_config import load
+    from ..offline.engine.stack_config import load
     from ..trainers import recipe_of
     from ..training_image import family_of_dockerfile
 
@@ -61,9 +61,9 @@ def prepare(args: argparse.Namespace, root: Path) -> tuple[Request, str, Optiona
     """The build request from the stack's settings, checked before any AWS call."""
     from ..config import ConfigError
     from ..experiment import role_of
-    from ..offline import plan as plan_mod
-    from ..offline.arguments import load_stack
-    from ..offline.stack_config import stack_file_of
+    from ..offline.outputs import plan as plan_mod
+    from ..offline.engine.arguments import load_stack
+    from ..offline.engine.stack_config import stack_file_of
     from ..program import image_families
 
     stack_config = load_stack(args, root=root).config
@@ -115,7 +115,7 @@ def run(
 ) -> int:
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-    from ..offline.stack_config import StackConfigError, project_root
+    from ..offline.engine.stack_config import StackConfigError, project_root
 
     try:
         root = root or project_root()

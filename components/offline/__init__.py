@@ -1,5 +1,5 @@
 """Running the program with no Pulumi CLI and no cloud: stack files, mocks, the offline plan, diffs."""
 
-from .sdk_imports import install as _install_lazy_sdk_imports
+from .engine.sdk_imports import install as _install_lazy_sdk_imports
 
 _install_lazy_sdk_imports()  # import only the SDK modules the program touches (sdk_imports.py)

@@ -21,7 +21,7 @@ INSTALL = "pip install 'rlinf-eks[report]'  (from a checkout: pip install -e '.[
 
 
 def add_parser(commands: Any) -> None:
-    from ..offline.arguments import add_stack_arguments, output_folder
+    from ..offline.engine.arguments import add_stack_arguments, output_folder
 
     report = commands.add_parser(
         "report", help="draw a run's curves and evaluations from its logs into an HTML page (0 drawn, 1 nothing logged yet, 2 bad input)"
@@ -46,8 +46,8 @@ def _error(stack: str, text: str) -> int:
 
 
 def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
-    from ..offline import plan as plan_mod
-    from ..offline.arguments import load_stack
+    from ..offline.outputs import plan as plan_mod
+    from ..offline.engine.arguments import load_stack
 
     stack = load_stack(args)
     args.stack = stack.name  # a stack file's path names its stack
@@ -76,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         return _error(args.stack, f"needs {', '.join(missing)} (the report extra): {INSTALL}")
     from ..config import ConfigError
-    from ..offline.output import REPORT_FOLDER, OutputError, OutputFolder, check_output
+    from ..offline.outputs.output import REPORT_FOLDER, OutputError, OutputFolder, check_output
 
     report_folder = OutputFolder("report", ("figures",), REPORT_OUTPUTS)
-    from ..offline.stack_config import StackConfigError
+    from ..offline.engine.stack_config import StackConfigError
     from ..workload.run import run_paths
 
     try:
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 f"(s3://<bucket>/{paths.s3_prefix}/)",
             )
         where = str(run_dir)
-    from ..offline.output import commit, staged
+    from ..offline.outputs.output import commit, staged
     from . import make_report
 
     from ..trainers import recipe_of

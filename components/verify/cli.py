@@ -34,7 +34,7 @@ DRY_RUN_OUTPUTS = ("manifests",)
 
 
 def add_parser(commands: Any) -> None:
-    from ..offline.arguments import add_stack_arguments, output_folder
+    from ..offline.engine.arguments import add_stack_arguments, output_folder
 
     verify = commands.add_parser(
         "verify", help="prove a deployed stack's cluster ready, level by level (0 ready, 1 not ready, 2 bad usage)"
@@ -51,8 +51,8 @@ def add_parser(commands: Any) -> None:
 
 
 def _settings(args: argparse.Namespace) -> tuple[Any, Path]:
-    from ..offline import plan as plan_mod
-    from ..offline.arguments import load_stack
+    from ..offline.outputs import plan as plan_mod
+    from ..offline.engine.arguments import load_stack
 
     stack = load_stack(args)
     return plan_mod.settings_of(stack.config, stack.platform), stack.root
@@ -130,10 +130,10 @@ def _progress(line: str) -> None:
 
 
 def _dry_run_folder() -> Any:
-    """The dry run's --out (rlinf_eks.offline.output): its manifests/, never a plan's folder, which
+    """The dry run's --out (rlinf_eks.offline.outputs.output): its manifests/, never a plan's folder, which
     holds manifests/ too (a dry run's objects must not mix with, or replace, the plan's)."""
-    from ..offline.output import OutputFolder
-    from ..offline.plan import PLAN_FILE, WRITTEN_FILE
+    from ..offline.outputs.output import OutputFolder
+    from ..offline.outputs.plan import PLAN_FILE, WRITTEN_FILE
 
     return OutputFolder("verify", ("manifests",), DRY_RUN_OUTPUTS, {name: "a plan's folder" for name in (PLAN_FILE, WRITTEN_FILE)})
 
@@ -141,8 +141,8 @@ def _dry_run_folder() -> Any:
 def _dry_run(ladder: Any, out: Path) -> int:
     import dataclasses
 
-    from ..offline.output import commit, staged
-    from ..offline.plan import manifest_file_name
+    from ..offline.outputs.output import commit, staged
+    from ..offline.outputs.plan import manifest_file_name
     from .runner import DRY_RUN_ID, dry_run_objects
 
     objects = dry_run_objects(dataclasses.replace(ladder, run_id=DRY_RUN_ID))
@@ -157,8 +157,8 @@ def _dry_run(ladder: Any, out: Path) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
-    from ..offline.output import OutputError, check_output
-    from ..offline.stack_config import StackConfigError, stack_name
+    from ..offline.outputs.output import OutputError, check_output
+    from ..offline.engine.stack_config import StackConfigError, stack_name
     from .expect import expectation_of
     from .runner import Ladder, new_run_id
 
@@ -275,7 +275,7 @@ def _climb(args: argparse.Namespace, settings: Any, ladder: Any, path: Optional[
 
 def _json_file_problem(path: Path) -> Optional[str]:
     """Why --json FILE cannot be written, checked before the climb (as every output is); None if it can."""
-    from ..offline.output import OutputError, check_output
+    from ..offline.outputs.output import OutputError, check_output
 
     if path.is_dir():
         return f"a folder, not a file: name the file, such as {path / 'verify.json'}"

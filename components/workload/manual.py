@@ -36,7 +36,7 @@ EVAL_JOB_NAME = "evaluation"
 """workload.mode eval: the run's own Job (JobSet) and Service, beside a training run's names."""
 
 # What the API server refuses to change in place, beyond pulumi-kubernetes' own force-new paths (a
-# Job's selector, template, completions, parallelism; offline/replacement.py): Pulumi replaces the
+# Job's selector, template, completions, parallelism; offline/diff/replacement.py): Pulumi replaces the
 # object instead (replaceOnChanges; the run's objects have fixed names, so delete first).
 JOB_REPLACE_ON_CHANGES = (
     "spec.completionMode", "spec.podFailurePolicy", "spec.backoffLimitPerIndex", "spec.managedBy", "spec.successPolicy",

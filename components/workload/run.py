@@ -2,7 +2,7 @@
 shape of its pods, where its inputs (model, adapters, datasets, assets) are staged, how its pods are named, and the trainer's launch.
 
 ``RlinfTraining`` builds its resources from the :class:`Run`, the launch scripts are rendered from
-it, and the plan's Faults section (``offline/resilience.py``) describes the same :class:`Run`:
+it, and the plan's Faults section (``offline/outputs/resilience.py``) describes the same :class:`Run`:
 nothing here is derived twice. Whether the run has the shared filesystem is the settings' call
 (``StackSettings.shared_filesystem``).
 """

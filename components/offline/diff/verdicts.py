@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from ..plan_reader import (
+from ...plan_reader import (
     AWS_EKS_CLUSTER,
     BUCKETS,
     EKS_CLUSTER,
@@ -33,9 +33,9 @@ from ..plan_reader import (
     RAY_JOB,
     SUBNET,
 )
-from ..karpenter_reader import NODE_CLASS, NODE_POOL
-from ..scheduling import GPU_NODE_LABELS, GPU_TAINT
-from ..workload import RESUME_ANNOTATION, RUN_DIR_ANNOTATION, RUN_IDENTITY_ANNOTATION
+from ...karpenter_reader import NODE_CLASS, NODE_POOL
+from ...scheduling import GPU_NODE_LABELS, GPU_TAINT
+from ...workload import RESUME_ANNOTATION, RUN_DIR_ANNOTATION, RUN_IDENTITY_ANNOTATION
 from . import replacement
 from .aws_force_new import FORCE_NEW as AWS_FORCE_NEW
 from .changes import Change, ResourceChange, input_paths, under

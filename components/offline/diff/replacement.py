@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
+from ...plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
 from .aws_force_new import FORCE_NEW as AWS_FORCE_NEW
 
 _METADATA = ("metadata.name", "metadata.namespace")

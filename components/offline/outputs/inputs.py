@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..config import StackSettings
-from ..trainers import config_name_of, config_recipe, recipe_of
-from ..workload.image_contract import contract_for
-from ..workload.run import resolve_run
+from ...config import StackSettings
+from ...trainers import config_name_of, config_recipe, recipe_of
+from ...workload.image_contract import contract_for
+from ...workload.run import resolve_run
 
 
 def input_lines(settings: StackSettings, stack: str) -> list[str]:

@@ -16,8 +16,8 @@ from pulumi.runtime import mocks, settings
 from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
-from ..placeholders import planned_offline
-from ..plan_reader import ROOT_STACK, SECRET, UNKNOWN
+from ...placeholders import planned_offline
+from ...plan_reader import ROOT_STACK, SECRET, UNKNOWN
 from .fake_cloud import FakeCloud
 
 __all__ = ["SECRET", "UNKNOWN", "Registration", "RecordingMonitor", "Run", "run", "wire_value"]

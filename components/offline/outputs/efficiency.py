@@ -23,13 +23,13 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
-from .. import catalog, pricing
-from ..karpenter_reader import karpenter_pools
+from ... import catalog, pricing
+from ...karpenter_reader import karpenter_pools
 from .efficiency_render import render_efficiency  # noqa: F401 (the report's text, re-exported)
 from .capacity_block import apply_to_cost, capacity_block_cost, rate_warning
 from .image_cost import image_build_cost
 from .nat_data import nat_data_at_start
-from ..plan_reader import (
+from ...plan_reader import (
     EFA,
     EIP,
     EKS_CLUSTERS,
@@ -54,7 +54,7 @@ from ..plan_reader import (
 )
 
 if TYPE_CHECKING:
-    from ..config import StackSettings
+    from ...config import StackSettings
 
 __all__ = ["efficiency_of", "efficiency_report", "render_efficiency", "dumps", "pod_requests", "quantity", "training_pods",
            "gpu_node_groups", "stack_cost_of", "unknown_summary", "NODE_GROUP_TYPES", "EKS_CLUSTERS"]
@@ -241,7 +241,7 @@ def stack_cost_of(
         "supportTierDate": on_date,
         "notes": notes,
         "usageBased": list(pricing.USAGE_BASED),
-        # images.build: build-minutes and image storage, billed by use (offline/image_cost.py)
+        # images.build: build-minutes and image storage, billed by use (offline/outputs/image_cost.py)
         **({"imageBuild": images} if (images := image_build_cost(resources, region)) else {}),
     }
 

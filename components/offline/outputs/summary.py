@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
-from ..wording import counted
+from ...wording import counted
 
 if TYPE_CHECKING:
     from .plan import Plan

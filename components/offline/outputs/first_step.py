@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..config import StackSettings
+from ...config import StackSettings
 
 SECTION = "firstStep"
 
@@ -72,7 +72,7 @@ def _pull(settings: StackSettings, family: Optional[str]) -> dict[str, Any]:
 
 
 def _staging(settings: StackSettings, stack: str) -> dict[str, Any]:
-    from ..workload.run import resolve_run
+    from ...workload.run import resolve_run
 
     staging = resolve_run(settings, stack).staging
     if staging is None:
@@ -100,7 +100,7 @@ def first_step(settings: Optional[StackSettings], stack: str) -> Optional[dict[s
     """The estimate of a stack that trains, None for one that does not (a platform)."""
     if settings is None or not settings.workload.enabled:
         return None
-    from ..trainers import recipe_of
+    from ...trainers import recipe_of
 
     dockerfile = recipe_of(settings.workload.trainer.dialect).dockerfile
     family = dockerfile.split("/")[1] if dockerfile.count("/") == 2 else None

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from .. import pricing
-from ..config import StackSettings
+from ... import pricing
+from ...config import StackSettings
 
 RATE_KEY = "gpuNodes.capacityBlock.usdPerInstanceHour"
 PAID = "paid up front at reservation, in full whether its nodes run or not"

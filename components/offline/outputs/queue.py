@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..config import StackSettings
-from ..quota import Resources, queue_plan
-from ..workload import resolve_run
+from ...config import StackSettings
+from ...quota import Resources, queue_plan
+from ...workload import resolve_run
 
 
 def _resources_line(resources: Resources) -> str:

@@ -1,6 +1,6 @@
 """The offline diff as plain text for a terminal (``python -m rlinf_eks diff --format text``, the
 default when stdout is a terminal): the same content as the Markdown of a PR comment
-(:func:`rlinf_eks.offline.diff.render_markdown`) in the same order, without its markup (``###``,
+(:func:`rlinf_eks.offline.diff.diff.render_markdown`) in the same order, without its markup (``###``,
 ``**``, backticks, ``> [!CAUTION]`` boxes): headings in capitals, boxes as indented lists."""
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def _bar(y: int, label: str, fraction: Optional[float], detail: str) -> str:
 
 
 def efficiency_svg(report: Mapping[str, Any]) -> str:
-    """The SVG text of one efficiency report (offline/efficiency.py's dict)."""
+    """The SVG text of one efficiency report (offline/outputs/efficiency.py's dict)."""
     gpus, efa, cpu, memory = (report.get(k) or {} for k in ("gpus", "efaInterfaces", "cpu", "memory"))
     nodes = (report.get("nodes") or {}).get("whileTraining")
     cost = report.get("cost") or {}

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from .. import pricing
-from ..config import StackSettings
+from ... import pricing
+from ...config import StackSettings
 from .first_step import TYPICAL_IMAGE_GB
 
 GB_PER_GIB = 2**30 / 1e9
@@ -28,8 +28,8 @@ def nat_data_at_start(settings: StackSettings) -> Optional[dict[str, Any]]:
     their price; None for a stack that runs nothing (a platform)."""
     if not settings.workload.enabled:
         return None
-    from ..model_size import staged_model
-    from ..trainers import chosen_inputs
+    from ...model_size import staged_model
+    from ...trainers import chosen_inputs
 
     nodes = settings.gpu_nodes.node_count
     low, high = TYPICAL_IMAGE_GB

@@ -5,7 +5,7 @@
 
 ``STACK`` is a stack name (``stacks/Pulumi.<stack>.yaml``) or a stack file's path; ``--set`` and
 ``--unset`` edit a copy of its config as ``pulumi config set|rm --path`` would, in the order given
-(rlinf_eks.offline.config_edits); ``--platform DIR`` is an experiment's platform plan, refused for
+(rlinf_eks.offline.engine.config_edits); ``--platform DIR`` is an experiment's platform plan, refused for
 any other stack. :func:`load_stack` reads them the same way for every command, so a typo, an
 unknown stack or a misplaced ``--platform`` gets the same line (exit 2) whichever command it is.
 :class:`Grammar` is the parser of the command line and of every command: argparse's own errors (an
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 from .config_edits import add_edit_arguments
 
 if TYPE_CHECKING:
-    from .plan import PlatformPlan
+    from ..outputs.plan import PlatformPlan
     from .stack_config import StackConfig
 
 STACK_HELP = "stack name (stacks/Pulumi.<stack>.yaml) or a stack file's path (path/to/Pulumi.<stack>.yaml)"
@@ -63,7 +63,7 @@ class Grammar(argparse.ArgumentParser):
         return next((dict(a.choices) for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
 
     def _unknown_flag(self, word: str) -> str:
-        from ..config.errors import did_you_mean
+        from ...config.errors import did_you_mean
 
         flag = word.split("=", 1)[0]
         flags = self._flags()
@@ -101,7 +101,7 @@ class Grammar(argparse.ArgumentParser):
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         if action.choices is None or value in action.choices:
             return
-        from ..config.errors import did_you_mean
+        from ...config.errors import did_you_mean
 
         choices = [str(choice) for choice in action.choices]
         hint = did_you_mean(str(value), choices)
@@ -190,7 +190,7 @@ def load_stack(args: argparse.Namespace, out: Optional[Path] = None, root: Optio
     beside which an experiment's platform plan is looked for (default build/<stack>); ``root``: the
     project folder (default: the one holding the current folder). Raises
     StackConfigError (or ConfigError) with the line to print."""
-    from .plan import platform_for
+    from ..outputs.plan import platform_for
     from .stack_config import load, project_root
 
     root = root or project_root()

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 import pulumi
 
-from ..plan_reader import (
+from ...plan_reader import (
     AWS_EKS_CLUSTER,
     BUCKET,
     BUCKET_V2,

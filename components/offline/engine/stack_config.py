@@ -16,10 +16,19 @@ from typing import Any
 
 import yaml
 
-from ..config import PROJECT
-from ..plan_reader import SECRET as SECRET_PLACEHOLDER
-from .config_edits import (  # noqa: F401 (re-exported: the edits' grammar lives there)
-    StackConfigError, Unset, add_edit_arguments, edit, parse_path, parse_scalar, set_path, split_assignment, unset_path, _qualify,
+from ...config import PROJECT
+from ...plan_reader import SECRET as SECRET_PLACEHOLDER
+from .config_edits import (
+    StackConfigError,
+    Unset,
+    add_edit_arguments,
+    edit,
+    parse_path,
+    parse_scalar,
+    set_path,
+    split_assignment,
+    unset_path,
+    _qualify,
 )
 
 
@@ -31,7 +40,7 @@ class StackConfig:
     secret_keys: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
     """The ``--set``/``--unset`` edits that could not be applied, one line each: reported together
-    with the settings' own problems (``rlinf_eks.offline.plan.settings_of``)."""
+    with the settings' own problems (``rlinf_eks.offline.outputs.plan.settings_of``)."""
 
     def flat(self) -> dict[str, str]:
         """The values as the Pulumi engine passes them: strings, objects as JSON."""
@@ -268,7 +277,7 @@ def stack_file_of(root: Path, stack: str) -> tuple[str, Path]:
     if path.is_dir():
         raise StackConfigError(f"{path.relative_to(root)} is a folder, not a stack file")
     if not path.is_file():
-        from ..config.errors import did_you_mean
+        from ...config.errors import did_you_mean
 
         stacks = available_stacks(root)
         known = ", ".join(stacks) or "none"
@@ -282,7 +291,7 @@ def stack_file_of(root: Path, stack: str) -> tuple[str, Path]:
 def _unset_key_known(key: str, project: str) -> None:
     """An ``--unset`` of a key no setting has (a typo: ``gpuNodes.nodecount``) is refused as a
     ``--set`` of it is, with the nearest key: removing it would silently change nothing."""
-    from ..config.pulumi_config import unknown_key_path
+    from ...config.pulumi_config import unknown_key_path
 
     qualified = _qualify(key, project)
     namespace, _, path = qualified.partition(":")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from .. import interrupts
+from ... import interrupts
 
 
 REPORT_FOLDER = "report"

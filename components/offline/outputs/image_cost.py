@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping, Optional
 
-from .. import pricing
-from ..plan_reader import CODEBUILD_PROJECT, ECR_REPOSITORY, inputs_of, of_type
+from ... import pricing
+from ...plan_reader import CODEBUILD_PROJECT, ECR_REPOSITORY, inputs_of, of_type
 from .first_step import TYPICAL_IMAGE_GB
 
 # the public sample that trains RLinf on EKS builds its image with CodeBuild in about 15 minutes (issue 35)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..plan_reader import EKS_CLUSTER
+from ...plan_reader import EKS_CLUSTER
 
 CREATED_BY = "pulumi-eks (not planned here)"
 SOURCE = "pulumi/pulumi-eks nodejs/eks/cluster/cluster.ts @7bf0c1b1 (v4.3.0+9)"

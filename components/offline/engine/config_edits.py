@@ -1,6 +1,6 @@
 """``--set KEY=VALUE`` and ``--unset KEY`` as the Pulumi CLI reads them (``pulumi config set --path``,
 ``pulumi config rm --path``): the key path grammar (names, ``[0]``, quoted ``["a.b"]``), the value
-(``parse_scalar``) and the edit of a stack's config values. rlinf_eks.offline.stack_config applies
+(``parse_scalar``) and the edit of a stack's config values. rlinf_eks.offline.engine.stack_config applies
 them after the stack file.
 """
 
@@ -74,7 +74,7 @@ def edit(values: dict[str, Any], item: "str | Unset", project: str) -> None:
         raise StackConfigError("the key is empty; such as gpuNodes.nodeCount")
     qualified = _qualify(key, project)
     # here, not at the top: the command line's parser (--help, diff) needs no settings models
-    from ..config import foreign_project_key
+    from ...config import foreign_project_key
 
     problem = foreign_project_key(qualified, project)
     if problem:

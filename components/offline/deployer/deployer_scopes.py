@@ -69,7 +69,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..config.images import repository_name
+from ...config.images import repository_name
 
 TAG_KEY = "stack"
 """The tag every resource of the stack carries (program.py: {"project", "stack": <stack>, ...};

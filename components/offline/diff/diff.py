@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from . import verdicts
 from .changes import MISSING, Change, ItemRun, ResourceChange, changed_paths, input_paths, summarised
-from .plan import EFFICIENCY_FILE, PLAN_FILE
+from ..outputs.plan import EFFICIENCY_FILE, PLAN_FILE
 
 __all__ = ["MISSING", "Change", "PlanDiff", "PlanError", "ResourceChange", "changed_paths", "diff_plans", "load_plan", "render_markdown", "run"]
 

@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import yaml
 
-from .. import config as config_mod
-from ..loading import settings_from_config
-from . import deployer_policy, destroy, engine
+from ... import config as config_mod
+from ...loading import settings_from_config
+from ..deployer import deployer_policy
+from ..engine import engine
 from .output import REPORT_FOLDER, OutputError, OutputFolder, check_output as _check_output, commit, staged
-from .stack_config import StackConfig, StackConfigError
-from ..plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
+from ..engine.stack_config import StackConfig, StackConfigError
+from ...plan_reader import HELM_PREFIX, KUBERNETES_PREFIX, PROVIDER_PREFIX
 
 if TYPE_CHECKING:
-    from ..placeholders import Placeholder
-    from ..policies import Violation
+    from ...placeholders import Placeholder
+    from ...policies import Violation
 
 PLAN_FILE = "plan.json"
 FIRST_STEP = "firstStep"
@@ -66,8 +66,8 @@ class Plan:
 
     @property
     def not_planned(self) -> list[dict[str, Any]]:
-        """What component providers (pulumi-eks) create out of the plan's sight (offline/eks_children.py)."""
-        from .eks_children import not_planned
+        """What component providers (pulumi-eks) create out of the plan's sight (offline/engine/eks_children.py)."""
+        from ..engine.eks_children import not_planned
 
         return not_planned(self.resources)
 
@@ -83,13 +83,13 @@ class Plan:
             data["unchecked"] = self.unchecked
         estimate = self.first_step
         if estimate is not None:
-            # the wait from node Ready to the first step, on paper (offline/first_step.py)
+            # the wait from node Ready to the first step, on paper (offline/outputs/first_step.py)
             data[FIRST_STEP] = estimate
         if self.settings is not None:
             # checkpoints, inputs and image against the run directory's storage (rlinf_eks.storage_budget);
             # the trainer's per-GPU memory against the GPU type's (rlinf_eks.gpu_memory)
-            from ..gpu_memory import gpu_memory
-            from ..storage_budget import storage_budget
+            from ...gpu_memory import gpu_memory
+            from ...storage_budget import storage_budget
 
             for key, section in ((STORAGE_BUDGET, storage_budget), (GPU_MEMORY, gpu_memory)):
                 if (value := section(self.settings)) is not None:
@@ -176,8 +176,8 @@ def load_platform(folder: Path) -> PlatformPlan:
 
 def platform_plan(data: dict[str, Any], source: Path) -> PlatformPlan:
     """A platform from its plan.json's content, the masked kubeconfig replaced by a stand-in."""
-    from ..plan_reader import SECRET
-    from .fake_cloud import fake_kubeconfig
+    from ...plan_reader import SECRET
+    from ..engine.fake_cloud import fake_kubeconfig
 
     outputs = dict(data["outputs"])
     notes = []
@@ -195,7 +195,7 @@ def platform_plan(data: dict[str, Any], source: Path) -> PlatformPlan:
 def default_platform_folder(stack_config: StackConfig, out: Path) -> Path | None:
     """An experiment's platform plan by default: the folder beside ``out`` named after the
     platform's stack (build/<platform> beside build/<experiment>); None for other stacks."""
-    from .. import experiment
+    from ... import experiment
 
     if experiment.role_of(stack_config.values) != "experiment":
         return None
@@ -207,7 +207,7 @@ def platform_for(stack_config: StackConfig, given: str | None, out: Path) -> Pla
     default one beside ``out`` when it exists; None for other stacks. ``--platform`` given for a stack
     that is not an experiment is refused (StackConfigError): it would be ignored."""
     if given is not None:
-        from .. import experiment
+        from ... import experiment
 
         role = experiment.role_of(stack_config.values)
         if role != "experiment":
@@ -235,8 +235,8 @@ def settings_of(stack_config: StackConfig, platform: PlatformPlan | None = None)
 
 
 def _settings_of(stack_config: StackConfig, platform: PlatformPlan | None) -> config_mod.StackSettings:
-    from .. import experiment
-    from ..loading import RULES
+    from ... import experiment
+    from ...loading import RULES
 
     if experiment.role_of(stack_config.values) != "experiment":
         return settings_from_config(stack_config.values, stack_config.stack)
@@ -246,7 +246,7 @@ def _settings_of(stack_config: StackConfig, platform: PlatformPlan | None) -> co
 
 def experiment_platform(stack_config: StackConfig, platform: PlatformPlan | None) -> Any:
     """The experiment's platform (rlinf_eks.experiment.Platform) from its plan, or StackConfigError."""
-    from .. import experiment
+    from ... import experiment
 
     name = experiment.platform_stack(stack_config.values)
     if platform is None:
@@ -261,7 +261,7 @@ def experiment_platform(stack_config: StackConfig, platform: PlatformPlan | None
 def make_plan(stack_config: StackConfig, platform: PlatformPlan | None = None) -> Plan:
     """Validate, then run the program under mocks and collect the plan. An experiment needs its
     platform's plan: the mocks answer its StackReference with the platform's outputs."""
-    from ..program import run_program
+    from ...program import run_program
 
     settings = settings_of(stack_config, platform)
     references = {}
@@ -286,11 +286,11 @@ def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = Non
     """The plan of a recorded run: resources sorted by URN, outputs by name (what plan.json holds);
     with this project's ``settings``, the example values to replace too. (rlinf_eks.testing plans
     any other Pulumi program through it.)"""
-    from .. import loading
-    from ..config.unchecked import unchecked
-    from ..placeholders import find_placeholders
+    from ... import loading
+    from ...config.unchecked import unchecked
+    from ...placeholders import find_placeholders
 
-    from ..storage_budget import storage_warnings
+    from ...storage_budget import storage_warnings
 
     resources = sorted((r.to_json() for r in run.registrations), key=lambda r: r["urn"])
     placeholders = find_placeholders(settings) if settings is not None else []
@@ -302,14 +302,14 @@ def plan_of_run(run: engine.Run, settings: config_mod.StackSettings | None = Non
 
 
 def check_output(out: Path) -> None:
-    """Raise OutputError unless the plan can be written into ``out`` (rlinf_eks.offline.output, the
+    """Raise OutputError unless the plan can be written into ``out`` (rlinf_eks.offline.outputs.output, the
     check of every command's output folder): run before the plan, so a bad --out costs nothing."""
     _check_output(out, PLAN_FOLDER)
 
 
 def _cluster(data: dict[str, Any]) -> tuple[Any, Any]:
     """(name, version) of the plan's EKS cluster, (None, None) without one."""
-    from ..plan_reader import EKS_CLUSTERS
+    from ...plan_reader import EKS_CLUSTERS
 
     inputs = next((r["inputs"] for r in data.get("resources") or () if r.get("type") in EKS_CLUSTERS and r.get("inputs")), {})
     return inputs.get("name"), inputs.get("version")
@@ -326,7 +326,7 @@ def downgrade_problems(plan: Plan, out: Path) -> list[str]:
         return []
     if not isinstance(previous, dict) or (previous.get("project"), previous.get("stack")) != (plan.project, plan.stack):
         return []
-    from .verdicts import minor
+    from ..diff.verdicts import minor
 
     (old_name, old), (new_name, new) = _cluster(previous), _cluster(plan.to_json())
     if old_name != new_name or minor(old) is None or minor(new) is None or minor(new) >= minor(old):
@@ -353,7 +353,7 @@ def write(plan: Plan, out: Path) -> list[str]:
     """Write plan.json, manifests/ and efficiency.json into ``out``; return warnings.
 
     Everything is written into a folder beside ``out`` first and moved into place at the end
-    (rlinf_eks.offline.output): an interrupted plan leaves ``out`` as it was. A file in manifests/
+    (rlinf_eks.offline.outputs.output): an interrupted plan leaves ``out`` as it was. A file in manifests/
     is removed only when the previous plan wrote it (listed in ``.rlinf-eks-manifests``) and this
     plan does not; any other file there is left alone and named in a warning. Raises OutputError
     when ``out`` cannot be written.
@@ -386,7 +386,7 @@ def write(plan: Plan, out: Path) -> list[str]:
 
 
 def deployer_policy_of_plan(plan: Plan) -> dict[str, Any]:
-    """The policy of the identity that runs ``pulumi up`` (offline/deployer_policy.py), scoped to the
+    """The policy of the identity that runs ``pulumi up`` (offline/deployer/deployer_policy.py), scoped to the
     stack's region, cluster, names and tag, with the lookups an existing cluster or VPC makes."""
     invokes: list[str] = []
     if plan.settings is not None and plan.settings.cluster.existing:
@@ -415,7 +415,7 @@ def _cluster_name(plan: Plan) -> str:
 
 
 def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:
-    """The plan's efficiency report (offline/efficiency.py), or None for a plan without settings
+    """The plan's efficiency report (offline/outputs/efficiency.py), or None for a plan without settings
     and for an experiment's (its nodes and their cost are its platform's: that plan's report)."""
     from .efficiency import efficiency_report
 
@@ -426,75 +426,6 @@ def efficiency_of_plan(plan: Plan) -> dict[str, Any] | None:
 
 def violations_of_plan(plan: Plan) -> list[Violation]:
     """The policies (rlinf_eks.policies, the same functions as the CrossGuard pack) over the plan."""
-    from .. import policies
+    from ... import policies
 
     return policies.evaluate(plan.resources, policies.options_from_settings(plan.settings))
-
-
-# --- the preview-like tree ----------------------------------------------------------------------
-
-_KEY_INPUTS = (
-    "instanceTypes", "instanceType", "scalingConfig", "strategy", "chart", "version", "cidrBlock",
-    "availabilityZone", "capacityType", "storageCapacity", "bucket", "name",
-)
-
-
-def _summary(resource: dict[str, Any]) -> str:
-    inputs = resource["inputs"]
-    if is_manifest(resource):
-        meta = inputs.get("metadata") or {}
-        where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
-        return f"{inputs.get('kind')} {where}{meta.get('name')}"
-    parts = []
-    for key in _KEY_INPUTS:
-        if key in inputs and not isinstance(inputs[key], dict) or key == "scalingConfig" and key in inputs:
-            value = inputs[key]
-            parts.append(f"{key}={json.dumps(value, separators=(',', ':'))}")
-    return " ".join(parts[:3])
-
-
-def render_tree(plan: Plan) -> str:
-    children: dict[str | None, list[dict[str, Any]]] = {}
-    urns = {r["urn"] for r in plan.resources}
-    for resource in plan.resources:
-        parent = resource["parent"] if resource["parent"] in urns else None
-        children.setdefault(parent, []).append(resource)
-
-    lines = [f"{plan.project}-{plan.stack} (offline plan)"]
-    hidden: dict[str, list[dict[str, Any]]] = {}
-    for child in plan.not_planned:
-        hidden.setdefault(child["parent"], []).append(child)
-
-    def walk(parent: str | None, depth: int) -> None:
-        for resource in children.get(parent, []):
-            flags = "".join(
-                mark for mark, on in (
-                    (" [protect]", resource["options"]["protect"]),
-                    (" [retain]", resource["options"]["retainOnDelete"]),
-                ) if on
-            )
-            summary = _summary(resource)
-            lines.append(f"{'  ' * depth}+ {resource['type']}  {resource['name']}{flags}{'  ' + summary if summary else ''}")
-            for child in hidden.get(resource["urn"], ()):
-                lines.append(f"{'  ' * (depth + 1)}. {child['type']}  {child['name']}  created by {child['createdBy']}")
-            walk(resource["urn"], depth + 1)
-
-    walk(None, 1)
-    counts = Counter(r["type"] for r in plan.resources)
-    lines.append("")
-    lines.append(f"Resources: {len(plan.resources)} to create")
-    lines.extend(f"  {count:4d} {type_}" for type_, count in sorted(counts.items()))
-    if plan.not_planned:
-        lines.append(
-            f"  plus {len(plan.not_planned)} created by pulumi-eks inside eks:index:Cluster (marked '.'; not planned here:"
-            " not in this count, the manifests or the policy checks; plan.json notPlanned)"
-        )
-    lines.extend(destroy.destroy_lines(plan.resources))
-    return "\n".join(lines)
-
-
-def render_outputs(outputs: dict[str, Any]) -> Iterable[str]:
-    yield "Outputs:"
-    for key, value in outputs.items():
-        text = json.dumps(value) if not isinstance(value, str) else value
-        yield f"  {key}: {text if len(text) < 100 else text[:97] + '...'}"

@@ -37,7 +37,7 @@ class ResourceChange:
     changes: list[Change] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     replaced_by: list[str] = field(default_factory=list)
-    """For ``replace``: the changed input paths that force it (offline/replacement.py)."""
+    """For ``replace``: the changed input paths that force it (offline/diff/replacement.py)."""
 
 
 

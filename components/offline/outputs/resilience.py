@@ -15,11 +15,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Optional
 
-from ..config import CapacityBlockSettings, StackSettings
-from ..trainers.base import COMPLETE_MARKER
-from ..workload import exit_codes, fabric, manual, progress, render_check, scripts
-from ..workload.env import NCCL_NET
-from ..workload.run import efa_enabled, resolve_run
+from ...config import CapacityBlockSettings, StackSettings
+from ...trainers.base import COMPLETE_MARKER
+from ...workload import exit_codes, fabric, manual, progress, render_check, scripts
+from ...workload.env import NCCL_NET
+from ...workload.run import efa_enabled, resolve_run
 
 
 def checkpoint_lines(settings: StackSettings, stack: str) -> list[str]:

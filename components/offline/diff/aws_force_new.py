@@ -9,7 +9,7 @@ of objects). ``tests/test_aws_force_new.py`` holds this table against ``shared/r
 terraform-provider-aws/force-new.json`` (the record of that reading) and fails when a stack plans
 an AWS type the table lacks. ``regional``: the type lives in a region (TF AWS v6 adds a per-resource ``region`` input that
 forces new; no stack sets it, but a change of the stack's ``aws:region`` replaces every regional
-resource: offline/verdicts.py); IAM's types are global. A conditional replacement read as
+resource: offline/diff/verdicts.py); IAM's types are global. A conditional replacement read as
 alternatives (``a | b``: a security group rule's source kind) is one entry per alternative.
 """
 

@@ -397,7 +397,7 @@ def target_of(resources: Iterable[Mapping[str, Any]], *, stack: str, region: str
         linked.update(grants.service_linked)
     return Target(
         stack=stack, region=region, cluster=cluster, pass_to=tuple(sorted(pass_to)), service_linked=tuple(sorted(linked)),
-        # pulumi-eks's children name their policies' partition "<partition>" (offline/eks_children.py)
+        # pulumi-eks's children name their policies' partition "<partition>" (offline/engine/eks_children.py)
         **{kind: tuple(sorted(p.replace("<partition>", partition_of(region)) for p in patterns)) for kind, patterns in names.items()},
     )
 
@@ -406,7 +406,7 @@ def _grants(resources: Iterable[Mapping[str, Any]], invokes: Iterable[str]) -> l
     types = aws_types(resources)
     unknown = sorted(t for t in types if t not in ACTIONS)
     if unknown:
-        raise UnknownResourceType(f"no deployer actions known for {', '.join(unknown)}: add them to offline/deployer_policy.py ACTIONS")
+        raise UnknownResourceType(f"no deployer actions known for {', '.join(unknown)}: add them to offline/deployer/deployer_policy.py ACTIONS")
     return [ALWAYS, *(ACTIONS[t] for t in sorted(types)), *(INVOKES[i] for i in invokes if i in INVOKES)]
 
 

@@ -1,6 +1,6 @@
 """The efficiency report as the plan prints it (``render_efficiency``): GPUs, EFA and CPU requested
 against the nodes, placement, and the cost of the stack. The report itself is
-:mod:`rlinf_eks.offline.efficiency`'s."""
+:mod:`rlinf_eks.offline.outputs.efficiency`'s."""
 
 from __future__ import annotations
 
