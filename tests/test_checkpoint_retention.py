@@ -245,3 +245,28 @@ def test_sync_records_what_it_uploaded_and_keeps_keep_in_bucket_checkpoints_ther
     # without keepInBucket the bucket keeps every one
     assert run_script(tmp_path, "sync-all.sh", scripts.sync(), env).returncode == 0
     assert steps(s3) == [1, 2, 3, 4]
+
+
+def test_a_step_the_trainer_begins_during_an_upload_is_not_sent_with_it(tmp_path, aws):
+    """The upload's first pass leaves out every step but those complete when it began: one the
+    trainer begins between the look at the run directory and the copy (here: made by the first
+    `aws s3 sync` itself) stays on the node, files and all, until it is complete."""
+    run, state = tmp_path / "run", tmp_path / "state"
+    state.mkdir()
+    parent = run / "logs" / "checkpoints"
+    step(parent, 1, complete=True)
+    (state / "exit-code").write_text("0\n")
+    wrap = tmp_path / "wrap"
+    wrap.mkdir()
+    begun = parent / "global_step_2"
+    (wrap / "aws").write_text(
+        f"#!{BASH}\nif [ \"$2\" = sync ] && [ ! -e {begun} ]; then mkdir -p {begun} && echo shard > {begun}/shard-0; fi\n"
+        f'exec {tmp_path / "awsbin" / "aws"} "$@"\n'
+    )
+    (wrap / "aws").chmod(0o755)
+    env = {**aws, "PATH": f"{wrap}:{aws['PATH']}", "RUN_DIR": str(run), "STATE_DIR": str(state), "SYNC_INTERVAL_SECONDS": "30"}
+    result = run_script(tmp_path, "sync.sh", scripts.sync(), env)
+    assert result.returncode == 0, result.stderr
+    s3 = bucket(tmp_path) / "logs" / "checkpoints"
+    assert (begun / "shard-0").exists() and steps(s3) == [1] and (s3 / "global_step_1" / MARKER).exists()
+    assert not (s3 / "global_step_2").exists()

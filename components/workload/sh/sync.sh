@@ -5,23 +5,24 @@ trap 'stop=1' TERM INT
 shopt -s globstar nullglob
 # Only complete checkpoints (a global_step_<N> holding the launcher's marker) go up, and their
 # markers in a second pass once every file is there: S3 never holds a marker for a partial step.
+# Every step is left out unless it was complete when the pass began (filters: the later wins), so
+# a step the trainer begins during the upload is not sent either.
 # The markers sent are those of the steps complete when the first pass began (a step marked since
 # had its files left out). Then UPLOAD_RECORD in STATE_DIR lists them: the launcher removes a
 # checkpoint from the node only once it is there (checkpoints.sh).
 upload() {
-  local step rel complete=() markers=(--exclude "*") n=0
-  local excludes=(--exclude "*${COMPLETE_MARKER}" --exclude "*${COMPLETE_MARKER}.*.tmp" --exclude "*/${REMOVING}")
+  local step rel complete=() markers=(--exclude "*") n=0 filters=(--exclude "*global_step_*/*")
   for step in "${RUN_DIR}"/**/global_step_*/; do
     rel=${step#"${RUN_DIR}/"}
     if [ -f "${step}${COMPLETE_MARKER}" ]; then
       complete+=("${step%/}")
       n=$(( n + 1 ))
+      filters+=(--include "${rel}*")
       markers+=(--include "${rel}${COMPLETE_MARKER}")
-    else
-      excludes+=(--exclude "${rel}*")
     fi
   done
-  aws s3 sync "${RUN_DIR}/" "${S3_URI}/" --only-show-errors "${excludes[@]}" || return
+  filters+=(--exclude "*${COMPLETE_MARKER}" --exclude "*${COMPLETE_MARKER}.*.tmp" --exclude "*/${REMOVING}")
+  aws s3 sync "${RUN_DIR}/" "${S3_URI}/" --only-show-errors "${filters[@]}" || return
   if [ "${n}" -gt 0 ]; then
     aws s3 sync "${RUN_DIR}/" "${S3_URI}/" --only-show-errors "${markers[@]}" || return
   fi
