@@ -17,7 +17,7 @@ holds its run directory, against what that storage offers, as pure functions of 
 :data:`STORAGE_RULES` refuses, before anything is created, a run whose budget does not fit, naming
 the keys that change it; :func:`storage_warnings` names one near the limit; :func:`storage_budget`
 is plan.json's ``storageBudget`` and :func:`render` the plan's lines. The node-local run directory's
-emptyDir is sized from :func:`run_directory_gib` (workload/run.py).
+emptyDir is limited by :func:`run_directory_gib` (workload/run.py): the room its storage leaves it.
 """
 
 from __future__ import annotations
@@ -171,11 +171,23 @@ def kept_saves(settings: StackSettings, saves: SavesPerRun) -> int:
 
 
 def run_directory_gib(settings: StackSettings) -> Optional[int]:
-    """The run directory's size at most (kept saves and logs), rounded up; None when the save size is unknown."""
+    """The node-local run directory's size limit (its emptyDir's sizeLimit), rounded down: the room
+    its storage leaves it once the image, the system, the staged inputs and the containers'
+    writable layers are counted, and never below the kept saves' estimate; None when the save size
+    is unknown. Not the estimate itself: a pod over its emptyDir's sizeLimit is evicted with a 1 s
+    grace period (the kubelet's immediateEvictionGracePeriodSeconds), so the sync sidecar's last
+    upload never runs and the saves not yet in S3 go with the emptyDir, while saves outpace the
+    retention whenever the uploads lag (a save more often than the sync interval) and one save's
+    size is an estimate. The limit stops the run directory only where the node's disk would be
+    under pressure anyway."""
     save = save_of(settings)
     if save is None:
         return None
-    return math.ceil(kept_saves(settings, saves_per_run(settings)) * save.gib + LOGS_GIB)
+    estimate = math.ceil(kept_saves(settings, saves_per_run(settings)) * save.gib + LOGS_GIB)
+    storage = storage_of(settings)
+    inputs = float(settings.workload.model.size_gib) if _staged_inputs(settings) else 0.0
+    others = sum(gib for _, gib in storage.shares) + inputs + (WRITABLE_GIB if storage.node else 0.0)
+    return max(estimate, math.floor(storage.room_gib - others))
 
 
 def storage_budget(settings: StackSettings) -> Optional[dict[str, Any]]:

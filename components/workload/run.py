@@ -172,9 +172,9 @@ class Run:
     inputs: tuple[ChosenInput, ...] = ()
     """Every input of the run (its recipe's), staged or already in the pod."""
     run_dir_gib: Optional[int] = None
-    """Without the shared filesystem: the node-local run directory's size limit, the storage
-    budget's (rlinf_eks.storage_budget.run_directory_gib: keepLocal complete saves, the one being
-    written and the logs); None: no limit (on FSx, or a save size the recipe does not know)."""
+    """Without the shared filesystem: the node-local run directory's size limit, the room its
+    storage leaves it (rlinf_eks.storage_budget.run_directory_gib); None: no limit (on FSx, or a
+    save size the recipe does not know)."""
 
     @functools.cached_property
     def identity(self) -> str:

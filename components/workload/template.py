@@ -85,8 +85,9 @@ def ray_volumes(
         volumes.append(core.VolumeArgs(name="shared", persistent_volume_claim=core.PersistentVolumeClaimVolumeSourceArgs(claim_name=claim_name)))
         mounts.append(core.VolumeMountArgs(name="shared", mount_path=shared_mount_path))
     if not paths.shared:
-        # sized by the storage budget: a run that writes more than its kept checkpoints is evicted
-        # (its newest complete checkpoint is in S3) before it fills the node's disk; no
+        # limited to the room the node's disk leaves it (storage_budget.run_directory_gib), not to
+        # the kept saves' estimate: an emptyDir over its limit is evicted with a 1 s grace period,
+        # before the sync sidecar's last upload, while saves outpace a lagging upload; no
         # ephemeral-storage request, which Kueue would refuse to admit as a resource its
         # ClusterQueue does not cover (kubernetes-sigs/kueue#4848): the plan's budget checks the fit
         limit = f"{run_dir_gib}Gi" if run_dir_gib else None
