@@ -118,14 +118,19 @@ class Cluster(pulumi.ComponentResource):
             raise missing_kubeconfig_error(cluster_name)
         super().__init__("rlinf-eks:index:Cluster", name, None, opts)
         self.endpoint_access = endpoint_access(settings)
+        self._system_nodes: list[pulumi.Resource] = []
         if settings.existing:
             self._attach(name, cluster_name, existing_kubeconfig)  # type: ignore[arg-type]
         else:
             self._create(name, settings, cluster_name, vpc_id, subnet_ids, dict(tags), node_monitoring_agent)
+        # A new cluster's Kubernetes objects wait for its system nodes: the Helm releases install
+        # atomically and wait for their controllers' pods (helm_releases.py), which run there; a
+        # release begun while the nodes are still launching counts their start against its timeout
+        # and is purged when it runs out. Destroy then deletes the objects before the nodes.
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self._system_nodes),
         )
         self.register_outputs(
             {
@@ -222,6 +227,7 @@ class Cluster(pulumi.ComponentResource):
         # (CoreDNS, the FSx CSI controller) and is created before any node can run it turns
         # DEGRADED, and the add-on create fails waiting for ACTIVE.
         self.cluster_name = system_nodes.node_group_name.apply(lambda _: cluster_name)
+        self._system_nodes = [system_nodes]
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[system_nodes])
         addons = ["coredns", "eks-pod-identity-agent"]
         if node_monitoring_agent:

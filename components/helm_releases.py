@@ -12,7 +12,8 @@ So every release is installed and upgraded atomically:
   Helm's (and pulumi-kubernetes') default is 300 s; 600 s leaves room for the first pull of a
   controller's image on fresh system nodes and for kube-prometheus-stack's CRDs and pods. The
   device plugins' DaemonSets are ready with zero GPU nodes (no pod desired), so no release waits
-  for a GPU node.
+  for a GPU node; the controllers run on the system nodes, which a new cluster's Kubernetes
+  provider waits for (cluster.py), so their launch never counts against the timeout.
 
 What atomic cannot undo: a ``pulumi up`` killed while Helm works (Ctrl-C twice, a lost session)
 leaves the release ``pending-install`` or ``pending-upgrade``, with no process left to roll it back;

@@ -36,6 +36,21 @@ def test_every_helm_release_is_atomic_cleans_up_and_waits_with_a_timeout(stack, 
         assert not inputs.get("skipAwait") and inputs.get("timeout") == TIMEOUT_SECONDS, release["name"]
 
 
+@pytest.mark.parametrize("stack, sets", RELEASE_CASES, ids=lambda v: v if isinstance(v, str) else ",".join(v) or "-")
+def test_every_helm_release_waits_for_the_system_nodes_that_run_its_controllers(stack, sets):
+    # An atomic release is purged when its pods are not ready within the timeout: the controllers
+    # (KubeRay, Kueue, JobSet, kube-prometheus-stack, the autoscaler) run on the system nodes, so the
+    # Kubernetes provider of a new cluster is created only once the system node group is ACTIVE,
+    # never while the nodes are still being launched (the 600 s would count their start).
+    plan = plan_stack(stack, *sets)
+    groups = [r["urn"] for r in plan.of_type("aws:eks/nodeGroup:NodeGroup") if r["name"].endswith("-system")]
+    providers = {r["urn"]: r for r in plan.of_type("pulumi:providers:kubernetes")}
+    for release in plan.of_type(RELEASE):
+        provider = providers[release["provider"]]
+        assert set(groups) <= set(provider["options"]["dependsOn"]), (release["name"], provider["name"])
+    assert groups or not plan.of_type(RELEASE) or plan.settings.cluster.existing
+
+
 def test_the_cases_reach_every_chart():
     charts = {r["inputs"]["chart"].rsplit("/", 1)[-1] for s, sets in RELEASE_CASES for r in plan_stack(s, *sets).of_type(RELEASE)}
     assert {"karpenter", "kube-prometheus-stack", "cluster-autoscaler", "kueue", "jobset", "kuberay-operator"} <= charts, charts
