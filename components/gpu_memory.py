@@ -148,12 +148,13 @@ def model_state_gib(model: ModelFacts, gpus: int) -> float:
 
 
 def _nearest(recipe: str, run: Mapping[str, Setting]) -> tuple[Optional[Figure], Optional[Figure]]:
-    """(the figure at the smallest sequence length >= the run's, an out-of-memory figure at a
+    """(the measured peak at the smallest sequence length >= the run's, an out-of-memory figure at a
     sequence length <= the run's), both at the run's micro batch and gradient checkpointing; among
-    equals, the trainer's own code's figure, then the newest (:attr:`Figure.preference`)."""
+    equals, the trainer's own code's figure, then the newest (:attr:`Figure.preference`). Running
+    out of memory at a longer sequence says nothing of the run's."""
     alike = [f for f in figures() if f.recipe == recipe and f.micro_batch == run["microBatch"].value
              and f.gradient_checkpointing == run["gradientCheckpointing"].value]
-    above = sorted((f for f in alike if f.seq_length >= run["seqLength"].value), key=lambda f: (f.seq_length, *f.preference, f.oom))
+    above = sorted((f for f in alike if not f.oom and f.seq_length >= run["seqLength"].value), key=lambda f: (f.seq_length, *f.preference))
     oom_below = sorted((f for f in alike if f.oom and f.seq_length <= run["seqLength"].value), key=lambda f: (-(f.gpu_gib or 0), *f.preference))
     return (above[0] if above else None), (oom_below[0] if oom_below else None)
 
@@ -178,18 +179,17 @@ def gpu_memory(settings: StackSettings) -> Optional[dict[str, Any]]:
     figure, oom = _nearest(recipe, run)
     gpus = actor_gpus(settings, model)
     state = model_state_gib(model, gpus)
-    if figure is not None and not figure.oom and figure.peak_gib is not None:
+    if figure is not None and figure.peak_gib is not None:
         need = figure.peak_gib + (state if figure.activations_only else 0.0)
         verdict = "fits" if need <= usable else "does not fit"
         return {**report, "verdict": verdict, "needGiB": round(need, 1),
                 "figure": {"seqLength": figure.seq_length, "peakGiB": figure.peak_gib, "activationsOnly": figure.activations_only,
                            "gpu": figure.gpu, "source": figure.source, "date": figure.date, "trainerCode": figure.trainer_code, "how": figure.how},
                 "modelStateGiB": round(state, 2) if figure.activations_only else None, "actorGpus": gpus}
-    for failed in (f for f in (figure, oom) if f is not None and f.oom):
-        if failed.gpu_gib is not None and gpu_gib <= failed.gpu_gib:
-            return {**report, "verdict": "does not fit", "needGiB": None,
-                    "figure": {"seqLength": failed.seq_length, "oom": True, "gpu": failed.gpu, "source": failed.source, "date": failed.date,
-                               "trainerCode": failed.trainer_code, "how": failed.how}}
+    if oom is not None and oom.gpu_gib is not None and gpu_gib <= oom.gpu_gib:
+        return {**report, "verdict": "does not fit", "needGiB": None,
+                "figure": {"seqLength": oom.seq_length, "oom": True, "gpu": oom.gpu, "source": oom.source, "date": oom.date,
+                           "trainerCode": oom.trainer_code, "how": oom.how}}
     return {**report, "verdict": "not measured", "reason": f"no figure of {recipe} at sequence length >= {run['seqLength'].value}, "
             f"micro batch {run['microBatch'].value}, gradient checkpointing {run['gradientCheckpointing'].value} for a {gpu_gib:g} GiB GPU "
             "(trainers/gpu_memory.yaml)"}

@@ -60,6 +60,15 @@ def test_an_out_of_memory_figure_refuses_gpus_no_larger_and_leaves_larger_ones_n
     assert "not measured" in render(h200)
 
 
+def test_an_out_of_memory_figure_at_a_longer_sequence_never_refuses_a_shorter_run():
+    # 18432 tokens without gradient checkpointing ran out of memory on an H100; 8192 needed 35.5 GiB.
+    # At 12000 tokens nothing was measured: running out at a longer sequence says nothing of it.
+    s = reasoning("runner.seq_length=12000")
+    report = gpu_memory(s)
+    assert report["verdict"] == "not measured" and "sequence length >= 12000" in report["reason"]
+    assert gpu_memory_problems(s) == []
+
+
 def test_a_measured_need_above_the_gpu_names_the_types_that_hold_it():
     (line,) = gpu_memory_problems(reasoning(f"{GC}=True", instanceType="p4d.24xlarge", nodeCount=2))
     assert "needs 39.8 GiB a GPU (38.18 GiB measured at 18432 tokens + 1.66 GiB of model state over 16 GPUs)" in line
