@@ -295,6 +295,21 @@ def _fixed_clock(monkeypatch):
 
 
 @pytest.fixture(scope="session")
+def cli_python(tmp_path_factory) -> str:
+    """The ``python`` a test runs ``[cli_python, "-m", "rlinf_eks", ...]`` with, to read what the
+    command prints and writes: the session's warm shim (tests/warm_cli.py), whose ``-m rlinf_eks``
+    is a process of its own, forked with the imports done, running the command's entry point with
+    the caller's arguments, environment, working directory and standard streams
+    (tests/test_warm_cli.py holds it to a fresh interpreter's output, files and exit status); about
+    0.8 of the 1.2-1.4 CPU-s of a fresh ``plan`` process are its imports. A test of the process
+    itself (its start, signals, a closed or full stream) runs ``sys.executable``."""
+    session = os.environ.get(warm_cli.SESSION_ENV)
+    if not session or not os.path.isdir(session):
+        return sys.executable
+    return str(warm_cli.bin_dir(tmp_path_factory.mktemp("cli-python"), warm_cli.socket_of(Path(session))) / "python")
+
+
+@pytest.fixture(scope="session")
 def kube_apiserver_session() -> "kube_apiserver.Session":
     """The session's real kube-apiserver (tests/kube_apiserver.py) with the stacks' CRDs installed
     and Established, and its start-up times; skips with one line saying how to get the binaries

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -336,10 +335,10 @@ def test_a_resource_type_without_actions_fails_naming_it():
         dp.deployer_policy([{"type": "aws:sns/topic:Topic", "custom": True}])
 
 
-def test_the_plan_writes_the_deployer_policy_and_its_notes(tmp_path):
+def test_the_plan_writes_the_deployer_policy_and_its_notes(tmp_path, cli_python):
     (tmp_path / "deployer-policy-7.json").write_text("{}")  # a stale part of an earlier plan
     done = subprocess.run(
-        [sys.executable, "-m", "rlinf_eks", "plan", "single-node", "--out", str(tmp_path), "--quiet"],
+        [cli_python, "-m", "rlinf_eks", "plan", "single-node", "--out", str(tmp_path), "--quiet"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert done.returncode == 0, done.stderr

@@ -7,7 +7,6 @@ which; the deployer may empty the contexts' bucket and never the checkpoints."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
@@ -74,7 +73,7 @@ def test_destroy_keeps_the_data_stores_and_deletes_the_image_build_stores(platfo
     assert repositories and all(r["inputs"]["forceDelete"] is True and not r["options"]["protect"] for r in repositories)
 
 
-def test_the_plan_says_what_destroy_keeps_and_deletes(platform, tmp_path):
+def test_the_plan_says_what_destroy_keeps_and_deletes(platform, tmp_path, cli_python):
     plan, _ = platform
     lines = destroy_lines(plan.resources)
     assert lines[0].startswith("Destroy")
@@ -83,7 +82,7 @@ def test_the_plan_says_what_destroy_keeps_and_deletes(platform, tmp_path):
     assert any("deletes bucket training-image-contexts with every object version (forceDestroy)" in line for line in lines)
     assert sum("deletes image repository" in line for line in lines) == len(plan.of_type("aws:ecr/repository:Repository"))
     # from the user's side: the plan's tree ends with it
-    done = subprocess.run([sys.executable, "-m", "rlinf_eks", "plan", "platform", "--out", str(tmp_path)],
+    done = subprocess.run([cli_python, "-m", "rlinf_eks", "plan", "platform", "--out", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Destroy (docs/deploying.md):\n  keeps bucket checkpoints-bucket" in done.stdout

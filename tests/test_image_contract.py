@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import posixpath
 import subprocess
-import sys
 
 import pytest
 
@@ -160,13 +159,13 @@ def test_each_dialect_names_its_entry_script_and_config_dir_as_its_command_line_
 
 
 @pytest.mark.parametrize("stack", ["single-node", "multi-node-kuberay"])
-def test_the_cli_prints_the_contract_of_a_stack(stack):
+def test_the_cli_prints_the_contract_of_a_stack(stack, cli_python):
     done = subprocess.run(
-        [sys.executable, "-m", "rlinf_eks", "image-contract", stack, "--set", "workload.rayVersion=2.47.1"],
+        [cli_python, "-m", "rlinf_eks", "image-contract", stack, "--set", "workload.rayVersion=2.47.1"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "ray: exactly 2.47.1 (workload.rayVersion)" in done.stdout
     assert "entry script: /workspace/" in done.stdout and "fi_info -p efa" in done.stdout
-    bad = subprocess.run([sys.executable, "-m", "rlinf_eks", "image-contract", "nope"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    bad = subprocess.run([cli_python, "-m", "rlinf_eks", "image-contract", "nope"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert bad.returncode == 2 and "error: stack nope" in bad.stderr

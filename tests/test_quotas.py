@@ -4,7 +4,6 @@ from the catalog, only codes this project checked, and the plan's output carries
 from __future__ import annotations
 
 import subprocess
-import sys
 
 from rlinf_eks import quotas
 from rlinf_eks.offline.outputs.plan import settings_of
@@ -43,9 +42,9 @@ def test_an_unknown_family_is_named_as_unknown_never_guessed():
     assert need.code is None and "no Service Quotas code known here" in str(need)
 
 
-def test_the_plan_prints_the_quotas_and_that_p5_capacity_is_not_a_quota(tmp_path):
+def test_the_plan_prints_the_quotas_and_that_p5_capacity_is_not_a_quota(tmp_path, cli_python):
     done = subprocess.run(
-        [sys.executable, "-m", "rlinf_eks", "plan", "multi-node", "--out", str(tmp_path / "plan")],
+        [cli_python, "-m", "rlinf_eks", "plan", "multi-node", "--out", str(tmp_path / "plan")],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert done.returncode == 0, done.stderr

@@ -179,9 +179,8 @@ def test_the_placeholder_message_for_the_image_points_at_the_training_image_sect
         assert IMAGE_POINTER in image_line, stack_file.name
 
 
-def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path):
+def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path, cli_python):
     import subprocess
-    import sys
 
     from rlinf_eks import quotas
     from rlinf_eks.offline.deployer.deployer_policy import POLICY_FILE
@@ -197,7 +196,7 @@ def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path):
     part = POLICY_FILE.replace(".json", "-1.json")
     assert f"file://build/single-node/{part}" in body
     done = subprocess.run(
-        [sys.executable, "-m", "rlinf_eks", "plan", "single-node", "--out", str(tmp_path)],
+        [cli_python, "-m", "rlinf_eks", "plan", "single-node", "--out", str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert done.returncode == 0, done.stderr
@@ -206,7 +205,7 @@ def test_before_you_deploy_quotes_what_the_plan_prints_and_writes(tmp_path):
     quoted = re.search(r"`(stack cost [^`]*)`", body).group(1)
     assert cost.startswith(quoted), f"README quotes {quoted!r}, the plan prints {cost!r}"
     multi = subprocess.run(
-        [sys.executable, "-m", "rlinf_eks", "plan", "multi-node", "--out", str(tmp_path / "multi")],
+        [cli_python, "-m", "rlinf_eks", "plan", "multi-node", "--out", str(tmp_path / "multi")],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     example = re.search(r"`(Running On-Demand P instances \(L-417A185B\)[^`]*)`", body).group(1)
