@@ -270,7 +270,7 @@ def _training(
             settings=settings,
             service_account_name=identity.service_account_name,
             bucket_name=storage.bucket_name,
-            shared_volume_claim=shared_fs.claim_name if shared_fs else None,
+            shared_volume_claim=shared_fs.claim_name if shared_fs else None, shared_volume_exported=True,  # its DRA exports
             hf_token=secrets.hf_token,
             wandb_api_key=secrets.wandb_api_key,
             operator=operator,
@@ -420,7 +420,7 @@ def build_experiment(settings: StackSettings, secrets: Secrets, stack: str, plat
         settings=settings,
         service_account_name=identity.service_account_name,
         bucket_name=bucket,
-        shared_volume_claim=claim.metadata.name if claim is not None else None,
+        shared_volume_claim=claim.metadata.name if claim is not None else None, shared_volume_exported=True,  # the platform's FSx
         hf_token=secrets.hf_token,
         wandb_api_key=secrets.wandb_api_key,
         controllers_installed=True,

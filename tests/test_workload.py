@@ -401,3 +401,39 @@ def test_settings_given_as_a_mapping_pass_every_rule_of_the_loading_step():
     data = {"workload": {"image": "example.com/rlinf:test", "launcher": "kuberay"}, "cluster": {"deployFromVpc": True}}
     with pytest.raises(ConfigError, match="workload.launcher='kuberay': needs the KubeRay operator"):
         run_component(lambda: RlinfTraining("rlinf", settings=data, service_account_name="training-sa", bucket_name="b"))
+
+
+# --- retention on a claim the program brings ----------------------------------------------------
+
+
+def _retention_of(launch: str) -> str:
+    return next(line for line in launch.splitlines() if line.startswith("KEEP_LOCAL="))
+
+
+@pytest.mark.parametrize("exported, kept", [(False, "KEEP_LOCAL=0"), (True, "KEEP_LOCAL=2")])
+def test_the_launcher_removes_checkpoints_from_a_shared_claim_only_where_it_is_exported_to_the_bucket(exported, kept):
+    # A program's own ReadWriteMany claim (EFS, NFS, an FSx without a data repository association)
+    # exports nothing: removing older checkpoints from it 15 minutes after their marker lost them.
+    # Only the stack's own SharedFilesystem (whose association exports new files) says it is.
+    s = with_shared_filesystem(multi_node(), True)
+
+    def program() -> None:
+        RlinfTraining(
+            "rlinf",
+            settings=s,
+            service_account_name="training-sa",
+            bucket_name="rlinf-ckpt-bucket",
+            shared_volume_claim="own-claim",
+            shared_volume_exported=exported,
+        )
+
+    launch = one(run_component(program), CONFIG_MAP, "rlinf-launch")["inputs"]["data"]["launch.sh"]
+    assert _retention_of(launch) == kept
+
+
+def test_the_stacks_own_shared_filesystem_is_exported_so_the_launcher_retains():
+    from tests.harness import plan_stack
+
+    plan = plan_stack("multi-node")
+    (config_map,) = [r for r in plan.of_type(CONFIG_MAP) if r["name"] == "rlinf-launch"]
+    assert _retention_of(config_map["inputs"]["data"]["launch.sh"]) == "KEEP_LOCAL=2"

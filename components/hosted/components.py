@@ -138,6 +138,7 @@ class RlinfTraining(workload.RlinfTraining):
             service_account_name=args["service_account_name"],
             bucket_name=args["bucket_name"],
             shared_volume_claim=claim,
+            shared_volume_exported=bool(args.get("shared_volume_exported", False)),
             hf_token=args.get("hf_token"),
             wandb_api_key=args.get("wandb_api_key"),
             controllers_installed=True,

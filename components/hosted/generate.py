@@ -93,6 +93,9 @@ SPECS: tuple[ArgsSpec, ...] = (
             Ref("bucket_name", _INPUT_STR, "The checkpoint bucket."),
             Ref("shared_volume_claim", _OPTIONAL_INPUT_STR, "The shared filesystem's PersistentVolumeClaim (ReadWriteMany): "
                 "given exactly when storage.sharedFilesystem.enabled is true."),
+            Ref("shared_volume_exported", "NotRequired[bool]", "The claim's filesystem exports new files to the checkpoint bucket "
+                "(an FSx data repository association): only then does the launcher remove older checkpoints from it "
+                "(workload.checkpoints.keepLocal). Defaults to false: another claim keeps every checkpoint."),
             *SECRETS,
             KUBECONFIG,
         ),

@@ -74,8 +74,10 @@ def run_annotations(run: Run) -> dict[str, str]:
     return annotations
 
 
-def launch_scripts(run: Run) -> dict[str, str]:
-    """The ConfigMap's files, by name."""
+def launch_scripts(run: Run, *, retain: bool = True) -> dict[str, str]:
+    """The ConfigMap's files, by name. ``retain``: the launcher may remove older checkpoints
+    (workload.checkpoints.keepLocal) once the bucket holds them; False on a shared claim that
+    exports nothing to the bucket."""
     settings, launch, paths, shape, names, nnodes = run.settings, run.launch, run.paths, run.shape, run.names, run.nnodes
     pythonpath = trainer_pythonpath(settings, launch.env)
     files = {TRAINER_SCRIPT: launch.script()}
@@ -83,7 +85,7 @@ def launch_scripts(run: Run) -> dict[str, str]:
     # in the training run's .rlinf-eks (trainer.sh checks the training run's identity, read only)
     launcher_dir = paths.eval_dir if settings.workload.mode == "eval" else paths.root
     # the launcher's retention of older checkpoints (eval mode writes none)
-    keep_local = settings.workload.checkpoints.keep_local if settings.workload.mode != "eval" else 0
+    keep_local = settings.workload.checkpoints.keep_local if settings.workload.mode != "eval" and retain else 0
     if settings.workload.launcher == "manual":
         files["launch.sh"] = scripts.manual_launch(
             nnodes=nnodes,
@@ -194,6 +196,10 @@ class RlinfTraining(pulumi.ComponentResource):
             ``claim_name``): given exactly when the settings use the shared filesystem, else
             ValueError. Without the shared filesystem, checkpoints are synced to
             s3://<bucket>/<stack>/.
+        shared_volume_exported: the claim's filesystem exports new files to the checkpoint bucket
+            (a SharedFilesystem's, whose data repository association does): only then does the
+            launcher remove older checkpoints from it (``workload.checkpoints.keepLocal``). Another
+            claim (EFS, NFS, an FSx of your own) keeps every checkpoint. Defaults to False.
         hf_token: the Hugging Face token, a secret Output; None when unset.
         wandb_api_key: the W&B API key, a secret Output; None when unset (the trainer then does not
             log to W&B).
@@ -220,6 +226,7 @@ class RlinfTraining(pulumi.ComponentResource):
         service_account_name: pulumi.Input[str],
         bucket_name: pulumi.Input[str],
         shared_volume_claim: Optional[pulumi.Input[str]] = None,
+        shared_volume_exported: bool = False,
         hf_token: Optional[pulumi.Input[str]] = None,
         wandb_api_key: Optional[pulumi.Input[str]] = None,
         operator: Optional[KubeRayOperator] = None,
@@ -252,7 +259,8 @@ class RlinfTraining(pulumi.ComponentResource):
                 opts=child,
             )
 
-        files = launch_scripts(run)
+        # on a shared claim, checkpoints leave it only where the bucket gets a copy
+        files = launch_scripts(run, retain=not run.shared or shared_volume_exported)
         k8s.core.v1.ConfigMap(
             f"{name}-launch",
             metadata=meta.ObjectMetaArgs(name=LAUNCH_CONFIG_MAP, namespace=namespace, labels=dict(APP_LABELS)),

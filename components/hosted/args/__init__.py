@@ -64,6 +64,8 @@ class RlinfTrainingArgs(TypedDict):
     "The checkpoint bucket."
     shared_volume_claim: NotRequired[pulumi.Input[str]]
     "The shared filesystem's PersistentVolumeClaim (ReadWriteMany): given exactly when storage.sharedFilesystem.enabled is true."
+    shared_volume_exported: NotRequired[bool]
+    "The claim's filesystem exports new files to the checkpoint bucket (an FSx data repository association): only then does the launcher remove older checkpoints from it (workload.checkpoints.keepLocal). Defaults to false: another claim keeps every checkpoint."
     hf_token: NotRequired[pulumi.Input[str]]
     "The Hugging Face token (a secret), for a gated or private model: it reaches the pods as HF_TOKEN through a Kubernetes Secret."
     wandb_api_key: NotRequired[pulumi.Input[str]]
