@@ -278,6 +278,12 @@ GC_YOUNG = 20_000
 
 
 def pytest_collection_finish(session):
+    # the command line's plans made in-process (main(["plan", ...])) are shared within the session:
+    # tests/harness.py shared_make_plan
+    from rlinf_eks.offline.outputs import plan as plan_mod
+    from tests import harness
+
+    plan_mod.make_plan = harness.shared_make_plan
     gc.collect()
     gc.freeze()
     gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
@@ -290,8 +296,14 @@ real clock by tests/test_config_holes.py."""
 @pytest.fixture(autouse=True)
 def _fixed_clock(monkeypatch):
     from rlinf_eks import loading
+    from tests import harness
 
     monkeypatch.setattr(loading, "clock", lambda: TEST_NOW)
+    # the command line's in-process plans are shared where the test changed nothing a plan reads
+    # (tests/harness.py shared_make_plan reads this monkeypatch's record)
+    harness._TEST_MONKEYPATCH.append(monkeypatch)
+    yield
+    harness._TEST_MONKEYPATCH.remove(monkeypatch)
 
 
 @pytest.fixture(scope="session")

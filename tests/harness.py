@@ -178,20 +178,26 @@ def plan_stack(stack: str, *sets: str) -> Plan:
     RLINF_EKS_TEST_PLAN_CACHE names: the first worker to ask for a plan computes it under a file
     lock and pickles it there, the others load it. The sources cannot change within a session, so
     the stack and the edits are the whole key."""
+    return _shared(repr(("plan_stack", stack, sets)), lambda: _make_stack_plan(stack, sets))
+
+
+def _shared(key: str, compute: Callable[[], Plan]) -> Plan:
+    """``compute()``, made once per test session for ``key`` (RLINF_EKS_TEST_PLAN_CACHE's directory,
+    under a file lock), a fresh copy (unpickled) for every other caller; computed here without one."""
     directory = os.environ.get(PLAN_CACHE_ENV)
     if not directory or not os.path.isdir(directory):
-        return _make_stack_plan(stack, sets)
+        return compute()
     import fcntl
     import hashlib
     import pickle
 
-    key = hashlib.sha256(repr((stack, sets)).encode()).hexdigest()[:32]
-    path = Path(directory, f"{key}.pickle")
-    with open(Path(directory, f"{key}.lock"), "w") as lock:
+    name = hashlib.sha256(key.encode()).hexdigest()[:32]
+    path = Path(directory, f"{name}.pickle")
+    with open(Path(directory, f"{name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.exists():
             return pickle.loads(path.read_bytes())
-        plan = _make_stack_plan(stack, sets)
+        plan = compute()
         partial = path.with_suffix(".partial")
         partial.write_bytes(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))
         partial.replace(path)
@@ -204,7 +210,51 @@ def _make_stack_plan(stack: str, sets: tuple[str, ...]) -> Plan:
     # "--unset KEY" as on the command line; every other edit is a --set KEY=VALUE
     edits = [Unset(item[len("--unset "):]) if item.startswith("--unset ") else item for item in sets]
     config = load(ROOT, stack, edits)
-    return make_plan(config, platform_of(config))
+    platform = platform_of(config)
+    return make_plan(config, platform) if platform is not None else shared_make_plan(config)
+
+
+# --- the plans the command line makes in-process ----------------------------------------------------
+#
+# About 120 tests run the command line in-process (``main(["plan", STACK, ...])``) to read what it
+# prints and writes; many plan the same stack with the same settings (single-node about 20 times in
+# a session), each 0.15-0.3 CPU-s. A plan is a pure function of the loaded stack config, the clock
+# and the sources, so the command's ``make_plan`` is shared through the session's plan cache
+# (tests/conftest.py installs ``cli_make_plan`` in its place), keyed by the loaded config (what
+# the stack file and the --set edits made of it), the clock and the working directory; everything
+# else the command does (arguments, the output folder's checks, the refusals, what it writes and
+# prints, the exit status) still runs in the test. It is made fresh where a test has changed
+# anything a plan could read (a monkeypatch other than the clock, an environment variable, sys.path)
+# or the plan is an experiment's (its platform's plan is a folder of the test's).
+
+_MAKE_PLAN = make_plan  # the library's own, bound at import
+_TEST_MONKEYPATCH: list = []
+"""The running test's monkeypatch (tests/conftest.py's _fixed_clock sets it)."""
+
+
+def _untouched() -> bool:
+    """The running test has changed nothing a plan reads, but the clock (part of the key)."""
+    if not _TEST_MONKEYPATCH:
+        return False
+    patched = _TEST_MONKEYPATCH[-1]
+    from rlinf_eks import loading
+
+    return (
+        all(target is loading and name == "clock" for target, name, _ in patched._setattr)
+        and not patched._setitem and patched._savesyspath is None
+    )
+
+
+def shared_make_plan(stack_config: Any, platform: Any = None) -> Plan:
+    """``make_plan(stack_config, platform)``, shared within the session where the running test has
+    changed nothing a plan reads (see above)."""
+    if platform is not None or not _untouched():
+        return _MAKE_PLAN(stack_config, platform)
+    from rlinf_eks import loading
+
+    key = repr(("make_plan", stack_config.project, stack_config.stack, sorted(stack_config.flat().items()),
+                sorted(stack_config.secret_keys), list(stack_config.problems), loading.clock().isoformat(), os.getcwd()))  # fmt: skip
+    return _shared(key, lambda: _MAKE_PLAN(stack_config, platform))
 
 
 def platform_of(config: Any) -> Any:
