@@ -115,8 +115,8 @@ def private_bucket(prefix: str, bucket: aws.s3.Bucket, *, parent: pulumi.Resourc
 def checkpoint_lifecycle(prefix: str, bucket: aws.s3.Bucket, *, parent: pulumi.Resource) -> aws.s3.BucketLifecycleConfiguration:
     """The checkpoint bucket's lifecycle rule ``<prefix>-lifecycle``: noncurrent versions expire
     after NONCURRENT_VERSION_DAYS, incomplete multipart uploads are aborted after
-    MULTIPART_ABORT_DAYS; current objects never expire (the run's checkpoints stay until
-    workload.checkpoints.keepInBucket or a person deletes them)."""
+    MULTIPART_ABORT_DAYS, and a delete marker left alone goes; current objects never expire (the
+    run's checkpoints stay until workload.checkpoints.keepInBucket or a person deletes them)."""
     return aws.s3.BucketLifecycleConfiguration(
         f"{prefix}-lifecycle",
         bucket=bucket.id,
@@ -125,6 +125,8 @@ def checkpoint_lifecycle(prefix: str, bucket: aws.s3.Bucket, *, parent: pulumi.R
                 id="expire-noncurrent-versions",
                 status="Enabled",
                 filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                # a delete marker with no version left behind it (keepInBucket's deletions, 30 days on)
+                expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(expired_object_delete_marker=True),
                 noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
                     noncurrent_days=NONCURRENT_VERSION_DAYS
                 ),

@@ -1004,7 +1004,8 @@ def _lifecycle_rule(rule: Mapping[str, Any]) -> dict[str, Any]:
             "ID": rule.get("id"),
             "Status": rule["status"],
             "Filter": {"Prefix": (rule.get("filter") or {}).get("prefix")} if rule.get("filter") else None,
-            "Expiration": {"Days": _int(expiration.get("days"))} if expiration else None,
+            "Expiration": _drop_none({"Days": _int(expiration.get("days")), "ExpiredObjectDeleteMarker": expiration.get("expiredObjectDeleteMarker")})
+            if expiration else None,
             "NoncurrentVersionExpiration": {"NoncurrentDays": _int(noncurrent.get("noncurrentDays"))} if noncurrent else None,
             "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": _int(abort.get("daysAfterInitiation"))} if abort else None,
         }
