@@ -161,3 +161,16 @@ def test_the_quick_tier_leaves_out_what_runs_the_cli_through_a_helper_module_of_
     assert slow == {"test_the_cli", "test_through_a_function"}
     assert tiers.is_slow("tests/test_interrupts.py::test_image_contract_interrupted_says_one_line", str(tiers.Path(__file__).parent / "test_interrupts.py"),
                          "test_image_contract_interrupted_says_one_line", ())
+
+
+def test_the_quick_tier_leaves_out_what_uses_the_sessions_real_api_server(tmp_path):
+    # the real API server tier's fixtures start etcd and a kube-apiserver and wait for the stacks'
+    # CRDs to be Established (about 20 s on 2 cores): a process of its own, as the quick tier leaves out
+    from tests import tiers
+
+    module = tmp_path / "test_server.py"
+    module.write_text("def test_applies(api):\n    assert api\n\ndef test_pure():\n    assert 1\n")
+    path = str(module)
+    assert tiers.is_slow("tests/test_server.py::test_applies", path, "test_applies", ("api", "kube_api", "kube_apiserver_session"))
+    assert tiers.is_slow("tests/test_server.py::test_applies", path, "test_applies", ("kube_apiserver_session",))
+    assert not tiers.is_slow("tests/test_server.py::test_pure", path, "test_pure", ("tmp_path",))

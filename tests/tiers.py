@@ -6,7 +6,8 @@ botocore's models over every plan, the property test, the scripts run against th
 the warm CLI server), or a test that plans a whole stack, runs the CLI or starts a process, found
 in its source: a call of ``plan_stack``, ``make_plan``, the CLI's ``main([...])``, ``python -m
 rlinf_eks`` or ``subprocess.run/Popen/call/check_call/check_output`` (a rendered script run against
-its timeouts, a tool), directly or through a function or fixture of its module that makes one.
+its timeouts, a tool), directly or through a function or fixture of its module that makes one, or
+that uses the session's real kube-apiserver (SERVER_FIXTURES).
 What is left are the pure functions and the components under mocks: every test still runs in the
 full suite, which is the gate."""
 
@@ -23,6 +24,9 @@ WHOLE_MODULES = frozenset({
     "tests/test_workload_scripts.py", "tests/test_checkpoint_resume.py", "tests/test_cli_unix.py",
     "tests/test_report_browser.py", "tests/test_warm_cli.py",
 })  # fmt: skip
+SERVER_FIXTURES = frozenset({"kube_api", "kube_apiserver_session"})
+"""The session's real kube-apiserver (tests/kube_apiserver.py, the real API server tier): etcd and the
+server started, the stacks' CRDs installed and waited for until Established (about 20 s on 2 cores)."""
 WHOLE = re.compile(r"\bplan_stack\(|\bmake_plan\(|\bmain\(\[|\"-m\", \"rlinf_eks\"|-m rlinf_eks|\bsubprocess\.(?:run|Popen|call|check_call|check_output)\(")
 
 
@@ -62,7 +66,7 @@ def _whole_names(path: str) -> frozenset[str]:
 
 def is_slow(nodeid: str, path: str, function: str, fixtures: tuple[str, ...]) -> bool:
     module = nodeid.split("::", 1)[0]
-    if module in WHOLE_MODULES:
+    if module in WHOLE_MODULES or SERVER_FIXTURES.intersection(fixtures):
         return True
     whole = _whole_names(path)
     return function in whole or any(f in whole for f in fixtures)
