@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-ORDER = ("plan", "suite", "suite-quick")  # the order of the sections in the file
+ORDER = ("plan", "suite", "suite-compare", "suite-quick", "suite-compare-quick")  # the order of the sections in the file
 
 
 def _begin(name: str, script: str) -> str:

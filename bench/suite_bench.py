@@ -1,6 +1,8 @@
 """Benchmark of the test suite: the README's test command, timed.
 
     python bench/suite_bench.py [--runs 3] [--write]
+    python bench/suite_bench.py --runs 2 --before DIR --before-label TEXT [--write]
+
 
 Runs the pytest part of the README's test command (Quick start, second line: what follows the
 last `&&`, the set-up before it being done once) ``--runs`` times, each a fresh process started
@@ -15,6 +17,10 @@ is missed.
 A run's leftovers are the processes still alive after it ended that carry its marker in their
 environment (RLINF_EKS_SUITE_RUN, set for the run) or belong to its session (it starts in a new
 one): a test that starts a process must stop it.
+
+--before DIR times the same command in DIR too (a checkout of the code before a change, e.g. a
+``git worktree``; this interpreter, the same environment), the runs interleaved (before, after,
+before, after...) so that the host's load drifts alike for both, into the section "suite-compare".
 """
 
 from __future__ import annotations
@@ -75,13 +81,13 @@ def leftovers(marker: str, sid: int) -> list[str]:
     return found
 
 
-def run_once(command: str) -> dict:
+def run_once(command: str, cwd: Path = ROOT) -> dict:
     marker = uuid.uuid4().hex
     env = {**os.environ, MARKER: marker}
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.Popen(shlex.split(command), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(shlex.split(command), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     out, _ = proc.communicate()
     wall = time.perf_counter() - started
@@ -111,7 +117,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="write the suite section of bench/RESULTS.md")
     parser.add_argument("--quick", action="store_true", help=f"time the quick tier (python{QUICK}) into its own section")
+    parser.add_argument("--before", type=Path, help="a checkout of the code before a change: time both, interleaved")
+    parser.add_argument("--before-label", default="", help="what --before holds (for the section's text)")
     args = parser.parse_args()
+    if args.before:
+        return compare(args)
 
     # the quick tier: the README command's interpreter with the testing guide's arguments
     command = readme_test_command().split(" -m pytest", 1)[0] + QUICK if args.quick else readme_test_command()
@@ -171,6 +181,53 @@ def main() -> int:
 
         write_section("suite-quick" if args.quick else "suite", "suite_bench.py", "\n".join(lines))
     return 0 if ok else 1
+
+
+def compare(args: argparse.Namespace) -> int:
+    """The command (the full suite, or the quick tier with --quick) in ``args.before`` and here,
+    interleaved; a table per side, their medians and the change."""
+    command = readme_test_command().split(" -m pytest", 1)[0] + QUICK if args.quick else readme_test_command()
+    sides = {"before": args.before.resolve(), "after": ROOT}
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    for n in range(1, args.runs + 1):
+        for side, where in sides.items():
+            result = run_once(command, where)
+            runs[side].append(result)
+            print(f"{side} run {n}: {result['wall']:.1f} s, {result['cpu']:.1f} CPU-s, exit {result['status']}, {result['summary']}, "
+                  f"load average {result['load']:.2f} / {result['load_end']:.2f}", flush=True)
+    median = {side: (statistics.median(r["wall"] for r in rs), statistics.median(r["cpu"] for r in rs)) for side, rs in runs.items()}
+    lines = [
+        "# Test suite benchmark: before and after" + (" (the quick tier)" if args.quick else ""),
+        "",
+        f"Machine: {results.machine()}. After: commit {commit()}; before: {args.before_label or args.before}. "
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"Each run is a fresh process of `{command}` from the checkout's root, the two checkouts' runs interleaved",
+        f"(before, after, before, ...) so that the host's load drifts alike for both. Produced by",
+        f"`python bench/suite_bench.py --runs {args.runs}{' --quick' if args.quick else ''} --before DIR --write`. Environment: "
+        + ", ".join(f"{k}={os.environ[k]}" for k in ("RLINF_EKS_KUBE_ASSETS", "RLINF_EKS_SHARED") if os.environ.get(k)) + ".",
+        "The CPU-seconds (user + system of pytest and every process it waited for) are the figure to compare on a",
+        "shared machine; the load average (1 min) at each run's start and end says how shared it was.",
+        "",
+        "| run | checkout | wall (s) | CPU (s) | exit status | pytest | load average at start / end |",
+        "|---:|---|---:|---:|---:|---|---:|",
+    ]
+    for n in range(args.runs):
+        for side in sides:
+            r = runs[side][n]
+            lines.append(f"| {n + 1} | {side} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['status']} | {r['summary']} | {r['load']:.2f} / {r['load_end']:.2f} |")
+    (wall_b, cpu_b), (wall_a, cpu_a) = median["before"], median["after"]
+    lines += [
+        "",
+        f"Median before: {wall_b:.1f} s, {cpu_b:.1f} CPU-s; after: {wall_a:.1f} s, {cpu_a:.1f} CPU-s "
+        f"({cpu_a - cpu_b:+.1f} CPU-s, {100 * (cpu_a - cpu_b) / cpu_b:+.1f}%; wall {wall_a - wall_b:+.1f} s).",
+        "",
+    ]
+    print("\n".join(lines))
+    if args.write:
+        from bench.results import write_section
+
+        write_section("suite-compare-quick" if args.quick else "suite-compare", "suite_bench.py", "\n".join(lines))
+    return 0 if all(r["status"] == 0 for rs in runs.values() for r in rs) else 1
 
 
 if __name__ == "__main__":
