@@ -93,6 +93,8 @@ def test_training_alone_from_its_own_sections_builds_the_stacks_training_run(sta
             service_account_name=_first(training_pods, "serviceAccountName"),
             bucket_name=plan.outputs["checkpointBucket"],
             shared_volume_claim=claim,
+            # the stack's FSx exports new files to the checkpoint bucket (its data repository association)
+            shared_volume_exported=claim is not None,
             operator=KubeRayOperator("kuberay", settings=s.kuberay) if s.kuberay.enabled else None,
             jobset=JobSetController("jobset", settings=s.workload.restart) if s.workload.uses_jobset else None,
         )
