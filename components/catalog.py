@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 GIB_MIB = 1024
+GIB = 2**30
+"""Bytes in a GiB."""
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,6 @@ from .config.errors import problem_line
 from .trainers.base import config_name_of, effective_sizes, overridden
 from .trainers.recipe import KeyDefault, ModelFacts, recipe_of
 
-GIB = 2**30
 USABLE_FRACTION = 0.92
 """Of a GPU's memory, what the trainer's tensors may take: the CUDA context, NCCL's buffers and the
 caching allocator's fragmentation take the rest (an estimate)."""
@@ -144,7 +143,7 @@ def model_state_gib(model: ModelFacts, gpus: int) -> float:
     """One GPU's share of the model's state under FSDP full_shard: the weights and their gradients
     in the model's precision, and Adam's two moments of each trainable weight."""
     values = 2 * model.parameters + 2 * model.trainable
-    return values * model.bytes_per_value / gpus / GIB
+    return values * model.bytes_per_value / gpus / catalog.GIB
 
 
 def _nearest(recipe: str, run: Mapping[str, Setting]) -> tuple[Optional[Figure], Optional[Figure]]:

@@ -22,12 +22,12 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from . import catalog
 from .config import StackRule, StackSettings
 from .config.errors import problem_line
 from .storage_budget import model_facts
 from .trainers import ChosenInput
 
-GIB = 2**30
 BYTES_PER_PARAMETER = 2
 """bf16 (or fp16) weights, as the Hub publishes the models the recipes train."""
 HEADROOM = 1.1
@@ -71,7 +71,7 @@ def staged_model(settings: StackSettings) -> Optional[tuple[ChosenInput, ModelSi
         if facts is None:
             return None
         basis = f"{facts.parameters / 1e9:.2f}B parameters by the recipe's facts, at {BYTES_PER_PARAMETER} bytes each in bf16"
-        return model, ModelSize(facts.parameters * BYTES_PER_PARAMETER / GIB, basis)
+        return model, ModelSize(facts.parameters * BYTES_PER_PARAMETER / catalog.GIB, basis)
     source = model.source
     if source.kind != "hf" or source.repo_type != "model":
         return None
@@ -79,7 +79,7 @@ def staged_model(settings: StackSettings) -> Optional[tuple[ChosenInput, ModelSi
     if parameters is None:
         return None
     basis = f"{parameters / 1e9:g}B parameters by its name, at {BYTES_PER_PARAMETER} bytes each in bf16"
-    return model, ModelSize(parameters * BYTES_PER_PARAMETER / GIB, basis)
+    return model, ModelSize(parameters * BYTES_PER_PARAMETER / catalog.GIB, basis)
 
 
 def model_volume_problems(settings: StackSettings, stack: Optional[str] = None) -> list[str]:

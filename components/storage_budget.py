@@ -32,7 +32,6 @@ from .config.errors import problem_line
 from .trainers.base import Value, config_name_of, effective_sizes
 from .trainers.recipe import ModelFacts, recipe_of
 
-GIB = 2**30
 
 # Estimates, not measurements: what a node's disk holds besides the run.
 IMAGE_ON_DISK_GIB = 50
@@ -72,7 +71,7 @@ def save_of(settings: StackSettings) -> Optional[Save]:
     if model is None:
         return None
     layout = recipe_of(trainer.dialect).checkpoint_layout
-    parts = tuple((part.part, part.count(model) * model.bytes_per_value / GIB) for part in layout)
+    parts = tuple((part.part, part.count(model) * model.bytes_per_value / catalog.GIB) for part in layout)
     count = f"{model.parameters / 1e9:.2f}B" if model.parameters >= 1e8 else f"{model.parameters / 1e6:.1f}M"
     source = f"recipes/{trainer.dialect}.yaml: {count} parameters x {model.bytes_per_value} bytes"
     return Save(sum(gib for _, gib in parts), parts, source)

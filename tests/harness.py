@@ -306,3 +306,18 @@ def saves_logged(log_text: str) -> tuple[dict[int, float], dict[int, float]]:
         if what in ("writing", "saved"):
             (began if what == "writing" else saved)[int(step)] = float(when)
     return began, saved
+
+
+def cli_plan(monkeypatch: Any, capsys: Any, tmp_path: Path, stack: str, *sets: str) -> tuple[int, str]:
+    """``python -m rlinf_eks plan STACK --quiet --out tmp_path/out --set ...`` in this process, as a
+    user types it: its exit status and standard error (which never holds a traceback)."""
+    from rlinf_eks.__main__ import main
+
+    monkeypatch.chdir(ROOT)
+    argv = ["plan", stack, "--quiet", "--out", str(tmp_path / "out")]
+    for s in sets:
+        argv += ["--set", s]
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return status, err

@@ -5,31 +5,21 @@ tests/trainer_keys.py from the pinned configs), with the near miss; Hydra's + an
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from rlinf_eks.__main__ import main
 from rlinf_eks.config import ConfigError
 from rlinf_eks.trainers import recipe_of
 from rlinf_eks.trainers.override_keys import checked_key, config_keys, data_path, key_data
 from tests import trainer_keys
-from tests.harness import require_shared, settings
+from tests.harness import cli_plan, require_shared, settings
 from tests.reference_trainers import REFERENCE
 
-ROOT = Path(__file__).resolve().parents[1]
 DIALECTS = ("verl-ppo", "rlinf-embodied", "rlinf-reasoning")
 
 
 def _plan(monkeypatch, capsys, tmp_path, *sets: str) -> tuple[int, str]:
-    monkeypatch.chdir(ROOT)
-    argv = ["plan", "vllm-rollout", "--quiet", "--out", str(tmp_path / "out")]
-    for s in sets:
-        argv += ["--set", s]
-    status = main(argv)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    return status, err
+    return cli_plan(monkeypatch, capsys, tmp_path, "vllm-rollout", *sets)
 
 
 def test_a_mistyped_override_key_is_refused_with_the_near_miss_before_anything(monkeypatch, capsys, tmp_path):

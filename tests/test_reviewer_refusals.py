@@ -3,25 +3,15 @@ the one line naming the key, exit status 2, nothing written), and the way to ask
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
-from rlinf_eks.__main__ import main
 from rlinf_eks.model_size import parameters_by_name
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.harness import cli_plan
 
 
 def _plan(monkeypatch, capsys, tmp_path, *sets: str, stack: str = "multi-node") -> tuple[int, str]:
-    monkeypatch.chdir(ROOT)
-    argv = ["plan", stack, "--quiet", "--out", str(tmp_path / "out")]
-    for s in sets:
-        argv += ["--set", s]
-    status = main(argv)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    return status, err
+    return cli_plan(monkeypatch, capsys, tmp_path, stack, *sets)
 
 
 def test_efa_off_on_an_efa_type_with_two_nodes_is_refused_naming_the_key(monkeypatch, capsys, tmp_path):
