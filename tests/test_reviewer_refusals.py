@@ -3,7 +3,6 @@ the one line naming the key, exit status 2, nothing written), and the way to ask
 
 from __future__ import annotations
 
-
 import pytest
 
 from rlinf_eks.model_size import parameters_by_name
